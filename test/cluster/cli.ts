@@ -1,0 +1,54 @@
+// npm run cluster -- up|down|status|build : manages the local control plane used by the tests.
+import { ensureBinaries } from './build.ts';
+import { down, status, up } from './control-plane.ts';
+import { clusterPaths } from './paths.ts';
+
+const usage = 'usage: npm run cluster -- up|down|status|build';
+
+async function main(cmd: string | undefined): Promise<number> {
+  const paths = clusterPaths();
+  const say = (msg: string) => console.log(`cluster: ${msg}`);
+  switch (cmd) {
+    case 'build': {
+      const r = await ensureBinaries(paths, say);
+      say(r.built ? `binaries built in ${r.seconds.toFixed(0)}s` : `binaries up to date (key ${r.key})`);
+      return 0;
+    }
+    case 'up': {
+      const b = await ensureBinaries(paths, say);
+      if (b.built) say(`binaries built in ${b.seconds.toFixed(0)}s`);
+      const r = await up(paths, say);
+      if (r.seconds === 0) say(`already running at ${r.state.server}`);
+      say(`kubeconfig: ${paths.kubeconfig}`);
+      say(`try: .cluster/bin/kubectl --kubeconfig .cluster/kubeconfig get nodes`);
+      return 0;
+    }
+    case 'down': {
+      const report = await down(paths);
+      for (const line of report) say(line);
+      say('down; state removed');
+      return 0;
+    }
+    case 'status': {
+      const s = await status(paths);
+      if (s.running) {
+        say(`running at ${s.state?.server} since ${s.state?.startedAt}`);
+        for (const p of s.state?.processes ?? []) say(`  ${p.name} pid ${p.pid}`);
+        return 0;
+      }
+      say(`not running: ${s.problems.join('; ')}`);
+      return 1;
+    }
+    default:
+      console.error(usage);
+      return 2;
+  }
+}
+
+main(process.argv[2]).then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    console.error(`cluster: ${err instanceof Error ? err.message : String(err)}`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,48 @@
+// Starts control-plane processes detached from the launcher and stops them again, by pid, only if
+// the pid still runs the binary we started (pids get reused).
+import { spawn } from 'node:child_process';
+import { openSync, readFileSync } from 'node:fs';
+
+export interface Started {
+  name: string;
+  pid: number;
+  binary: string;
+}
+
+export function startDetached(name: string, binary: string, args: string[], logFile: string): Started {
+  const out = openSync(logFile, 'a');
+  const child = spawn(binary, args, { detached: true, stdio: ['ignore', out, out] });
+  if (child.pid === undefined) throw new Error(`could not start ${name} (${binary})`);
+  child.unref();
+  return { name, pid: child.pid, binary };
+}
+
+/** True when `pid` is alive and is the process we started from `binary`. */
+export function isOurs(p: Pick<Started, 'pid' | 'binary'>): boolean {
+  try {
+    const cmdline = readFileSync(`/proc/${p.pid}/cmdline`, 'utf8');
+    const argv0 = cmdline.split('\0')[0];
+    const stat = readFileSync(`/proc/${p.pid}/stat`, 'utf8');
+    // A zombie (state Z) has exited but not been reaped; it is not running.
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    return argv0 === p.binary && state !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** SIGTERM, then SIGKILL after `graceMs`. Resolves once the process is gone. */
+export async function stop(p: Started, graceMs = 10_000): Promise<'stopped' | 'killed' | 'not-running'> {
+  if (!isOurs(p)) return 'not-running';
+  process.kill(p.pid, 'SIGTERM');
+  const deadline = Date.now() + graceMs;
+  while (Date.now() < deadline) {
+    if (!isOurs(p)) return 'stopped';
+    await pause(100);
+  }
+  if (isOurs(p)) process.kill(p.pid, 'SIGKILL');
+  while (isOurs(p)) await pause(50);
+  return 'killed';
+}
