@@ -16,7 +16,11 @@ interface GoTarget {
 export const targets: readonly GoTarget[] = [
   { module: 'etcd', pkg: 'go.etcd.io/etcd/server/v3', binary: 'etcd' },
   { module: 'kubernetes', pkg: 'k8s.io/kubernetes/cmd/kube-apiserver', binary: 'kube-apiserver' },
-  { module: 'kubernetes', pkg: 'k8s.io/kubernetes/cmd/kube-controller-manager', binary: 'kube-controller-manager' },
+  {
+    module: 'kubernetes',
+    pkg: 'k8s.io/kubernetes/cmd/kube-controller-manager',
+    binary: 'kube-controller-manager',
+  },
   { module: 'kubernetes', pkg: 'k8s.io/kubernetes/cmd/kube-scheduler', binary: 'kube-scheduler' },
   { module: 'kubernetes', pkg: 'k8s.io/kubernetes/cmd/kubectl', binary: 'kubectl' },
   { module: 'kwok', pkg: 'sigs.k8s.io/kwok/cmd/kwok', binary: 'kwok' },
@@ -100,14 +104,21 @@ export async function ensureBinaries(paths: ClusterPaths, say: (msg: string) => 
     const complete = targets.every((t) => existsSync(path.join(paths.bin, t.binary)));
     if (current === key && complete) return { built: false, seconds: 0, key };
 
-    say(`building control-plane binaries (key ${key}, ${goVersion}); log: ${path.join(paths.bin, 'build.log')}`);
+    say(
+      `building control-plane binaries (key ${key}, ${goVersion}); log: ${path.join(paths.bin, 'build.log')}`,
+    );
     await rm(keyFile, { force: true });
     const k8sVersion = await kubernetesVersion(paths);
     for (const t of targets) {
       const t0 = performance.now();
       const out = path.join(paths.bin, t.binary);
       const flags = `-ldflags=${ldflags(t.module, k8sVersion)}`;
-      await run('go', ['build', '-trimpath', flags, '-o', out, t.pkg], path.join(paths.goModules, t.module), log);
+      await run(
+        'go',
+        ['build', '-trimpath', flags, '-o', out, t.pkg],
+        path.join(paths.goModules, t.module),
+        log,
+      );
       say(`built ${t.binary} in ${((performance.now() - t0) / 1000).toFixed(0)}s`);
     }
     await writeFile(keyFile, `${key}\n`);

@@ -83,15 +83,12 @@ async function until(what: string, timeoutMs: number, check: () => Promise<strin
   throw new Error(`timed out after ${timeoutMs / 1000}s waiting for ${what}; last seen: ${last}`);
 }
 
-async function waitHealthy(
-  proc: Started,
-  logFile: string,
-  timeoutMs: number,
-  p: Probe,
-): Promise<void> {
+async function waitHealthy(proc: Started, logFile: string, timeoutMs: number, p: Probe): Promise<void> {
   await until(`${proc.name} ${p.url}`, timeoutMs, async () => {
     if (!isOurs(proc)) {
-      const tail = existsSync(logFile) ? (await readFile(logFile, 'utf8')).split('\n').slice(-15).join('\n') : '';
+      const tail = existsSync(logFile)
+        ? (await readFile(logFile, 'utf8')).split('\n').slice(-15).join('\n')
+        : '';
       throw new Error(`${proc.name} exited during start-up; end of ${logFile}:\n${tail}`);
     }
     const r = await probe(p);
@@ -113,7 +110,9 @@ export interface StatusReport {
 export async function status(paths: ClusterPaths): Promise<StatusReport> {
   const state = await readState(paths);
   if (!state) return { running: false, problems: ['no cluster state (.cluster/state.json)'] };
-  const problems = state.processes.filter((p) => !isOurs(p)).map((p) => `${p.name} (pid ${p.pid}) is not running`);
+  const problems = state.processes
+    .filter((p) => !isOurs(p))
+    .map((p) => `${p.name} (pid ${p.pid}) is not running`);
   if (problems.length === 0) {
     const pki = path.join(paths.state, 'pki');
     const r = await probe({
@@ -310,7 +309,9 @@ export async function up(paths: ClusterPaths, say: (msg: string) => void): Promi
     const state = await saveState(server);
 
     await Promise.all([
-      waitHealthy(kcm, log('kube-controller-manager'), 60_000, { url: `https://127.0.0.1:${kcmPort}/healthz` }),
+      waitHealthy(kcm, log('kube-controller-manager'), 60_000, {
+        url: `https://127.0.0.1:${kcmPort}/healthz`,
+      }),
       waitHealthy(scheduler, log('kube-scheduler'), 60_000, { url: `https://127.0.0.1:${schedPort}/readyz` }),
       waitHealthy(kwok, log('kwok'), 60_000, { url: `http://127.0.0.1:${kwokPort}/healthz` }),
     ]);

@@ -17,7 +17,9 @@ export function renderKubeconfig(input: KubeconfigInput): string {
   return stringify({
     apiVersion: 'v1',
     kind: 'Config',
-    clusters: [{ name: cluster, cluster: { server: input.server, 'certificate-authority-data': b64(input.caPem) } }],
+    clusters: [
+      { name: cluster, cluster: { server: input.server, 'certificate-authority-data': b64(input.caPem) } },
+    ],
     users: [
       {
         name: input.user,

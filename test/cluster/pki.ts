@@ -46,7 +46,10 @@ const newKey = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-n
 
 async function signLeaf(dir: string, name: string, subject: string, extensions: string): Promise<void> {
   await writeFile(path.join(dir, `${name}.ext`), extensions);
-  await openssl(['req', '-new', ...newKey, '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', subject], dir);
+  await openssl(
+    ['req', '-new', ...newKey, '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', subject],
+    dir,
+  );
   await openssl(
     [
       'x509',

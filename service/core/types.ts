@@ -1,0 +1,35 @@
+// The core's own small types. Adapters translate Kubernetes objects into these; the pure core
+// (hashing, references, annotations, planning) never sees a client-node model.
+
+export type ConfigKind = 'ConfigMap' | 'Secret';
+
+export type WorkloadKind = 'Deployment' | 'StatefulSet' | 'DaemonSet' | 'CronJob' | 'Rollout';
+
+/** A ConfigMap or Secret, by name. Configs are always in the workload's namespace. */
+export interface ConfigRef {
+  kind: ConfigKind;
+  namespace: string;
+  name: string;
+}
+
+export interface WorkloadRef {
+  kind: WorkloadKind;
+  namespace: string;
+  name: string;
+  uid?: string;
+}
+
+/** Stable string id for maps and logs: "ConfigMap/ns/name", "Deployment/ns/name". */
+export const configId = (c: ConfigRef): string => `${c.kind}/${c.namespace}/${c.name}`;
+export const workloadId = (w: WorkloadRef): string => `${w.kind}/${w.namespace}/${w.name}`;
+
+/**
+ * How a pod spec uses one config: which keys it can see, and whether it still starts without it.
+ * `keys` is 'all' when the whole config is visible (envFrom, a volume without items), else the
+ * sorted, unique keys it names. `optional` is true only if every use of the config is optional.
+ */
+export interface ConfigUse {
+  config: ConfigRef;
+  keys: 'all' | string[];
+  optional: boolean;
+}

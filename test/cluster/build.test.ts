@@ -1,0 +1,43 @@
+import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { buildKey, kubernetesVersion, targets } from './build.ts';
+import { clusterPaths } from './paths.ts';
+
+const dirs: string[] = [];
+afterEach(async () => {
+  for (const d of dirs.splice(0)) await rm(d, { recursive: true, force: true });
+});
+
+/** A copy of test/cluster/go in a temp root, so a test can edit the pins. */
+async function copyOfModules() {
+  const root = await mkdtemp(path.join(tmpdir(), 'gr-build-'));
+  dirs.push(root);
+  const paths = clusterPaths(root);
+  await cp(clusterPaths().goModules, paths.goModules, { recursive: true });
+  return paths;
+}
+
+describe('the control-plane build cache key', () => {
+  it('pins Kubernetes 1.36 and builds every component the tests and people need', async () => {
+    expect(await kubernetesVersion(clusterPaths())).toMatch(/^v1\.36\.\d+$/);
+    expect(targets.map((t) => t.binary).sort()).toEqual(
+      ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kubectl', 'kwok'].sort(),
+    );
+  });
+
+  it('is stable for the same versions and Go toolchain', async () => {
+    const paths = await copyOfModules();
+    expect(await buildKey(paths, 'go1.26.8')).toBe(await buildKey(paths, 'go1.26.8'));
+  });
+
+  it('changes when a pinned version or the Go toolchain changes', async () => {
+    const paths = await copyOfModules();
+    const before = await buildKey(paths, 'go1.26.8');
+    expect(await buildKey(paths, 'go1.27.3')).not.toBe(before);
+    const gomod = path.join(paths.goModules, 'kwok', 'go.mod');
+    await writeFile(gomod, (await readFile(gomod, 'utf8')).replace('kwok v0.8.0', 'kwok v0.8.1'));
+    expect(await buildKey(paths, 'go1.26.8')).not.toBe(before);
+  });
+});

@@ -1,0 +1,56 @@
+// Gives every integration suite one control plane: TEST_KUBECONFIG if set, otherwise the local
+// one from test/cluster, reused when already running, else built and started here (and stopped
+// again at the end). It never skips: if the control plane cannot start, the run fails.
+import path from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
+import type { TestProject } from 'vitest/node';
+import { ensureBinaries } from './cluster/build.ts';
+import { down, status, up } from './cluster/control-plane.ts';
+import { clusterPaths } from './cluster/paths.ts';
+import { ensureCrds, loadCrds } from './support/crds.ts';
+import { installMirrors, upstreamAvailable, upstreamCrdDir } from './support/upstream-schema.ts';
+
+const say = (msg: string) => console.log(`[cluster] ${msg}`);
+
+export default async function setup(project: TestProject): Promise<(() => Promise<void>) | undefined> {
+  const external = process.env.TEST_KUBECONFIG;
+  let kubeconfig: string;
+  let teardown: (() => Promise<void>) | undefined;
+  if (external) {
+    kubeconfig = path.resolve(external);
+    say(`using the cluster in TEST_KUBECONFIG=${kubeconfig}`);
+  } else {
+    const paths = clusterPaths();
+    const built = await ensureBinaries(paths, say);
+    say(
+      built.built
+        ? `binaries built in ${built.seconds.toFixed(0)}s`
+        : `binaries cached (key ${built.key}): no Go build`,
+    );
+    const current = await status(paths);
+    if (current.running) {
+      say(`reusing the running control plane at ${current.state?.server} (cluster up took 0s)`);
+    } else {
+      const r = await up(paths, say);
+      say(`cluster up took ${r.seconds.toFixed(1)}s`);
+      if (!process.env.KEEP_CLUSTER) {
+        teardown = async () => {
+          await down(paths);
+          say('control plane stopped (set KEEP_CLUSTER=1 to keep it for the next run)');
+        };
+      }
+    }
+    kubeconfig = paths.kubeconfig;
+  }
+  const kc = new KubeConfig();
+  kc.loadFromFile(kubeconfig);
+  await ensureCrds(kc, await loadCrds());
+  if (upstreamAvailable()) {
+    await installMirrors(kc);
+    say(`upstream Argo CD / Argo Rollouts schemas from ${upstreamCrdDir} installed for the schema check`);
+  } else {
+    say(`upstream CRD schemas not found at ${upstreamCrdDir}: the upstream schema check will not run`);
+  }
+  project.provide('kubeconfig', kubeconfig);
+  return teardown;
+}
