@@ -1,0 +1,115 @@
+// Keyed digests of ConfigMap/Secret contents, and of what one workload sees of them. The ConfigStore keeps
+// only these digests and drops the data; the ledger stores workloadConfigHash per workload.
+//
+// Every digest is an HMAC-SHA256 under a key only the service holds. A bare hash of a low-entropy secret
+// (a PIN, a short password) can be brute-forced by anyone who reads it (Reloader #608); an HMAC cannot
+// without the key, so these values may go to the ledger, to git annotations and to logs.
+
+import { createHmac } from 'node:crypto';
+import { type ConfigRef, type ConfigUse, configId } from './types.ts';
+
+/** The parts of a ConfigMap or Secret that a pod can see. For a Secret, `data` holds base64 strings. */
+export interface ConfigContent {
+  readonly data?: Readonly<Record<string, string>>;
+  readonly binaryData?: Readonly<Record<string, string>>;
+}
+
+/** `all` covers the whole content; `keys` has one digest per key name found in data or binaryData. */
+export interface ConfigDigest {
+  all: string;
+  keys: Record<string, string>;
+}
+
+/** What a workload sees of a config that does not exist. Not hex, so it never equals a digest. */
+export const MISSING = 'missing';
+/** What a workload sees of a referenced key that an existing config does not have. Not hex either. */
+export const ABSENT_KEY = 'absent';
+
+/**
+ * Shorter keys are refused: an empty key would make every digest a bare hash of the data, and RFC 2104 §3
+ * discourages keys shorter than the hash output (32 bytes for SHA-256).
+ */
+export const MIN_HMAC_KEY_BYTES = 32;
+
+// 128 bits. These values are only ever compared for equality, so what matters is that a change is never
+// mistaken for no change: an accidental collision needs ~2^64 values, and a forged one needs the key.
+// RFC 2104 §5 allows truncating an HMAC to half the hash length. Shorter values keep ledger entries and
+// git annotations readable.
+const DIGEST_HEX_CHARS = 32;
+
+// Domain tags, so that no digest of one kind can equal a digest of another kind by construction. Changing
+// a tag or the encoding changes every stored hash, and the service would then see every workload as
+// changed: bump the version only together with a ledger migration.
+const KEY_TAG = 'gitops-reloader/config-key/v1';
+const ALL_TAG = 'gitops-reloader/config/v1';
+const WORKLOAD_TAG = 'gitops-reloader/workload/v1';
+
+/** Digests of one config's content, whole and per key. */
+export function hashConfig(content: ConfigContent, key: Buffer): ConfigDigest {
+  assertUsableKey(key);
+  const data = content.data ?? {};
+  const binaryData = content.binaryData ?? {};
+  const names = [...new Set([...Object.keys(data), ...Object.keys(binaryData)])].sort(compareCodeUnits);
+  // The value's field is part of the input, so moving a key from data to binaryData is a change, and a
+  // key present in both (invalid in Kubernetes, but representable here) still has one unambiguous digest.
+  const entries = names.map((name) => [
+    name,
+    hmacHex(key, KEY_TAG, [name, own(data, name), own(binaryData, name)]),
+  ]);
+  // `all` is derived from the per-key digests, so it changes exactly when some key's digest changes or
+  // a key is added or removed, which is what a use of 'all' must see.
+  return { all: hmacHex(key, ALL_TAG, entries), keys: Object.fromEntries(entries) };
+}
+
+/**
+ * What a workload sees of one config: the whole digest for a use of 'all', or the digests of exactly the
+ * referenced keys. A change to a key the workload does not reference leaves this value as it was.
+ */
+export function usageDigest(use: ConfigUse, digest: ConfigDigest | undefined): string {
+  if (digest === undefined) return MISSING;
+  if (use.keys === 'all') return digest.all;
+  // Sorted and de-duplicated again here, so the value cannot depend on how a caller built the list.
+  const keys = [...new Set(use.keys)].sort(compareCodeUnits);
+  return JSON.stringify(keys.map((k) => [k, own(digest.keys, k) ?? ABSENT_KEY]));
+}
+
+/**
+ * One keyed hash of everything a workload sees of its configs: the value the ledger stores per workload.
+ * It does not depend on the order of `uses`, and with the same key it is the same in every process.
+ */
+export function workloadConfigHash(
+  uses: readonly ConfigUse[],
+  lookup: (config: ConfigRef) => ConfigDigest | undefined,
+  key: Buffer,
+): string {
+  assertUsableKey(key);
+  const pairs = uses
+    .map((use): [string, string] => [configId(use.config), usageDigest(use, lookup(use.config))])
+    .sort(([idA, dA], [idB, dB]) => compareCodeUnits(idA, idB) || compareCodeUnits(dA, dB));
+  return hmacHex(key, WORKLOAD_TAG, pairs);
+}
+
+function assertUsableKey(key: Buffer): void {
+  if (key.length < MIN_HMAC_KEY_BYTES) {
+    throw new Error(`HMAC key has ${key.length} bytes; at least ${MIN_HMAC_KEY_BYTES} are required`);
+  }
+}
+
+// JSON of an array of strings is an unambiguous encoding: strings are quoted and escaped, so no key/value
+// boundary can shift and null (absent) differs from every string. JSON.stringify escapes lone surrogates,
+// so its output is well-formed Unicode and its UTF-8 bytes are injective too.
+function hmacHex(key: Buffer, tag: string, payload: unknown): string {
+  return createHmac('sha256', key)
+    .update(JSON.stringify([tag, payload]), 'utf8')
+    .digest('hex')
+    .slice(0, DIGEST_HEX_CHARS);
+}
+
+// Own properties only: a ConfigMap key may be named `constructor` or `__proto__`, and a lookup must not
+// find Object.prototype's members instead of reporting the key absent.
+function own(record: Readonly<Record<string, string>>, name: string): string | null {
+  return Object.hasOwn(record, name) ? (record[name] ?? null) : null;
+}
+
+// Code-unit order, not localeCompare: the order feeds hashes, so it must not depend on the process's locale.
+const compareCodeUnits = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
