@@ -1,0 +1,248 @@
+// The service's configuration: one validated object built at start-up from flags and env, then
+// passed to every part. No module reads process.env on its own.
+import { readFileSync } from 'node:fs';
+import { FlagError, type FlagSpec, type FlagValue, parseFlags } from './flags.ts';
+
+export const STRATEGIES = ['restart', 'annotate', 'git'] as const;
+export type Strategy = (typeof STRATEGIES)[number];
+
+export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
+
+export const serveFlags: readonly FlagSpec[] = [
+  {
+    name: 'kubeconfig',
+    type: 'string',
+    help: 'Path to a kubeconfig. Unset: in-cluster config, then $KUBECONFIG, then ~/.kube/config.',
+  },
+  {
+    name: 'namespaces',
+    type: 'list',
+    help: 'Only watch these namespaces (comma list). Unset: all namespaces.',
+  },
+  {
+    name: 'namespace-selector',
+    type: 'string',
+    help: 'Only act in namespaces whose labels match this selector, e.g. "reload=enabled".',
+  },
+  { name: 'ignore-namespaces', type: 'list', help: 'Never act in these namespaces (comma list).' },
+  {
+    name: 'resource-label-selector',
+    type: 'string',
+    help: 'Only watch ConfigMaps and Secrets with labels matching this selector.',
+  },
+  {
+    name: 'ignore-configmaps',
+    type: 'list',
+    help: 'ConfigMaps that never trigger a reload: names or anchored regexes (comma list).',
+    default: 'kube-root-ca.crt',
+  },
+  {
+    name: 'ignore-secrets',
+    type: 'list',
+    help: 'Secrets that never trigger a reload: names or anchored regexes (comma list).',
+  },
+  {
+    name: 'auto-reload-all',
+    type: 'bool',
+    help: 'Treat every workload as annotated with gitops-reloader.io/auto=true unless it says auto=false.',
+    default: 'false',
+  },
+  {
+    name: 'default-strategy',
+    type: 'enum',
+    values: STRATEGIES,
+    help: 'Strategy for workloads without gitops-reloader.io/strategy.',
+    default: 'restart',
+  },
+  {
+    name: 'debounce',
+    type: 'duration',
+    help: 'Quiet period per workload: changes within it become one reload.',
+    default: '3s',
+  },
+  {
+    name: 'max-debounce-wait',
+    type: 'duration',
+    help: 'Longest a change waits for the debounce to settle before the reload starts anyway.',
+    default: '30s',
+    min: 0,
+  },
+  {
+    name: 'max-concurrent-reloads',
+    type: 'int',
+    help: 'Reloads running at once across all workloads.',
+    default: '5',
+    min: 1,
+  },
+  {
+    name: 'min-reload-interval',
+    type: 'duration',
+    help: 'Least time between two reloads of one workload (protects against flapping configs); later changes wait, they are not dropped.',
+    default: '10s',
+  },
+  {
+    name: 'stall-after',
+    type: 'duration',
+    help: 'A reload blocked this long (e.g. by a PodDisruptionBudget) gets a ReloadStalled Event.',
+    default: '30s',
+  },
+  {
+    name: 'release-namespace',
+    type: 'string',
+    help: "The service's own namespace (ledger, lease, hash key). Defaults to $POD_NAMESPACE.",
+  },
+  {
+    name: 'release-name',
+    type: 'string',
+    help: 'Prefix for the objects the service owns (ledger ConfigMaps, lease, hash-key Secret).',
+    default: 'gitops-reloader',
+  },
+  {
+    name: 'hash-key-file',
+    type: 'string',
+    help: 'File holding the HMAC key (≥32 bytes) for config digests. Unset: read Secret <release-name>-hash-key, key "key", in the release namespace.',
+  },
+  { name: 'ledger-shards', type: 'int', help: 'Number of ledger ConfigMaps.', default: '16', min: 1 },
+  {
+    name: 'relist-interval',
+    type: 'duration',
+    help: 'Full relist of every watch, to repair anything a watch missed.',
+    default: '10m',
+    min: 1000,
+  },
+  {
+    name: 'watch-idle-timeout',
+    type: 'duration',
+    help: 'Restart a watch that delivered nothing, not even a bookmark, for this long.',
+    default: '3m',
+    min: 1000,
+  },
+  {
+    name: 'dry-run',
+    type: 'bool',
+    help: 'Log and emit Events for what would be done; change nothing.',
+    default: 'false',
+  },
+  { name: 'log-level', type: 'enum', values: LOG_LEVELS, help: 'Log level.', default: 'info' },
+];
+
+export interface Config {
+  kubeconfig?: string;
+  namespaces: string[];
+  namespaceSelector?: string;
+  ignoreNamespaces: string[];
+  resourceLabelSelector?: string;
+  ignoreConfigMaps: string[];
+  ignoreSecrets: string[];
+  autoReloadAll: boolean;
+  defaultStrategy: Strategy;
+  debounceMs: number;
+  maxDebounceWaitMs: number;
+  maxConcurrentReloads: number;
+  minReloadIntervalMs: number;
+  stallAfterMs: number;
+  releaseNamespace?: string;
+  releaseName: string;
+  hashKeyFile?: string;
+  ledgerShards: number;
+  relistIntervalMs: number;
+  watchIdleTimeoutMs: number;
+  dryRun: boolean;
+  logLevel: (typeof LOG_LEVELS)[number];
+}
+
+const str = (v: FlagValue) => (typeof v === 'string' && v !== '' ? v : undefined);
+const list = (v: FlagValue) => (Array.isArray(v) ? v : []);
+const num = (v: FlagValue) => v as number;
+
+// Kubernetes label selector syntax, checked loosely here so a typo fails at start-up instead of at
+// the first LIST: key=value, key!=value, key in (a,b), key notin (a), key, !key.
+const selectorTerm =
+  /^\s*(!?[A-Za-z0-9./_-]+|[A-Za-z0-9./_-]+\s*(==?|!=)\s*[A-Za-z0-9._-]*|[A-Za-z0-9./_-]+\s+(in|notin)\s+\([A-Za-z0-9._,\s-]*\))\s*$/;
+
+export function validSelector(sel: string): boolean {
+  // Split on commas that are not inside parentheses.
+  const terms = sel.split(/,(?![^(]*\))/);
+  return terms.every((t) => selectorTerm.test(t));
+}
+
+const namespaceName = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+export function buildConfig(
+  values: Record<string, FlagValue>,
+  env: Readonly<Record<string, string | undefined>>,
+): Config {
+  const cfg: Config = {
+    kubeconfig: str(values.kubeconfig),
+    namespaces: list(values.namespaces),
+    namespaceSelector: str(values['namespace-selector']),
+    ignoreNamespaces: list(values['ignore-namespaces']),
+    resourceLabelSelector: str(values['resource-label-selector']),
+    ignoreConfigMaps: list(values['ignore-configmaps']),
+    ignoreSecrets: list(values['ignore-secrets']),
+    autoReloadAll: values['auto-reload-all'] === true,
+    defaultStrategy: values['default-strategy'] as Strategy,
+    debounceMs: num(values.debounce),
+    maxDebounceWaitMs: num(values['max-debounce-wait']),
+    maxConcurrentReloads: num(values['max-concurrent-reloads']),
+    minReloadIntervalMs: num(values['min-reload-interval']),
+    stallAfterMs: num(values['stall-after']),
+    releaseNamespace: str(values['release-namespace']) ?? str(env.POD_NAMESPACE),
+    releaseName: str(values['release-name']) as string,
+    hashKeyFile: str(values['hash-key-file']),
+    ledgerShards: num(values['ledger-shards']),
+    relistIntervalMs: num(values['relist-interval']),
+    watchIdleTimeoutMs: num(values['watch-idle-timeout']),
+    dryRun: values['dry-run'] === true,
+    logLevel: values['log-level'] as Config['logLevel'],
+  };
+  for (const [flag, sel] of [
+    ['namespace-selector', cfg.namespaceSelector],
+    ['resource-label-selector', cfg.resourceLabelSelector],
+  ] as const) {
+    if (sel !== undefined && !validSelector(sel)) {
+      throw new FlagError(`invalid value ${JSON.stringify(sel)} for --${flag}: not a label selector`);
+    }
+  }
+  for (const [flag, names] of [
+    ['namespaces', cfg.namespaces],
+    ['ignore-namespaces', cfg.ignoreNamespaces],
+  ] as const) {
+    const bad = names.find((n) => !namespaceName.test(n));
+    if (bad !== undefined)
+      throw new FlagError(`invalid value ${JSON.stringify(bad)} for --${flag}: not a namespace name`);
+  }
+  if (cfg.maxDebounceWaitMs < cfg.debounceMs) {
+    throw new FlagError(
+      `invalid value for --max-debounce-wait: ${cfg.maxDebounceWaitMs}ms is shorter than --debounce ${cfg.debounceMs}ms`,
+    );
+  }
+  if (cfg.releaseName !== undefined && !namespaceName.test(cfg.releaseName)) {
+    throw new FlagError(
+      `invalid value ${JSON.stringify(cfg.releaseName)} for --release-name: must be a DNS label`,
+    );
+  }
+  return cfg;
+}
+
+export function loadConfig(
+  argv: readonly string[],
+  env: Readonly<Record<string, string | undefined>>,
+): Config {
+  const { values } = parseFlags(serveFlags, argv, env);
+  return buildConfig(values, env);
+}
+
+/** Reads the HMAC key file. The key must be at least 32 bytes; trailing newlines are ignored. */
+export function readHashKeyFile(file: string): Buffer {
+  let raw: Buffer;
+  try {
+    raw = readFileSync(file);
+  } catch (err) {
+    throw new FlagError(`cannot read --hash-key-file ${file}: ${(err as Error).message}`);
+  }
+  const key = Buffer.from(raw.toString('utf8').replace(/\s+$/, ''), 'utf8');
+  if (key.length < 32)
+    throw new FlagError(`--hash-key-file ${file} holds ${key.length} bytes; at least 32 are needed`);
+  return key;
+}
