@@ -1,0 +1,73 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { type Batch, Batcher } from './batcher.ts';
+
+describe('Batcher', () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+    vi.setSystemTime(1_000_000);
+  });
+  afterEach(() => vi.useRealTimers());
+
+  function make(debounceMs = 3000, maxWaitMs = 30_000) {
+    const batches: Batch[] = [];
+    const b = new Batcher({ debounceMs, maxWaitMs, onBatch: (x) => batches.push(x) });
+    return { b, batches };
+  }
+
+  it('turns three configs changing within the debounce window into one batch', () => {
+    const { b, batches } = make();
+    b.add({ workload: 'W', config: 'ConfigMap/ns/a', observedAt: Date.now() });
+    vi.advanceTimersByTime(1000);
+    b.add({ workload: 'W', config: 'ConfigMap/ns/b', observedAt: Date.now() });
+    vi.advanceTimersByTime(1000);
+    b.add({ workload: 'W', config: 'Secret/ns/c', observedAt: Date.now() });
+    vi.advanceTimersByTime(2999);
+    expect(batches).toHaveLength(0);
+    vi.advanceTimersByTime(1);
+    expect(batches).toEqual([
+      {
+        workload: 'W',
+        configs: ['ConfigMap/ns/a', 'ConfigMap/ns/b', 'Secret/ns/c'],
+        firstObservedAt: 1_000_000,
+        lastObservedAt: 1_002_000,
+      },
+    ]);
+  });
+
+  it('keeps workloads apart', () => {
+    const { b, batches } = make();
+    b.add({ workload: 'W1', config: 'c', observedAt: Date.now() });
+    b.add({ workload: 'W2', config: 'c', observedAt: Date.now() });
+    vi.advanceTimersByTime(3000);
+    expect(batches.map((x) => x.workload).sort()).toEqual(['W1', 'W2']);
+  });
+
+  it('fires at the maximum wait even if changes never stop', () => {
+    const { b, batches } = make(3000, 10_000);
+    for (let t = 0; t < 20; t++) {
+      b.add({ workload: 'W', config: `c${t % 2}`, observedAt: Date.now() });
+      vi.advanceTimersByTime(1000);
+    }
+    expect(batches.length).toBe(2);
+    expect(batches[0]?.lastObservedAt).toBe(1_000_000 + 9000);
+  });
+
+  it('honours a per-workload debounce override', () => {
+    const { b, batches } = make(3000);
+    b.add({ workload: 'W', config: 'c', observedAt: Date.now(), debounceMs: 0 });
+    vi.advanceTimersByTime(0);
+    expect(batches).toHaveLength(1);
+  });
+
+  it('clear drops open batches; flush fires them', () => {
+    const { b, batches } = make();
+    b.add({ workload: 'W1', config: 'c', observedAt: Date.now() });
+    b.clear();
+    vi.advanceTimersByTime(10_000);
+    expect(batches).toHaveLength(0);
+    b.add({ workload: 'W2', config: 'c', observedAt: Date.now() });
+    b.flush();
+    expect(batches.map((x) => x.workload)).toEqual(['W2']);
+    expect(b.pending).toBe(0);
+  });
+});
