@@ -1,0 +1,136 @@
+import { describe, expect, it } from 'vitest';
+import { WorkQueue } from './work-queue.ts';
+
+interface A {
+  workload: string;
+  n: number;
+}
+
+function deferred() {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => {
+    resolve = r;
+  });
+  return { promise, resolve };
+}
+
+describe('WorkQueue', () => {
+  it('runs one action per workload at a time and keeps only the newest queued one', async () => {
+    const gate = deferred();
+    const ran: number[] = [];
+    const q = new WorkQueue<A>({
+      maxConcurrent: 5,
+      minIntervalMs: 0,
+      run: async (a) => {
+        ran.push(a.n);
+        if (a.n === 1) await gate.promise;
+      },
+    });
+    q.submit({ workload: 'W', n: 1 });
+    q.submit({ workload: 'W', n: 2 });
+    q.submit({ workload: 'W', n: 3 });
+    expect(ran).toEqual([1]);
+    gate.resolve();
+    await q.drained();
+    expect(ran).toEqual([1, 3]);
+  });
+
+  it('caps concurrency across workloads', async () => {
+    const gates = new Map<string, ReturnType<typeof deferred>>();
+    let peak = 0;
+    const q = new WorkQueue<A>({
+      maxConcurrent: 2,
+      minIntervalMs: 0,
+      run: async (a) => {
+        peak = Math.max(peak, q.active);
+        const g = deferred();
+        gates.set(a.workload, g);
+        await g.promise;
+      },
+    });
+    for (const w of ['a', 'b', 'c', 'd']) q.submit({ workload: w, n: 0 });
+    expect(q.active).toBe(2);
+    for (let i = 0; i < 4; i++) {
+      await new Promise((r) => setImmediate(r));
+      for (const g of gates.values()) g.resolve();
+    }
+    await q.drained();
+    expect(peak).toBe(2);
+    expect([...gates.keys()].sort()).toEqual(['a', 'b', 'c', 'd']);
+  });
+
+  it('waits the minimum interval before reloading the same workload again', async () => {
+    let now = 0;
+    const pendingTimers: Array<{ at: number; fn: () => void }> = [];
+    const timers = {
+      now: () => now,
+      set: (fn: () => void, ms: number) => {
+        const t = { at: now + ms, fn };
+        pendingTimers.push(t);
+        return t;
+      },
+      clear: () => {},
+    };
+    const ran: Array<[number, number]> = [];
+    const q = new WorkQueue<A>({
+      maxConcurrent: 1,
+      minIntervalMs: 10_000,
+      timers,
+      run: async (a) => {
+        ran.push([a.n, now]);
+      },
+    });
+    q.submit({ workload: 'W', n: 1 });
+    await new Promise((r) => setImmediate(r));
+    now = 2000;
+    q.submit({ workload: 'W', n: 2 });
+    expect(ran).toEqual([[1, 0]]);
+    expect(pendingTimers.map((t) => t.at)).toEqual([10_000]);
+    now = 10_000;
+    pendingTimers[0]?.fn();
+    await q.drained();
+    expect(ran).toEqual([
+      [1, 0],
+      [2, 10_000],
+    ]);
+  });
+
+  it('merges a new action into the queued one when asked', async () => {
+    const gate = deferred();
+    const ran: number[] = [];
+    const q = new WorkQueue<A>({
+      maxConcurrent: 1,
+      minIntervalMs: 0,
+      merge: (a, b) => ({ workload: a.workload, n: a.n + b.n }),
+      run: async (a) => {
+        ran.push(a.n);
+        if (ran.length === 1) await gate.promise;
+      },
+    });
+    q.submit({ workload: 'W', n: 1 });
+    q.submit({ workload: 'W', n: 10 });
+    q.submit({ workload: 'W', n: 100 });
+    gate.resolve();
+    await q.drained();
+    expect(ran).toEqual([1, 110]);
+  });
+
+  it('stop waits for running actions and drops queued ones', async () => {
+    const gate = deferred();
+    const ran: number[] = [];
+    const q = new WorkQueue<A>({
+      maxConcurrent: 1,
+      minIntervalMs: 0,
+      run: async (a) => {
+        ran.push(a.n);
+        await gate.promise;
+      },
+    });
+    q.submit({ workload: 'a', n: 1 });
+    q.submit({ workload: 'b', n: 2 });
+    const stopped = q.stop();
+    gate.resolve();
+    await stopped;
+    expect(ran).toEqual([1]);
+  });
+});
