@@ -1,0 +1,127 @@
+import { describe, expect, it } from 'vitest';
+import { compileGlobals, DEFAULT_GLOBALS, parseWorkloadPolicy } from './annotations.ts';
+import { hashConfig } from './config-hash.ts';
+import { type ConfigLookup, REQUEST, verdict, watchedSet } from './plan.ts';
+import type { ConfigRecord, WorkloadRecord } from './records.ts';
+import { type ConfigRef, configId } from './types.ts';
+
+const KEY = Buffer.alloc(32, 7);
+
+function cm(
+  name: string,
+  data: Record<string, string>,
+  annotations: Record<string, string> = {},
+): ConfigRecord {
+  return {
+    ref: { kind: 'ConfigMap', namespace: 'ns', name },
+    uid: name,
+    resourceVersion: '1',
+    annotations,
+    labels: {},
+    digest: hashConfig({ data }, KEY),
+  };
+}
+
+function lookup(...recs: ConfigRecord[]): ConfigLookup {
+  const byId = new Map(recs.map((r) => [configId(r.ref), r]));
+  return {
+    get: (ref: ConfigRef) => byId.get(configId(ref)),
+    inNamespace: (ns, kind) => recs.filter((r) => r.ref.namespace === ns && r.ref.kind === kind),
+  };
+}
+
+function workload(annotations: Record<string, string>, uses: WorkloadRecord['uses']): WorkloadRecord {
+  return {
+    ref: { kind: 'Deployment', namespace: 'ns', name: 'web', uid: 'u' },
+    resourceVersion: '1',
+    generation: 1,
+    annotations,
+    templateAnnotations: {},
+    labels: {},
+    uses,
+    status: {},
+  };
+}
+
+const use = (name: string, keys: 'all' | string[] = 'all') => ({
+  config: { kind: 'ConfigMap' as const, namespace: 'ns', name },
+  keys,
+  optional: false,
+});
+
+function setOf(w: WorkloadRecord, configs: ConfigLookup, globals = DEFAULT_GLOBALS) {
+  const parsed = parseWorkloadPolicy(w.annotations, w.templateAnnotations, {
+    kind: 'Deployment',
+    defaultStrategy: 'restart',
+  });
+  return watchedSet(w, parsed, configs, globals);
+}
+
+describe('watchedSet', () => {
+  it('watches every referenced config of an auto workload', () => {
+    const w = workload({ 'reloader.stakater.com/auto': 'true' }, [use('a'), use('b', ['k'])]);
+    const s = setOf(w, lookup(cm('a', { x: '1' }), cm('b', { k: '1' })));
+    expect(Object.keys(s.digests)).toEqual(['ConfigMap/ns/a', 'ConfigMap/ns/b']);
+  });
+
+  it('watches nothing for a workload that did not opt in, and says why', () => {
+    const w = workload({}, [use('a')]);
+    const s = setOf(w, lookup(cm('a', { x: '1' })));
+    expect(s.digests).toEqual({});
+    expect(s.skipped['ConfigMap/ns/a']).toMatch(/not opted in|no reload/i);
+  });
+
+  it('watches a named config even when the template does not reference it', () => {
+    const w = workload({ 'configmap.reloader.stakater.com/reload': 'extra' }, []);
+    const s = setOf(w, lookup(cm('extra', { x: '1' }), cm('other', { x: '1' })));
+    expect(Object.keys(s.digests)).toEqual(['ConfigMap/ns/extra']);
+  });
+
+  it('honours the global ignore list', () => {
+    const { globals } = compileGlobals({
+      autoReloadAll: false,
+      ignoreConfigMaps: ['kube-root-ca.crt'],
+      ignoreSecrets: [],
+    });
+    const w = workload({ 'reloader.stakater.com/auto': 'true' }, [use('kube-root-ca.crt'), use('a')]);
+    const s = setOf(w, lookup(cm('kube-root-ca.crt', { c: '1' }), cm('a', { x: '1' })), globals);
+    expect(Object.keys(s.digests)).toEqual(['ConfigMap/ns/a']);
+  });
+
+  it('adds the manual reload request as a pseudo-config', () => {
+    const w = workload({ 'gitops-reloader.io/reload-requested-at': '2026-12-02T10:00:00Z' }, []);
+    expect(setOf(w, lookup()).digests).toEqual({ [REQUEST]: '2026-12-02T10:00:00Z' });
+  });
+
+  it('sees a change to a referenced key, not to an unreferenced one', () => {
+    const w = workload({ 'reloader.stakater.com/auto': 'true' }, [use('a', ['used'])]);
+    const before = setOf(w, lookup(cm('a', { used: '1', unused: '1' }))).digests;
+    expect(setOf(w, lookup(cm('a', { used: '1', unused: '2' }))).digests).toEqual(before);
+    expect(setOf(w, lookup(cm('a', { used: '2', unused: '1' }))).digests).not.toEqual(before);
+  });
+});
+
+describe('verdict', () => {
+  it('records a workload seen for the first time as a baseline', () => {
+    expect(verdict({ a: '1' }, undefined)).toEqual({ kind: 'baseline' });
+  });
+  it('reloads when a watched digest differs, listing what changed', () => {
+    expect(verdict({ a: '2', b: '1', c: '9' }, { a: '1', b: '1', c: '8' })).toEqual({
+      kind: 'reload',
+      changed: ['a', 'c'],
+    });
+  });
+  it('only re-records when configs join or leave the set', () => {
+    expect(verdict({ a: '1', n: '1' }, { a: '1', gone: '1' })).toEqual({
+      kind: 'rebaseline',
+      added: ['n'],
+      removed: ['gone'],
+    });
+  });
+  it('treats a new reload request on a known workload as a reload', () => {
+    expect(verdict({ a: '1', [REQUEST]: 't1' }, { a: '1' })).toEqual({ kind: 'reload', changed: [REQUEST] });
+  });
+  it('does nothing when nothing changed', () => {
+    expect(verdict({ a: '1' }, { a: '1' })).toEqual({ kind: 'none' });
+  });
+});

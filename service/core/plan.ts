@@ -1,0 +1,113 @@
+// Decides, for one workload, what it currently "sees" of its configs and whether that differs
+// from what was last applied (the ledger). Pure: the caches and the ledger are passed in.
+//
+// A workload's watched set maps configId → usage digest for every config that, by its
+// annotations, should reload it (plus the manual reload request, if any). Comparing that set
+// with the ledger's gives level-triggered decisions: a restart misses nothing and repeats nothing.
+import { type AnnotationGlobals, decide, KEYS, type ParsedWorkloadPolicy } from './annotations.ts';
+import { usageDigest } from './config-hash.ts';
+import type { ConfigRecord, WorkloadRecord } from './records.ts';
+import { type ConfigRef, type ConfigUse, configId } from './types.ts';
+
+/** Pseudo-config carrying the value of gitops-reloader.io/reload-requested-at. */
+export const REQUEST = 'request';
+
+export interface ConfigLookup {
+  get(ref: ConfigRef): ConfigRecord | undefined;
+  /** Every config of a kind in a namespace (only consulted for workloads with named lists). */
+  inNamespace(namespace: string, kind: ConfigRef['kind']): Iterable<ConfigRecord>;
+}
+
+export interface WatchedSet {
+  digests: Record<string, string>;
+  /** configId → why it is watched (the rule that matched), for plans and Events. */
+  reasons: Record<string, string>;
+  /** Referenced configs that do not reload this workload, with the reason. */
+  skipped: Record<string, string>;
+  /** Bad annotations on configs (reported as Events on the workload). */
+  problems: string[];
+}
+
+export function watchedSet(
+  w: WorkloadRecord,
+  parsed: ParsedWorkloadPolicy,
+  configs: ConfigLookup,
+  globals: AnnotationGlobals,
+): WatchedSet {
+  const out: WatchedSet = { digests: {}, reasons: {}, skipped: {}, problems: [] };
+  const consider = (use: ConfigUse, referenced: boolean) => {
+    const rec = configs.get(use.config);
+    const d = decide(parsed.policy, { ref: use.config, annotations: rec?.annotations, referenced }, globals);
+    const id = configId(use.config);
+    if (d.problem) out.problems.push(d.problem);
+    if (d.reload) {
+      out.digests[id] = usageDigest(use, rec?.digest);
+      out.reasons[id] = d.reason;
+    } else if (referenced) {
+      out.skipped[id] = d.reason;
+    }
+  };
+  const referenced = new Set<string>();
+  for (const use of w.uses) {
+    referenced.add(configId(use.config));
+    consider(use, true);
+  }
+  // Named entries reload even configs the template does not reference (as Reloader does).
+  for (const [kind, rules] of [
+    ['ConfigMap', parsed.policy.configMaps],
+    ['Secret', parsed.policy.secrets],
+  ] as const) {
+    if (rules.named.every((n) => n.list.entries.length === 0)) continue;
+    for (const rec of configs.inNamespace(w.ref.namespace, kind)) {
+      if (referenced.has(configId(rec.ref))) continue;
+      consider({ config: rec.ref, keys: 'all', optional: true }, false);
+    }
+  }
+  const request = w.annotations[KEYS.reloadRequestedAt];
+  if (request !== undefined && request !== '') {
+    out.digests[REQUEST] = request;
+    out.reasons[REQUEST] = `${KEYS.reloadRequestedAt}=${request}`;
+  }
+  return out;
+}
+
+export type Verdict =
+  | { kind: 'baseline' }
+  | { kind: 'reload'; changed: string[] }
+  | { kind: 'rebaseline'; added: string[]; removed: string[] }
+  | { kind: 'none' };
+
+/**
+ * Compares what the workload sees now with what was last applied.
+ * - never recorded → baseline (a fresh install or a new workload restarts nothing);
+ * - a watched config's digest differs → reload;
+ * - a new reload request → reload;
+ * - only the set changed (a config newly referenced or dropped, e.g. with a template change,
+ *   which rolls the pods by itself) → record the new set without restarting.
+ */
+export function verdict(
+  current: Record<string, string>,
+  applied: Record<string, string> | undefined,
+): Verdict {
+  if (applied === undefined) return { kind: 'baseline' };
+  const changed: string[] = [];
+  const added: string[] = [];
+  for (const [id, digest] of Object.entries(current)) {
+    if (!Object.hasOwn(applied, id)) {
+      if (id === REQUEST) changed.push(id);
+      else added.push(id);
+    } else if (applied[id] !== digest) {
+      changed.push(id);
+    }
+  }
+  const removed = Object.keys(applied).filter((id) => !Object.hasOwn(current, id));
+  if (changed.length > 0) return { kind: 'reload', changed: changed.sort() };
+  if (added.length > 0 || removed.length > 0)
+    return { kind: 'rebaseline', added: added.sort(), removed: removed.sort() };
+  return { kind: 'none' };
+}
+
+/** A workload takes part when something could reload it, or when the ledger already knows it. */
+export function isTracked(set: WatchedSet): boolean {
+  return Object.keys(set.digests).length > 0;
+}

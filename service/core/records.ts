@@ -1,0 +1,69 @@
+// The slim records the caches keep. A ConfigMap or Secret is reduced to its digests the moment it
+// arrives; a workload to what reload decisions need. Nothing else of the API objects is retained.
+import type { ConfigDigest } from './config-hash.ts';
+import type { ConfigRef, ConfigUse, WorkloadRef } from './types.ts';
+
+export interface ConfigRecord {
+  ref: ConfigRef;
+  uid: string;
+  resourceVersion: string;
+  /** Only the annotations we read (ours, Reloader's, Argo CD tracking). */
+  annotations: Record<string, string>;
+  labels: Record<string, string>;
+  digest: ConfigDigest;
+}
+
+export interface LabelSelectorLike {
+  matchLabels?: Record<string, string>;
+  matchExpressions?: Array<{ key: string; operator: string; values?: string[] }>;
+}
+
+export interface RolloutStatus {
+  observedGeneration?: number;
+  replicas?: number;
+  updatedReplicas?: number;
+  readyReplicas?: number;
+  availableReplicas?: number;
+  currentRevision?: string;
+  updateRevision?: string;
+}
+
+export interface WorkloadRecord {
+  ref: WorkloadRef & { uid: string };
+  resourceVersion: string;
+  generation: number;
+  /** Relevant annotations on the workload's metadata and on its pod template. */
+  annotations: Record<string, string>;
+  templateAnnotations: Record<string, string>;
+  labels: Record<string, string>;
+  uses: ConfigUse[];
+  selector?: LabelSelectorLike;
+  replicas?: number;
+  strategy?: { type?: string; maxUnavailable?: number | string; maxSurge?: number | string };
+  status: RolloutStatus;
+}
+
+const RELEVANT =
+  /(^|\.)reloader\.stakater\.com\/|(^|\.)gitops-reloader\.io\/|^argocd\.argoproj\.io\/|^app\.kubernetes\.io\/instance$/;
+
+/** Keeps only the annotation (or label) keys a reload decision can read. */
+export function relevant(map: Record<string, string> | undefined | null): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (!map) return out;
+  for (const [k, v] of Object.entries(map)) if (RELEVANT.test(k)) out[k] = v;
+  return out;
+}
+
+/** A Kubernetes label selector as the `labelSelector` query string. */
+export function selectorString(sel: LabelSelectorLike | undefined): string {
+  if (!sel) return '';
+  const parts = Object.entries(sel.matchLabels ?? {}).map(([k, v]) => `${k}=${v}`);
+  for (const e of sel.matchExpressions ?? []) {
+    const values = (e.values ?? []).join(',');
+    if (e.operator === 'In') parts.push(`${e.key} in (${values})`);
+    else if (e.operator === 'NotIn') parts.push(`${e.key} notin (${values})`);
+    else if (e.operator === 'Exists') parts.push(e.key);
+    else if (e.operator === 'DoesNotExist') parts.push(`!${e.key}`);
+  }
+  return parts.join(',');
+}

@@ -1,0 +1,103 @@
+// Records Kubernetes Events on workloads: Reloaded, ReloadSkipped, ReloadFailed,
+// ReloadConfigInvalid, ReloadStalled. Repeats of the same event for the same object are
+// suppressed for a while, so a bad annotation does not produce an Event per config change.
+import os from 'node:os';
+import type { CoreV1Api } from '@kubernetes/client-node';
+import type { Logger } from '../log.ts';
+
+export type EventReason =
+  | 'Reloaded'
+  | 'ReloadSkipped'
+  | 'ReloadFailed'
+  | 'ReloadConfigInvalid'
+  | 'ReloadStalled'
+  | 'ReloadPlanned';
+
+export interface EventTarget {
+  apiVersion: string;
+  kind: string;
+  namespace: string;
+  name: string;
+  uid?: string;
+}
+
+const API_VERSIONS: Record<string, string> = {
+  Deployment: 'apps/v1',
+  StatefulSet: 'apps/v1',
+  DaemonSet: 'apps/v1',
+  CronJob: 'batch/v1',
+  Rollout: 'argoproj.io/v1alpha1',
+  Pod: 'v1',
+};
+
+export function apiVersionOf(kind: string): string {
+  return API_VERSIONS[kind] ?? 'v1';
+}
+
+export class EventRecorder {
+  readonly #core: CoreV1Api;
+  readonly #log: Logger;
+  readonly #recent = new Map<string, number>();
+  readonly #suppressMs: number;
+  readonly #instance = os.hostname();
+
+  constructor(core: CoreV1Api, log: Logger, suppressMs = 10 * 60_000) {
+    this.#core = core;
+    this.#log = log;
+    this.#suppressMs = suppressMs;
+  }
+
+  /** Emits an Event; never throws (a failed Event is logged, the reload goes on). */
+  async emit(
+    target: EventTarget,
+    reason: EventReason,
+    message: string,
+    type: 'Normal' | 'Warning' = 'Normal',
+  ) {
+    const key = `${target.kind}/${target.namespace}/${target.name}/${reason}/${message}`;
+    const now = Date.now();
+    const last = this.#recent.get(key);
+    if (last !== undefined && now - last < this.#suppressMs && reason !== 'Reloaded') return;
+    this.#recent.set(key, now);
+    if (this.#recent.size > 10_000) this.#prune(now);
+    const ts = new Date(now);
+    try {
+      await this.#core.createNamespacedEvent({
+        namespace: target.namespace,
+        body: {
+          metadata: { generateName: `${target.name}.`, namespace: target.namespace },
+          involvedObject: {
+            apiVersion: target.apiVersion,
+            kind: target.kind,
+            name: target.name,
+            namespace: target.namespace,
+            uid: target.uid,
+          },
+          reason,
+          message: message.slice(0, 1024),
+          type,
+          source: { component: 'gitops-reloader' },
+          reportingComponent: 'gitops-reloader.io/reloader',
+          reportingInstance: this.#instance,
+          firstTimestamp: ts,
+          lastTimestamp: ts,
+          count: 1,
+        },
+      });
+    } catch (err) {
+      this.#log.warn(
+        {
+          workload: `${target.kind}/${target.name}`,
+          namespace: target.namespace,
+          reason,
+          err: (err as Error).message,
+        },
+        'could not record Event',
+      );
+    }
+  }
+
+  #prune(now: number) {
+    for (const [k, t] of this.#recent) if (now - t >= this.#suppressMs) this.#recent.delete(k);
+  }
+}

@@ -1,0 +1,95 @@
+// Turns raw API objects (plain JSON from LIST/WATCH) into the slim records the caches keep.
+// ConfigMap and Secret data is hashed here and goes no further.
+import { type ConfigDigest, hashConfig } from '../core/config-hash.ts';
+import { type ConfigRecord, relevant, type WorkloadRecord } from '../core/records.ts';
+import { extractReferences, type PodSpecLike } from '../core/references.ts';
+import type { ConfigKind, WorkloadKind } from '../core/types.ts';
+
+interface RawMeta {
+  name?: string;
+  namespace?: string;
+  uid?: string;
+  resourceVersion?: string;
+  generation?: number;
+  annotations?: Record<string, string> | null;
+  labels?: Record<string, string> | null;
+}
+
+export interface RawObject {
+  metadata?: RawMeta;
+  [k: string]: unknown;
+}
+
+export function configRecord(kind: ConfigKind, raw: RawObject, key: Buffer): ConfigRecord | undefined {
+  const m = raw.metadata;
+  if (!m?.name || !m.namespace) return undefined;
+  const digest: ConfigDigest = hashConfig(
+    {
+      data: (raw.data as Record<string, string> | null | undefined) ?? undefined,
+      binaryData: (raw.binaryData as Record<string, string> | null | undefined) ?? undefined,
+    },
+    key,
+  );
+  return {
+    ref: { kind, namespace: m.namespace, name: m.name },
+    uid: m.uid ?? '',
+    resourceVersion: m.resourceVersion ?? '',
+    annotations: relevant(m.annotations),
+    labels: relevant(m.labels),
+    digest,
+  };
+}
+
+interface RawTemplate {
+  metadata?: { annotations?: Record<string, string> | null };
+  spec?: PodSpecLike;
+}
+
+function podTemplate(kind: WorkloadKind, spec: Record<string, unknown> | undefined): RawTemplate | undefined {
+  if (!spec) return undefined;
+  if (kind === 'CronJob') {
+    const job = spec.jobTemplate as { spec?: { template?: RawTemplate } } | undefined;
+    return job?.spec?.template;
+  }
+  return spec.template as RawTemplate | undefined;
+}
+
+export function workloadRecord(kind: WorkloadKind, raw: RawObject): WorkloadRecord | undefined {
+  const m = raw.metadata;
+  if (!m?.name || !m.namespace || !m.uid) return undefined;
+  const spec = raw.spec as Record<string, unknown> | undefined;
+  const status = (raw.status ?? {}) as Record<string, unknown>;
+  const template = podTemplate(kind, spec);
+  const strategy = (kind === 'DaemonSet' || kind === 'StatefulSet' ? spec?.updateStrategy : spec?.strategy) as
+    | { type?: string; rollingUpdate?: { maxUnavailable?: number | string; maxSurge?: number | string } }
+    | undefined;
+  const num = (v: unknown) => (typeof v === 'number' ? v : undefined);
+  const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
+  return {
+    ref: { kind, namespace: m.namespace, name: m.name, uid: m.uid },
+    resourceVersion: m.resourceVersion ?? '',
+    generation: m.generation ?? 0,
+    annotations: relevant(m.annotations),
+    templateAnnotations: relevant(template?.metadata?.annotations),
+    labels: relevant(m.labels),
+    uses: template?.spec ? extractReferences(m.namespace, template.spec) : [],
+    selector: spec?.selector as WorkloadRecord['selector'],
+    replicas: kind === 'DaemonSet' || kind === 'CronJob' ? undefined : (num(spec?.replicas) ?? 1),
+    strategy: strategy
+      ? {
+          type: strategy.type,
+          maxUnavailable: strategy.rollingUpdate?.maxUnavailable,
+          maxSurge: strategy.rollingUpdate?.maxSurge,
+        }
+      : undefined,
+    status: {
+      observedGeneration: num(status.observedGeneration),
+      replicas: num(status.replicas),
+      updatedReplicas: num(status.updatedReplicas),
+      readyReplicas: num(status.readyReplicas),
+      availableReplicas: num(status.availableReplicas),
+      currentRevision: str(status.currentRevision),
+      updateRevision: str(status.updateRevision),
+    },
+  };
+}
