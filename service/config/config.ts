@@ -1,10 +1,10 @@
 // The service's configuration: one validated object built at start-up from flags and env, then
 // passed to every part. No module reads process.env on its own.
 import { readFileSync } from 'node:fs';
+import { RELOAD_STRATEGIES, type ReloadStrategy } from '../core/types.ts';
 import { FlagError, type FlagSpec, type FlagValue, parseFlags } from './flags.ts';
 
-export const STRATEGIES = ['restart', 'annotate', 'git'] as const;
-export type Strategy = (typeof STRATEGIES)[number];
+export type Strategy = ReloadStrategy;
 
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 
@@ -50,7 +50,7 @@ export const serveFlags: readonly FlagSpec[] = [
   {
     name: 'default-strategy',
     type: 'enum',
-    values: STRATEGIES,
+    values: RELOAD_STRATEGIES,
     help: 'Strategy for workloads without gitops-reloader.io/strategy.',
     default: 'restart',
   },

@@ -33,3 +33,10 @@ export interface ConfigUse {
   keys: 'all' | string[];
   optional: boolean;
 }
+
+/**
+ * How a workload is reloaded: `restart` replaces old pods without touching the workload object,
+ * `annotate` writes a config hash into the pod template, `git` commits that hash to the app's repo.
+ */
+export const RELOAD_STRATEGIES = ['restart', 'annotate', 'git'] as const;
+export type ReloadStrategy = (typeof RELOAD_STRATEGIES)[number];

@@ -1,0 +1,505 @@
+// The durable ledger: per workload, the config digests last applied and any reload in progress, kept in
+// N shard ConfigMaps in the service's own namespace (docs/adr/0003). Only the leader writes it. Writes are
+// JSON merge patches of the changed keys only, so they never clobber other keys of the same shard.
+
+import { type CoreV1Api, PatchStrategy, setHeaderOptions, type V1ConfigMap } from '@kubernetes/client-node';
+import {
+  type DecodedEntry,
+  decodeEntry,
+  encodeEntry,
+  type LedgerEntry,
+  ledgerKey,
+  shardOf,
+  storedBytes,
+} from '../core/ledger-entry.ts';
+
+export const LEDGER_LABELS: Readonly<Record<string, string>> = Object.freeze({
+  'app.kubernetes.io/name': 'gitops-reloader',
+  'app.kubernetes.io/component': 'ledger',
+});
+/** Set on every shard; a shard with another value was written by a format this code does not know. */
+export const FORMAT_ANNOTATION = 'gitops-reloader.io/ledger-format';
+export const FORMAT_VERSION = '1';
+
+export const DEFAULT_PREFIX = 'gitops-reloader';
+export const DEFAULT_SHARDS = 16;
+/** The API server refuses a ConfigMap whose data (keys plus values) exceeds 1 MiB. */
+export const CONFIGMAP_DATA_LIMIT = 1024 * 1024;
+/** Below the hard limit, leaving room for keys written by a writer this instance has not seen yet. */
+export const DEFAULT_SHARD_BUDGET = 1_000_000;
+
+/** Receives what the ledger reports: skipped values, foreign shards, and in dry-run what it would write. */
+export type LedgerLog = (level: 'info' | 'warn', msg: string, fields: Record<string, unknown>) => void;
+
+export interface LedgerOptions {
+  core: CoreV1Api;
+  /** The service's own (release) namespace. */
+  namespace: string;
+  log: LedgerLog;
+  /** Shard ConfigMaps are named `<prefix>-ledger-<n>`. Default `gitops-reloader`. */
+  prefix?: string;
+  /** Default 16. Changing it moves entries to new shards as they are next written; see load(). */
+  shards?: number;
+  /** Bytes of data (keys plus values) a shard may hold. Default 1,000,000; at most 1 MiB. */
+  shardBudgetBytes?: number;
+  /** Read, but never write: log each write that would happen and keep it in memory only. */
+  dryRun?: boolean;
+}
+
+export class LedgerError extends Error {
+  override name = 'LedgerError';
+  readonly shard: string | undefined;
+  readonly workloads: readonly string[];
+  /** HTTP status of the failed API call, if there was one. */
+  readonly status: number | undefined;
+  constructor(
+    message: string,
+    ctx: { shard?: string; workloads?: readonly string[]; status?: number; cause?: unknown },
+  ) {
+    super(message, { cause: ctx.cause });
+    this.shard = ctx.shard;
+    this.workloads = ctx.workloads ?? [];
+    this.status = ctx.status;
+  }
+}
+
+/** A write would take a shard over its byte budget. Nothing of that write was stored. */
+export class LedgerFullError extends LedgerError {
+  override name = 'LedgerFullError';
+  readonly bytes: number;
+  readonly budget: number;
+  constructor(shard: string, workloads: readonly string[], bytes: number, budget: number) {
+    super(
+      `ledger shard ${shard} is full: writing ${describeIds(workloads)} would make it ${bytes} bytes, ` +
+        `over its budget of ${budget}; nothing was written. Raise the shard count or the shard budget.`,
+      { shard, workloads },
+    );
+    this.bytes = bytes;
+    this.budget = budget;
+  }
+}
+
+interface ShardView {
+  name: string;
+  exists: boolean;
+  /** Why this ConfigMap is not ours to read or write, when it is not. */
+  foreign: string | undefined;
+  /** Data as last seen from the API server (or, in dry-run, as it would be). */
+  raw: Map<string, string>;
+  bytes: number;
+  /** The valid entries of `raw`, by data key. */
+  decoded: Map<string, { id: string; entry: LedgerEntry }>;
+  /** Serialises writes to this shard, so a response never overwrites a newer one in `raw`. */
+  queue: Promise<unknown>;
+}
+
+/** Per data key of one shard: the new value, or null to delete the key. */
+type ShardChange = Map<string, string | null>;
+
+// Bounds the load's LIST responses to a few MiB each.
+const LIST_PAGE = 4;
+const WRITE_CONCURRENCY = 4;
+const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+export class Ledger {
+  readonly namespace: string;
+  readonly prefix: string;
+  readonly shards: number;
+  readonly budget: number;
+  readonly dryRun: boolean;
+  readonly #core: CoreV1Api;
+  readonly #log: LedgerLog;
+  #views = new Map<string, ShardView>();
+  #entries = new Map<string, LedgerEntry>();
+  #loaded = false;
+
+  constructor(opts: LedgerOptions) {
+    this.#core = opts.core;
+    this.#log = opts.log;
+    this.namespace = opts.namespace;
+    this.prefix = opts.prefix ?? DEFAULT_PREFIX;
+    this.shards = opts.shards ?? DEFAULT_SHARDS;
+    this.budget = opts.shardBudgetBytes ?? DEFAULT_SHARD_BUDGET;
+    this.dryRun = opts.dryRun ?? false;
+    if (!Number.isSafeInteger(this.shards) || this.shards < 1 || this.shards > 1000) {
+      throw new RangeError(`ledger shard count must be an integer from 1 to 1000, got ${opts.shards}`);
+    }
+    if (!Number.isSafeInteger(this.budget) || this.budget < 1 || this.budget > CONFIGMAP_DATA_LIMIT) {
+      throw new RangeError(
+        `ledger shard budget must be 1 to ${CONFIGMAP_DATA_LIMIT} bytes, got ${opts.shardBudgetBytes}`,
+      );
+    }
+    // The longest shard name must still be a valid ConfigMap name (a DNS-1123 subdomain).
+    const longest = this.shardName(this.shards - 1);
+    if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(this.prefix) || longest.length > 253) {
+      throw new RangeError(
+        `ledger prefix ${JSON.stringify(this.prefix)} does not make valid ConfigMap names`,
+      );
+    }
+  }
+
+  shardName(shard: number): string {
+    return `${this.prefix}-ledger-${shard}`;
+  }
+
+  /** The shard ConfigMap that holds (or will hold) a workload's entry. */
+  shardFor(workloadId: string): string {
+    return this.shardName(shardOf(workloadId, this.shards));
+  }
+
+  /**
+   * Reads every shard (one LIST, paged) and replaces the in-memory copy. Creates nothing. Values that do
+   * not decode, and ConfigMaps with a shard's name that are not ours, are logged and skipped. An entry
+   * found outside its home shard (the shard count changed) is still returned, and moves home on its next
+   * write.
+   */
+  async load(): Promise<Map<string, LedgerEntry>> {
+    const found: V1ConfigMap[] = [];
+    let cont: string | undefined;
+    do {
+      const page = await this.#core
+        .listNamespacedConfigMap({
+          namespace: this.namespace,
+          labelSelector: 'app.kubernetes.io/component=ledger',
+          limit: LIST_PAGE,
+          _continue: cont,
+        })
+        .catch((err: unknown) => {
+          throw this.#wrap(err, `listing ledger shards in namespace ${this.namespace}`, {});
+        });
+      found.push(...page.items);
+      cont = page.metadata?._continue || undefined;
+    } while (cont);
+
+    this.#views = new Map();
+    for (let i = 0; i < this.shards; i++) this.#views.set(this.shardName(i), emptyView(this.shardName(i)));
+    const ours = new RegExp(`^${this.prefix.replaceAll('.', '\\.')}-ledger-(0|[1-9][0-9]*)$`);
+    for (const cm of found) {
+      const name = cm.metadata?.name ?? '';
+      if (!ours.test(name)) continue; // another release's ledger in the same namespace
+      const view = this.#views.get(name) ?? emptyView(name);
+      this.#views.set(name, view);
+      view.exists = true;
+      view.foreign = foreignReason(cm);
+      if (view.foreign) {
+        this.#log('warn', 'ledger shard skipped', { shard: name, reason: view.foreign });
+        continue;
+      }
+      this.#ingest(view, new Map(Object.entries(cm.data ?? {})));
+    }
+    this.#entries = new Map();
+    for (const view of this.#views.values()) {
+      for (const { id } of view.decoded.values()) this.#resolve(id);
+    }
+    for (const [id] of this.#entries) {
+      const home = this.shardFor(id);
+      if (!this.#views.get(home)?.decoded.has(ledgerKey(id))) {
+        this.#log('info', 'ledger entry is outside its home shard; it moves on its next write', {
+          workload: id,
+          shard: home,
+        });
+      }
+    }
+    this.#loaded = true;
+    return new Map(this.#entries);
+  }
+
+  /** The in-memory entry for a workload (as loaded and since written). Entries are frozen. */
+  get(workloadId: string): LedgerEntry | undefined {
+    return this.#entries.get(workloadId);
+  }
+
+  /** A copy of the whole in-memory ledger. */
+  entries(): Map<string, LedgerEntry> {
+    return new Map(this.#entries);
+  }
+
+  async put(workloadId: string, entry: LedgerEntry): Promise<void> {
+    await this.#write(new Map([[workloadId, entry]]));
+  }
+
+  async remove(workloadId: string): Promise<void> {
+    await this.#write(new Map([[workloadId, null]]));
+  }
+
+  /** Writes many entries with at most one request per shard touched. Unchanged entries cost nothing. */
+  async putMany(entries: Iterable<readonly [string, LedgerEntry]>): Promise<void> {
+    await this.#write(new Map(entries));
+  }
+
+  /** Removes many entries (workloads that no longer exist) with at most one request per shard. */
+  async removeMany(workloadIds: Iterable<string>): Promise<void> {
+    await this.#write(new Map([...workloadIds].map((id) => [id, null])));
+  }
+
+  async #write(changes: Map<string, LedgerEntry | null>): Promise<void> {
+    if (!this.#loaded)
+      throw new LedgerError(
+        `the ledger in namespace ${this.namespace} must be loaded before it is written`,
+        {},
+      );
+    // Group per shard: the entry goes to its home shard, and any copy in another shard (left there when
+    // the shard count changed) is deleted in the same pass.
+    const perShard = new Map<string, { change: ShardChange; ids: string[] }>();
+    const add = (shard: string, key: string, value: string | null, id: string) => {
+      let group = perShard.get(shard);
+      if (!group) {
+        group = { change: new Map(), ids: [] };
+        perShard.set(shard, group);
+      }
+      group.change.set(key, value);
+      group.ids.push(id);
+    };
+    for (const [id, entry] of changes) {
+      const key = ledgerKey(id);
+      const home = this.shardFor(id);
+      let value: string | null = null;
+      if (entry !== null) {
+        try {
+          value = encodeEntry(id, entry);
+        } catch (err) {
+          throw this.#wrap(err, `encoding the ledger entry of ${id}`, { workloads: [id], shard: home });
+        }
+      }
+      add(home, key, value, id);
+      for (const view of this.#views.values()) {
+        if (view.name !== home && view.raw.has(key)) add(view.name, key, null, id);
+      }
+    }
+
+    // Check every budget before writing anything, so a full shard fails the whole call up front.
+    // #writeShard checks again under the shard's queue, where it is authoritative.
+    for (const [shard, { change, ids }] of perShard) this.#checkBudget(this.#view(shard), change, ids);
+
+    const jobs = [...perShard].map(
+      ([shard, { change, ids }]) =>
+        () =>
+          this.#enqueue(shard, change, ids),
+    );
+    const failures: unknown[] = [];
+    const run = async () => {
+      for (let job = jobs.shift(); job; job = jobs.shift()) {
+        await job().catch((err: unknown) => failures.push(err));
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(WRITE_CONCURRENCY, jobs.length) }, run));
+    if (failures.length === 1) throw failures[0];
+    if (failures.length > 1) {
+      throw new LedgerError(
+        `${failures.length} of ${perShard.size} ledger shard writes failed: ` +
+          failures.map((f) => (f instanceof Error ? f.message : String(f))).join('; '),
+        { cause: new AggregateError(failures) },
+      );
+    }
+  }
+
+  #view(name: string): ShardView {
+    let view = this.#views.get(name);
+    if (!view) {
+      view = emptyView(name);
+      this.#views.set(name, view);
+    }
+    return view;
+  }
+
+  #enqueue(shard: string, change: ShardChange, ids: string[]): Promise<void> {
+    const view = this.#view(shard);
+    const done = view.queue.then(() => this.#writeShard(view, change, ids));
+    view.queue = done.catch(() => undefined);
+    return done;
+  }
+
+  /** The shard's data size after `change`, or throws LedgerFullError. Also refuses foreign shards. */
+  #checkBudget(view: ShardView, change: ShardChange, ids: string[]): number {
+    if (view.foreign) {
+      throw new LedgerError(
+        `ledger shard ${view.name} is not a gitops-reloader ledger (${view.foreign}); refusing to write ${describeIds(ids)}`,
+        { shard: view.name, workloads: ids },
+      );
+    }
+    let bytes = view.bytes;
+    for (const [key, value] of change) {
+      const old = view.raw.get(key);
+      if (old !== undefined) bytes -= storedBytes(key, old);
+      if (value !== null) bytes += storedBytes(key, value);
+    }
+    // A write that does not grow the shard is allowed even over budget, so a full shard can still shrink.
+    if (bytes > this.budget && bytes > view.bytes)
+      throw new LedgerFullError(view.name, ids, bytes, this.budget);
+    return bytes;
+  }
+
+  async #writeShard(view: ShardView, wanted: ShardChange, wantedIds: string[]): Promise<void> {
+    // Only what differs from the shard as last seen goes out.
+    const change: ShardChange = new Map();
+    for (const [key, value] of wanted) {
+      if (value === null ? view.raw.has(key) : view.raw.get(key) !== value) change.set(key, value);
+    }
+    if (change.size === 0) return;
+    const ids = wantedIds.filter((id) => change.has(ledgerKey(id)));
+    const bytes = this.#checkBudget(view, change, ids);
+    const data = Object.fromEntries(change);
+
+    if (this.dryRun) {
+      this.#log('info', 'ledger dry-run: would write shard', {
+        shard: view.name,
+        namespace: this.namespace,
+        workloads: ids,
+        bytes,
+        data,
+      });
+      const next = new Map(view.raw);
+      for (const [key, value] of change) value === null ? next.delete(key) : next.set(key, value);
+      this.#apply(view, next);
+      return;
+    }
+
+    const metadata = { labels: { ...LEDGER_LABELS }, annotations: { [FORMAT_ANNOTATION]: FORMAT_VERSION } };
+    const sets = Object.fromEntries([...change].filter(([, v]) => v !== null)) as Record<string, string>;
+    // At most: patch → 404 → create → 409 → patch. More means someone keeps deleting the shard.
+    for (let attempt = 1; ; attempt++) {
+      if (!view.exists && Object.keys(sets).length === 0) {
+        // Only deletions, from a shard that is not there: nothing to do.
+        this.#apply(view, new Map());
+        return;
+      }
+      const verb = view.exists ? 'patching' : 'creating';
+      try {
+        const cm = view.exists
+          ? await this.#core.patchNamespacedConfigMap(
+              { name: view.name, namespace: this.namespace, body: { metadata, data } },
+              mergePatch,
+            )
+          : await this.#core.createNamespacedConfigMap({
+              namespace: this.namespace,
+              body: { metadata: { name: view.name, ...metadata }, data: sets },
+            });
+        view.exists = true;
+        this.#apply(view, new Map(Object.entries(cm.data ?? {})));
+        return;
+      } catch (err) {
+        const status = statusOf(err);
+        if (attempt < 4 && view.exists && status === 404) {
+          view.exists = false;
+          continue;
+        }
+        if (attempt < 4 && !view.exists && status === 409) {
+          view.exists = true;
+          continue;
+        }
+        throw this.#wrap(err, `${verb} ledger shard ${view.name} for ${describeIds(ids)}`, {
+          shard: view.name,
+          workloads: ids,
+        });
+      }
+    }
+  }
+
+  /** Replaces a shard's data with what the API server returned, and updates the entries it affects. */
+  #apply(view: ShardView, next: Map<string, string>): void {
+    const before = view.decoded;
+    const touched = new Set<string>();
+    for (const [key, { id }] of before) if (next.get(key) !== view.raw.get(key)) touched.add(id);
+    this.#ingest(view, next);
+    for (const [key, d] of view.decoded) if (before.get(key) !== d) touched.add(d.id);
+    for (const id of touched) this.#resolve(id);
+  }
+
+  /** Sets a shard's data, decoding only values that changed and logging each one that does not decode. */
+  #ingest(view: ShardView, next: Map<string, string>): void {
+    const decoded = new Map<string, { id: string; entry: LedgerEntry }>();
+    for (const [key, value] of next) {
+      if (view.raw.get(key) === value) {
+        // Unchanged: keep the earlier result; a bad value was reported when it was first seen.
+        const known = view.decoded.get(key);
+        if (known) decoded.set(key, known);
+        continue;
+      }
+      const d: DecodedEntry = decodeEntry(key, value);
+      if (d.ok) decoded.set(key, { id: d.id, entry: d.entry });
+      else this.#log('warn', 'ledger value skipped', { shard: view.name, key, reason: d.reason });
+    }
+    view.raw = next;
+    view.bytes = [...next].reduce((n, [k, v]) => n + storedBytes(k, v), 0);
+    view.decoded = decoded;
+  }
+
+  /** Where a workload's entry comes from: its home shard, else any other shard holding its key. */
+  #resolve(id: string): void {
+    const key = ledgerKey(id);
+    let found = this.#views.get(this.shardFor(id))?.decoded.get(key);
+    if (!found) {
+      for (const view of this.#views.values()) {
+        found = view.decoded.get(key);
+        if (found) break;
+      }
+    }
+    // decodeEntry checks that a key is the one ledgerKey gives for the id, so `found.id` is `id`.
+    if (found) this.#entries.set(id, found.entry);
+    else this.#entries.delete(id);
+  }
+
+  #wrap(err: unknown, doing: string, ctx: { shard?: string; workloads?: readonly string[] }): LedgerError {
+    if (err instanceof LedgerError) return err;
+    const status = statusOf(err);
+    const detail = apiMessage(err);
+    return new LedgerError(
+      `${doing} in namespace ${this.namespace} failed${status ? ` (HTTP ${status})` : ''}: ${detail}`,
+      { ...ctx, status, cause: err },
+    );
+  }
+}
+
+function emptyView(name: string): ShardView {
+  return {
+    name,
+    exists: false,
+    foreign: undefined,
+    raw: new Map(),
+    bytes: 0,
+    decoded: new Map(),
+    queue: Promise.resolve(),
+  };
+}
+
+function foreignReason(cm: V1ConfigMap): string | undefined {
+  const labels = cm.metadata?.labels ?? {};
+  for (const [k, v] of Object.entries(LEDGER_LABELS)) {
+    if (labels[k] !== v)
+      return `label ${k} is ${JSON.stringify(labels[k] ?? null)}, not ${JSON.stringify(v)}`;
+  }
+  const format = cm.metadata?.annotations?.[FORMAT_ANNOTATION];
+  if (format !== undefined && format !== FORMAT_VERSION) {
+    return `ledger format ${JSON.stringify(format)} is not ${FORMAT_VERSION}`;
+  }
+  if (cm.binaryData && Object.keys(cm.binaryData).length > 0) return 'it has binaryData';
+  return undefined;
+}
+
+function describeIds(ids: readonly string[]): string {
+  if (ids.length === 0) return 'no workloads';
+  if (ids.length <= 3) return ids.join(', ');
+  return `${ids.slice(0, 3).join(', ')} and ${ids.length - 3} more`;
+}
+
+function statusOf(err: unknown): number | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'number' ? code : undefined;
+}
+
+// client-node's ApiException message embeds the whole response; the Status `message` is the useful part.
+function apiMessage(err: unknown): string {
+  const body = (err as { body?: unknown } | null)?.body;
+  if (typeof body === 'string') {
+    try {
+      const parsed = JSON.parse(body) as { message?: unknown };
+      if (typeof parsed.message === 'string') return parsed.message;
+    } catch {
+      // not a Status object: fall through to the error's own message
+    }
+  }
+  if (body && typeof body === 'object' && typeof (body as { message?: unknown }).message === 'string') {
+    return (body as { message: string }).message;
+  }
+  return err instanceof Error ? err.message : String(err);
+}
