@@ -113,3 +113,16 @@ function own(record: Readonly<Record<string, string>>, name: string): string | n
 
 // Code-unit order, not localeCompare: the order feeds hashes, so it must not depend on the process's locale.
 const compareCodeUnits = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/**
+ * One digest for a whole watched set (configId → usage digest), order-independent. This is what the
+ * annotate and git strategies write into the pod template: it changes exactly when a watched
+ * config's visible content changes, and as an HMAC it reveals nothing about Secret data.
+ */
+export function setDigest(digests: Readonly<Record<string, string>>, key: Buffer): string {
+  const entries = Object.entries(digests).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return createHmac('sha256', key)
+    .update(`gitops-reloader/set/v1\n${JSON.stringify(entries)}`)
+    .digest('hex')
+    .slice(0, 32);
+}

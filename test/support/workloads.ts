@@ -1,5 +1,5 @@
 // Builders for the workload objects tests create. Images are never pulled: kwok fakes the kubelet.
-import type { V1Deployment, V1Pod } from '@kubernetes/client-node';
+import type { V1ConfigMap, V1Container, V1Deployment, V1Pod, V1Volume } from '@kubernetes/client-node';
 
 export interface DeploymentOptions {
   replicas?: number;
@@ -8,6 +8,9 @@ export interface DeploymentOptions {
   podAnnotations?: Record<string, string>;
   maxUnavailable?: number | string;
   maxSurge?: number | string;
+  /** Merged into the single container: env, envFrom, volumeMounts… */
+  container?: Partial<V1Container>;
+  volumes?: V1Volume[];
 }
 
 export function deployment(name: string, o: DeploymentOptions = {}): V1Deployment {
@@ -32,7 +35,10 @@ export function deployment(name: string, o: DeploymentOptions = {}): V1Deploymen
         : {}),
       template: {
         metadata: { labels, ...(o.podAnnotations ? { annotations: o.podAnnotations } : {}) },
-        spec: { containers: [{ name: 'app', image: 'registry.invalid/app:1' }] },
+        spec: {
+          containers: [{ name: 'app', image: 'registry.invalid/app:1', ...o.container }],
+          ...(o.volumes ? { volumes: o.volumes } : {}),
+        },
       },
     },
   };
@@ -43,4 +49,17 @@ export function isReady(pod: V1Pod): boolean {
     !pod.metadata?.deletionTimestamp &&
     Boolean(pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'))
   );
+}
+
+export function configMap(
+  name: string,
+  data: Record<string, string>,
+  annotations?: Record<string, string>,
+): V1ConfigMap {
+  return {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name, ...(annotations ? { annotations } : {}) },
+    data,
+  };
 }

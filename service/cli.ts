@@ -1,0 +1,82 @@
+#!/usr/bin/env node
+// gitops-reloader: `serve` runs the service; `plan` shows what a config change would reload.
+import { loadConfig, serveFlags } from './config/config.ts';
+import { FlagError, usage } from './config/flags.ts';
+import { kubeConfigFrom } from './kubeconfig.ts';
+import { createLogger } from './log.ts';
+import { plan, planFlags } from './plan-command.ts';
+import { serve } from './serve.ts';
+
+const HELP = `gitops-reloader: reloads workloads when their ConfigMaps or Secrets change, once per sync,
+without writing the pod template.
+
+Usage:
+  gitops-reloader serve [flags]
+  gitops-reloader plan --namespace N (--configmap NAME | --secret NAME) [--kubeconfig PATH]
+  gitops-reloader help
+
+serve flags:
+${usage(serveFlags)}
+
+plan flags:
+${usage(planFlags)}
+`;
+
+async function runServe(argv: string[]): Promise<number> {
+  const cfg = loadConfig(argv, process.env);
+  const log = createLogger(cfg.logLevel);
+  const svc = await serve(cfg, kubeConfigFrom(cfg.kubeconfig), log);
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'shutting down');
+    void svc.stop().then(
+      () => {
+        log.info('stopped');
+        process.exit(0);
+      },
+      (err: Error) => {
+        log.error({ err: err.message }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  await svc.ready;
+  return -1; // keep running
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [cmd, ...rest] = argv;
+  switch (cmd) {
+    case 'serve':
+      return runServe(rest);
+    case 'plan':
+      return plan(rest, process.env, (s) => process.stdout.write(s));
+    case undefined:
+    case 'help':
+    case '--help':
+    case '-h':
+      process.stdout.write(HELP);
+      return cmd === undefined ? 2 : 0;
+    default:
+      process.stderr.write(`unknown command ${JSON.stringify(cmd)}\n\n${HELP}`);
+      return 2;
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code >= 0) process.exit(code);
+  },
+  (err: unknown) => {
+    if (err instanceof FlagError) process.stderr.write(`gitops-reloader: ${err.message}\n`);
+    else
+      process.stderr.write(
+        `gitops-reloader: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+      );
+    process.exit(err instanceof FlagError ? 2 : 1);
+  },
+);

@@ -1,0 +1,220 @@
+// One level-triggered step of a drift-free Deployment restart: from what the cluster looks like now,
+// decide which old pods to evict next, or why to wait. The caller acts, re-reads the world and calls
+// again; a crash between steps loses nothing because the same input yields the same step.
+
+import { DEFAULT_SKEW_MARGIN_MS, isBeforeCutoff, waitBeforeActingMs } from './cutoff.ts';
+
+/** An IntOrString as the apps/v1 API holds it: a count (5) or a percentage string ("25%"). */
+export type IntOrPercent = number | string;
+
+export interface RestartPod {
+  name: string;
+  uid: string;
+  /** metadata.creationTimestamp as RFC 3339 (whole seconds, as the API server writes it). */
+  createdAt: string;
+  /** The pod's Ready condition is True. */
+  ready: boolean;
+  /** metadata.deletionTimestamp is set. */
+  terminating: boolean;
+}
+
+export interface DeploymentRestartInput {
+  /** spec.replicas. */
+  replicas: number;
+  /** spec.strategy.rollingUpdate.maxUnavailable (the API server defaults it to "25%"). */
+  maxUnavailable: IntOrPercent;
+  /** spec.strategy.rollingUpdate.maxSurge (the API server defaults it to "25%"). */
+  maxSurge: IntOrPercent;
+  /** The cutoff T from effectiveCutoff: every pod created before it must be replaced. */
+  cutoffMs: number;
+  /** From isRolloutInProgress: a template rollout is under way, so the Deployment controller is busy. */
+  rolloutInProgress: boolean;
+  /**
+   * Every pod that serves for the Deployment: its ReplicaSets' pods plus any temporary surge pods.
+   * Surge pods are new (created after T), so they are never evicted, but when Ready they add to the
+   * availability budget: that is how a surge pod makes room to evict the last old pod.
+   */
+  pods: readonly RestartPod[];
+  /**
+   * Our wall clock (epoch ms). When given, the step waits ('before-cutoff') until waitBeforeActingMs
+   * allows acting, so replacements can never be stamped before T. Pass it: without it the caller
+   * must do that wait itself.
+   */
+  nowMs?: number;
+  /** The skew margin used with nowMs; must match the one given to effectiveCutoff. Default 1 s. */
+  skewMarginMs?: number;
+}
+
+export type DeploymentRestartStep =
+  /** No live pod predates T. Replacements may still be starting: 'done' means nothing left to evict. */
+  | { kind: 'done' }
+  /** The Deployment controller is rolling out a template; its rollout replaces the pods anyway. */
+  | { kind: 'wait'; reason: 'rollout-in-progress' }
+  /** The wall clock has not yet passed T by the skew margin; try again after retryAfterMs. */
+  | { kind: 'wait'; reason: 'before-cutoff'; retryAfterMs: number }
+  /** The budget is used up by pods that are not Ready yet (replacements starting, or unhealthy pods). */
+  | { kind: 'wait'; reason: 'waiting-for-ready' }
+  /**
+   * Every pod is Ready and still no old pod may go: maxUnavailable resolves to 0, or a single
+   * replica. Only an extra Ready pod (a surge pod) makes room. maxSurge is the Deployment's own
+   * resolved allowance, for the caller's decision.
+   */
+  | { kind: 'wait'; reason: 'needs-surge'; maxSurge: number }
+  /** Evict these pods (by name) now, in this order: not-Ready ones first, then the oldest Ready ones. */
+  | { kind: 'evict'; pods: string[] };
+
+export type WaitReason = Extract<DeploymentRestartStep, { kind: 'wait' }>['reason'];
+
+export interface Fenceposts {
+  maxSurge: number;
+  maxUnavailable: number;
+}
+
+/**
+ * An IntOrString scaled against `total`, as apimachinery's intstr.GetScaledValueFromIntOrPercent:
+ * a number is taken as is; "N%" is N*total/100, rounded up or down. Any other string is an error,
+ * as it is there (the API server's validation never lets one through).
+ */
+export function scaledValue(value: IntOrPercent, total: number, roundUp: boolean): number {
+  if (typeof value === 'number') {
+    if (!Number.isInteger(value) || value < 0) {
+      throw new RangeError(`invalid IntOrString ${value}: must be a non-negative integer`);
+    }
+    return value;
+  }
+  // Go: strings.HasSuffix(s, "%") then strconv.Atoi on the rest (an optional sign, then digits).
+  const m = /^([+-]?\d+)%$/.exec(value);
+  if (!m)
+    throw new RangeError(`invalid IntOrString ${JSON.stringify(value)}: not an integer or a percentage`);
+  const pct = Number(m[1]);
+  if (pct < 0) throw new RangeError(`invalid IntOrString ${JSON.stringify(value)}: negative percentage`);
+  // Same operation order as Go's float64(value) * float64(total) / 100, so rounding agrees exactly.
+  const scaled = (pct * total) / 100;
+  return roundUp ? Math.ceil(scaled) : Math.floor(scaled);
+}
+
+/**
+ * Resolves maxSurge and maxUnavailable against the desired replicas the way the Deployment
+ * controller does (k8s.io/kubernetes pkg/controller/deployment/util/deployment_util.go,
+ * ResolveFenceposts): an absent value counts as 0, maxSurge percentages round up, maxUnavailable
+ * percentages round down, and if both come out 0, maxUnavailable becomes 1.
+ */
+export function resolveFenceposts(
+  maxSurge: IntOrPercent | undefined,
+  maxUnavailable: IntOrPercent | undefined,
+  desired: number,
+): Fenceposts {
+  const surge = scaledValue(maxSurge ?? 0, desired, true);
+  let unavailable = scaledValue(maxUnavailable ?? 0, desired, false);
+  if (surge === 0 && unavailable === 0) unavailable = 1;
+  return { maxSurge: surge, maxUnavailable: unavailable };
+}
+
+/**
+ * The fewest Ready pods the restart keeps: replicas − maxUnavailable, with maxUnavailable capped at
+ * replicas as in the controller's MaxUnavailable(). Unlike the controller we never go below one
+ * Ready pod while replicas ≥ 1: a reload must not cause an outage (invariant I4), so a
+ * single-replica Deployment, or one allowing 100% unavailable, waits for a surge pod instead.
+ */
+export function minReadyDuringRestart(replicas: number, f: Fenceposts): number {
+  const unavailable = Math.min(f.maxUnavailable, replicas);
+  const floor = replicas - unavailable;
+  return replicas >= 1 ? Math.max(floor, 1) : floor;
+}
+
+const byAge = (a: RestartPod, b: RestartPod): number => {
+  const d = Date.parse(a.createdAt) - Date.parse(b.createdAt);
+  if (d !== 0) return d;
+  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+};
+
+/** The next step of restarting a Deployment's pods created before input.cutoffMs. Pure. */
+export function planDeploymentRestartStep(input: DeploymentRestartInput): DeploymentRestartStep {
+  const { replicas, cutoffMs, pods } = input;
+  if (!Number.isInteger(replicas) || replicas < 0) {
+    throw new RangeError(`replicas must be a non-negative integer, got ${replicas}`);
+  }
+  if (input.rolloutInProgress) return { kind: 'wait', reason: 'rollout-in-progress' };
+
+  if (input.nowMs !== undefined) {
+    const retryAfterMs = waitBeforeActingMs(
+      input.nowMs,
+      cutoffMs,
+      input.skewMarginMs ?? DEFAULT_SKEW_MARGIN_MS,
+    );
+    if (retryAfterMs > 0) return { kind: 'wait', reason: 'before-cutoff', retryAfterMs };
+  }
+
+  // Terminating pods are already on their way out: neither old (their replacement is coming) nor
+  // available (Services stop routing to them).
+  const live = pods.filter((p) => !p.terminating);
+  const old = live.filter((p) => isBeforeCutoff(p.createdAt, cutoffMs)).sort(byAge);
+  if (old.length === 0) return { kind: 'done' };
+
+  // An old pod that is not Ready serves nobody, so evicting it costs no availability.
+  const notReadyOld = old.filter((p) => !p.ready);
+  const readyOld = old.filter((p) => p.ready);
+
+  const fenceposts = resolveFenceposts(input.maxSurge, input.maxUnavailable, replicas);
+  const ready = live.filter((p) => p.ready).length;
+  const budget = Math.max(0, ready - minReadyDuringRestart(replicas, fenceposts));
+  const evict = [...notReadyOld, ...readyOld.slice(0, budget)].map((p) => p.name);
+  if (evict.length > 0) return { kind: 'evict', pods: evict };
+
+  // Only Ready old pods are left and the budget is spent. If pods are still becoming Ready, their
+  // readiness will free budget; if every desired pod is already Ready, only an extra pod can.
+  if (ready >= replicas) return { kind: 'wait', reason: 'needs-surge', maxSurge: fenceposts.maxSurge };
+  return { kind: 'wait', reason: 'waiting-for-ready' };
+}
+
+/** The Deployment fields isRolloutInProgress reads; absent status counts are 0, as the API omits zeros. */
+export interface DeploymentRolloutState {
+  /** metadata.generation */
+  generation?: number;
+  /** status.observedGeneration */
+  observedGeneration?: number;
+  /** spec.replicas (the API server defaults it to 1) */
+  replicas?: number;
+  /** status.updatedReplicas */
+  updatedReplicas?: number;
+  /** status.replicas */
+  statusReplicas?: number;
+  /** status.availableReplicas */
+  availableReplicas?: number;
+}
+
+export type RolloutPhase =
+  | 'spec-not-observed'
+  | 'updating-replicas'
+  | 'old-replicas-pending-termination'
+  | 'updated-replicas-unavailable'
+  | 'complete';
+
+/**
+ * kubectl rollout status for a Deployment, clause by clause (k8s.io/kubectl
+ * pkg/polymorphichelpers/rollout_status.go, DeploymentStatusViewer.Status), minus its
+ * ProgressDeadlineExceeded error, which needs the conditions and says "stalled", not "done".
+ */
+export function deploymentRolloutPhase(d: DeploymentRolloutState): RolloutPhase {
+  const generation = d.generation ?? 0;
+  const observed = d.observedGeneration ?? 0;
+  if (generation > observed) return 'spec-not-observed';
+  const desired = d.replicas ?? 1;
+  const updated = d.updatedReplicas ?? 0;
+  if (updated < desired) return 'updating-replicas';
+  if ((d.statusReplicas ?? 0) > updated) return 'old-replicas-pending-termination';
+  if ((d.availableReplicas ?? 0) < updated) return 'updated-replicas-unavailable';
+  return 'complete';
+}
+
+/**
+ * Whether a template rollout is under way, so a restart must wait for it: kubectl's rollout
+ * status, except that "updated replicas not yet available" does not count. That last clause is
+ * not about the template: our own evictions cause it between steps (planDeploymentRestartStep
+ * already paces on readiness), and a pod that never becomes Ready (the crash a config fix is meant
+ * to cure) would hold it forever, so the reload that fixes it would never run.
+ */
+export function isRolloutInProgress(d: DeploymentRolloutState): boolean {
+  const phase = deploymentRolloutPhase(d);
+  return phase !== 'complete' && phase !== 'updated-replicas-unavailable';
+}

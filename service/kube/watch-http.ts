@@ -1,0 +1,168 @@
+// Raw HTTP to the API server for watch.ts: a LIST page as parsed JSON and a WATCH as a stream of lines.
+// No typed client and no ObjectSerializer, so objects stay plain JSON and nothing is converted to models.
+// Credentials come from KubeConfig.applyToHTTPSOptions on every request, so rotated tokens are picked up.
+import http from 'node:http';
+import https from 'node:https';
+import type { KubeConfig } from '@kubernetes/client-node';
+
+/** A non-2xx answer from the API server, with the Status message when it sent one. */
+export class KubeHttpError extends Error {
+  readonly status: number;
+  readonly reason: string | undefined;
+  constructor(status: number, reason: string | undefined, message: string) {
+    super(message);
+    this.name = 'KubeHttpError';
+    this.status = status;
+    this.reason = reason;
+  }
+}
+
+async function open(kc: KubeConfig, pathAndQuery: string, signal: AbortSignal): Promise<http.ClientRequest> {
+  const server = kc.getCurrentCluster()?.server;
+  if (!server) throw new Error('the kubeconfig has no current cluster');
+  const opts: https.RequestOptions = {};
+  await kc.applyToHTTPSOptions(opts);
+  signal.throwIfAborted();
+  // server may carry a path prefix (API proxies such as Rancher's), so append rather than resolve.
+  const url = new URL(server.replace(/\/+$/, '') + pathAndQuery);
+  const request = url.protocol === 'http:' ? http.request : https.request;
+  return request(url, {
+    ...opts,
+    method: 'GET',
+    headers: { ...opts.headers, Accept: 'application/json' },
+    signal,
+  });
+}
+
+function statusError(method: string, path: string, status: number, body: string): KubeHttpError {
+  let reason: string | undefined;
+  let detail = body.slice(0, 500);
+  try {
+    const st = JSON.parse(body) as { reason?: unknown; message?: unknown };
+    if (typeof st.reason === 'string') reason = st.reason;
+    if (typeof st.message === 'string') detail = st.message;
+  } catch {
+    // Not a Status object (a proxy's HTML page, say): the raw text is the best detail there is.
+  }
+  const bare = path.split('?')[0];
+  return new KubeHttpError(
+    status,
+    reason,
+    `${method} ${bare}: HTTP ${status}${reason ? ` ${reason}` : ''}: ${detail}`,
+  );
+}
+
+/** GETs a path and parses the JSON body. Rejects with KubeHttpError on a non-2xx status. */
+export async function getJson(
+  kc: KubeConfig,
+  pathAndQuery: string,
+  signal: AbortSignal,
+  timeoutMs: number,
+): Promise<unknown> {
+  const timeout = new AbortController();
+  const timer = setTimeout(
+    () => timeout.abort(new Error(`LIST ${pathAndQuery.split('?')[0]} took longer than ${timeoutMs} ms`)),
+    timeoutMs,
+  );
+  try {
+    const both = AbortSignal.any([signal, timeout.signal]);
+    const req = await open(kc, pathAndQuery, both);
+    const { status, body } = await new Promise<{ status: number; body: Buffer }>((resolve, reject) => {
+      const fail = (err: unknown) => reject(both.aborted ? both.reason : err);
+      req.on('error', fail);
+      req.on('response', (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('error', fail);
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
+        res.on('close', () => {
+          if (!res.complete)
+            fail(new Error(`LIST ${pathAndQuery.split('?')[0]}: connection closed mid-body`));
+        });
+      });
+      req.end();
+    });
+    const text = body.toString('utf8');
+    if (status < 200 || status > 299) throw statusError('LIST', pathAndQuery, status, text);
+    return JSON.parse(text);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Opens a watch and calls onLine for every complete line. Resolves when the server ends the stream;
+ * rejects with KubeHttpError on a non-200 status, with the signal's reason when aborted, or with the
+ * network error.
+ */
+export async function streamLines(
+  kc: KubeConfig,
+  pathAndQuery: string,
+  signal: AbortSignal,
+  onLine: (line: string) => void,
+): Promise<void> {
+  const req = await open(kc, pathAndQuery, signal);
+  await new Promise<void>((resolve, reject) => {
+    let settled = false;
+    const fail = (err: unknown) => {
+      if (settled) return;
+      settled = true;
+      req.destroy();
+      reject(signal.aborted ? signal.reason : err);
+    };
+    const succeed = () => {
+      if (settled) return;
+      settled = true;
+      resolve();
+    };
+    req.on('error', fail);
+    req.on('response', (res) => {
+      res.setEncoding('utf8');
+      if (res.statusCode !== 200) {
+        let body = '';
+        res.on('data', (c: string) => {
+          if (body.length < 4096) body += c;
+        });
+        res.on('end', () => fail(statusError('WATCH', pathAndQuery, res.statusCode ?? 0, body)));
+        res.on('error', fail);
+        return;
+      }
+      // Scan each byte once: a large object can arrive in many chunks.
+      let buffer = '';
+      let scanned = 0;
+      res.on('data', (chunk: string) => {
+        buffer += chunk;
+        let start = 0;
+        let nl = buffer.indexOf('\n', scanned);
+        try {
+          while (nl >= 0 && !settled) {
+            const line = buffer.slice(start, nl);
+            start = nl + 1;
+            if (line.trim()) onLine(line);
+            nl = buffer.indexOf('\n', start);
+          }
+        } catch (err) {
+          fail(err);
+          return;
+        }
+        buffer = buffer.slice(start);
+        scanned = buffer.length;
+      });
+      res.on('error', fail);
+      res.on('end', () => {
+        try {
+          if (buffer.trim() && !settled) onLine(buffer);
+        } catch (err) {
+          fail(err);
+          return;
+        }
+        succeed();
+      });
+      res.on('close', () => {
+        if (!res.complete)
+          fail(new Error(`WATCH ${pathAndQuery.split('?')[0]}: connection closed mid-stream`));
+      });
+    });
+    req.end();
+  });
+}

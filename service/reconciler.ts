@@ -1,0 +1,341 @@
+// Turns observations into reload actions and runs them. Config and workload events feed the
+// Batcher; each batch is judged against the ledger (watchedSet + verdict); a reload becomes an
+// action in the WorkQueue, whose runner writes the pending action to the ledger, runs the
+// strategy, records the result, and reports it as an Event.
+import type { AppsV1Api, BatchV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import type { Config } from './config/config.ts';
+import { type AnnotationGlobals, KEYS } from './core/annotations.ts';
+import { type Batch, Batcher } from './core/batcher.ts';
+import { setDigest } from './core/config-hash.ts';
+import { effectiveCutoff } from './core/cutoff.ts';
+import type { LedgerEntry } from './core/ledger-entry.ts';
+import { isTracked, REQUEST, verdict, watchedSet } from './core/plan.ts';
+import type { ConfigRecord, WorkloadRecord } from './core/records.ts';
+import { configId } from './core/types.ts';
+import { WorkQueue } from './core/work-queue.ts';
+import { apiVersionOf, type EventReason, type EventRecorder } from './kube/events.ts';
+import type { Ledger } from './kube/ledger.ts';
+import type { Logger } from './log.ts';
+import type { ClusterState, TrackedWorkload } from './state.ts';
+import { runStrategy } from './strategies/run.ts';
+import { StrategyUnsupported } from './strategies/types.ts';
+
+export interface ReloadAction {
+  workload: string;
+  changed: string[];
+  cutoffMs: number;
+  target: Record<string, string>;
+  /** True when resuming a pending action found in the ledger (after a crash or leader change). */
+  resumed?: boolean;
+}
+
+export interface ReconcilerDeps {
+  cfg: Config;
+  state: ClusterState;
+  ledger: Ledger;
+  events: EventRecorder;
+  log: Logger;
+  globals: AnnotationGlobals;
+  hashKey: Buffer;
+  core: CoreV1Api;
+  apps: AppsV1Api;
+  batch: BatchV1Api;
+  custom: CustomObjectsApi;
+  inScope(namespace: string): boolean;
+}
+
+const RETRY_MS = [2_000, 5_000, 15_000, 30_000, 60_000];
+
+function fields(t: TrackedWorkload) {
+  return { workload: `${t.rec.ref.kind}/${t.rec.ref.name}`, namespace: t.rec.ref.namespace };
+}
+
+export class Reconciler {
+  readonly #d: ReconcilerDeps;
+  readonly #batcher: Batcher;
+  readonly #queue: WorkQueue<ReloadAction>;
+  readonly #abort = new AbortController();
+  readonly #failures = new Map<string, number>();
+  readonly #retryTimers = new Set<ReturnType<typeof setTimeout>>();
+  #live = false;
+
+  constructor(d: ReconcilerDeps) {
+    this.#d = d;
+    this.#batcher = new Batcher({
+      debounceMs: d.cfg.debounceMs,
+      maxWaitMs: d.cfg.maxDebounceWaitMs,
+      onBatch: (b) => this.#onBatch(b),
+    });
+    this.#queue = new WorkQueue<ReloadAction>({
+      maxConcurrent: d.cfg.maxConcurrentReloads,
+      minIntervalMs: d.cfg.minReloadIntervalMs,
+      run: (a) => this.#run(a),
+      // The newer action has the later cutoff; it must still name every config that changed.
+      merge: (a, b) => ({ ...b, changed: [...new Set([...a.changed, ...b.changed])].sort() }),
+    });
+  }
+
+  /** Judges every known workload against the ledger once the caches are synced (invariant I6). */
+  async start(): Promise<void> {
+    const { state, ledger, log } = this.#d;
+    await ledger.load();
+    const baselines: Array<[string, LedgerEntry]> = [];
+    const now = Date.now();
+    for (const t of state.workloads.values()) {
+      this.#reportPolicy(t);
+      if (!this.#d.inScope(t.rec.ref.namespace) || t.parsed.problems.length > 0) continue;
+      const set = this.#set(t);
+      if (!set) continue;
+      const entry = ledger.get(t.id);
+      if (entry?.pending) {
+        const same = JSON.stringify(sorted(entry.pending.target)) === JSON.stringify(sorted(set));
+        this.#submit({
+          workload: t.id,
+          changed: entry.pending.changed,
+          cutoffMs: same ? Date.parse(entry.pending.cutoff) : effectiveCutoff(now),
+          target: set,
+          resumed: same,
+        });
+        continue;
+      }
+      const v = verdict(set, entry?.configs);
+      if (v.kind === 'baseline' || v.kind === 'rebaseline') {
+        if (!isTracked({ digests: set, reasons: {}, skipped: {}, problems: [] })) continue;
+        baselines.push([t.id, { ...entry, configs: set }]);
+        if (v.kind === 'baseline') log.info(fields(t), 'baseline recorded');
+      } else if (v.kind === 'reload') {
+        log.info({ ...fields(t), configs: v.changed }, 'changed while the service was down');
+        this.#submit({ workload: t.id, changed: v.changed, cutoffMs: effectiveCutoff(now), target: set });
+      }
+    }
+    if (baselines.length > 0) await ledger.putMany(baselines);
+    const gone = [...ledger.entries().keys()].filter((id) => !state.workloads.has(id));
+    if (gone.length > 0) await ledger.removeMany(gone);
+    this.#live = true;
+  }
+
+  /** A ConfigMap or Secret was added, changed or deleted after the initial sync. */
+  configChanged(old: ConfigRecord | undefined, now: ConfigRecord | undefined): void {
+    if (!this.#live) return;
+    const rec = (now ?? old) as ConfigRecord;
+    if (old && now && old.digest.all === now.digest.all && same(old.annotations, now.annotations)) return;
+    if (!this.#d.inScope(rec.ref.namespace)) return;
+    const id = configId(rec.ref);
+    const affected = this.#d.state.affectedBy(rec.ref);
+    this.#d.log.debug(
+      { config: id, namespace: rec.ref.namespace, affected: affected.length },
+      'config changed',
+    );
+    const observedAt = Date.now();
+    for (const w of affected) {
+      const t = this.#d.state.workloads.get(w);
+      this.#batcher.add({ workload: w, config: id, observedAt, debounceMs: t?.parsed.policy.debounceMs });
+    }
+  }
+
+  /** A workload was added or changed after the initial sync. */
+  workloadChanged(old: TrackedWorkload | undefined, now: TrackedWorkload): void {
+    if (!this.#live) return;
+    this.#reportPolicy(now, old);
+    const req = now.rec.annotations[KEYS.reloadRequestedAt];
+    if (req && req !== old?.rec.annotations[KEYS.reloadRequestedAt]) {
+      this.#batcher.add({ workload: now.id, config: REQUEST, observedAt: Date.now(), debounceMs: 0 });
+    }
+    if (!old) {
+      // A new workload: record its baseline so its first config change is recognised.
+      this.#batcher.add({ workload: now.id, config: 'workload', observedAt: Date.now(), debounceMs: 0 });
+    }
+  }
+
+  async workloadDeleted(id: string): Promise<void> {
+    if (!this.#live || !this.#d.ledger.get(id)) return;
+    await this.#d.ledger
+      .remove(id)
+      .catch((err: Error) => this.#d.log.warn({ err: err.message }, 'ledger remove failed'));
+  }
+
+  async stop(): Promise<void> {
+    this.#live = false;
+    this.#batcher.clear();
+    for (const t of this.#retryTimers) clearTimeout(t);
+    this.#abort.abort(new Error('the service is stopping'));
+    await this.#queue.stop();
+  }
+
+  #set(t: TrackedWorkload): Record<string, string> | undefined {
+    const s = watchedSet(t.rec, t.parsed, this.#d.state, this.#d.globals);
+    for (const p of s.problems) void this.#event(t, 'ReloadConfigInvalid', p, 'Warning');
+    return isTracked(s) ? s.digests : undefined;
+  }
+
+  #reportPolicy(t: TrackedWorkload, old?: TrackedWorkload): void {
+    const { problems, warnings } = t.parsed;
+    if (problems.length > 0 && problems.join() !== old?.parsed.problems.join()) {
+      this.#d.log.warn({ ...fields(t), problems }, 'invalid reload annotations; workload skipped');
+      void this.#event(t, 'ReloadConfigInvalid', `skipped: ${problems.join('; ')}`, 'Warning');
+    }
+    if (warnings.length > 0 && warnings.join() !== old?.parsed.warnings.join()) {
+      this.#d.log.warn({ ...fields(t), warnings }, 'reload annotations not acted on');
+      void this.#event(t, 'ReloadSkipped', `annotations not acted on: ${warnings.join('; ')}`, 'Warning');
+    }
+  }
+
+  async #onBatch(b: Batch): Promise<void> {
+    const { state, ledger, log } = this.#d;
+    const t = state.workloads.get(b.workload);
+    if (!t || !this.#d.inScope(t.rec.ref.namespace)) return;
+    if (t.parsed.problems.length > 0) {
+      log.info({ ...fields(t), configs: b.configs }, 'change ignored: invalid reload annotations');
+      return;
+    }
+    const set = this.#set(t) ?? {};
+    const entry = ledger.get(t.id);
+    const v = verdict(set, entry?.configs);
+    try {
+      switch (v.kind) {
+        case 'baseline':
+          if (Object.keys(set).length === 0) return;
+          await ledger.put(t.id, { configs: set });
+          log.info(fields(t), 'baseline recorded');
+          return;
+        case 'rebaseline':
+          await ledger.put(t.id, { ...entry, configs: set });
+          log.info({ ...fields(t), added: v.added, removed: v.removed }, 'watched configs changed; recorded');
+          return;
+        case 'none':
+          log.info({ ...fields(t), configs: b.configs }, 'no reload needed');
+          return;
+        case 'reload':
+          this.#submit({
+            workload: t.id,
+            changed: v.changed,
+            cutoffMs: effectiveCutoff(b.lastObservedAt),
+            target: set,
+          });
+      }
+    } catch (err) {
+      log.error({ ...fields(t), err: (err as Error).message }, 'could not record the ledger');
+    }
+  }
+
+  #submit(a: ReloadAction): void {
+    this.#queue.submit(a);
+  }
+
+  async #run(a: ReloadAction): Promise<void> {
+    const { state, ledger, log, cfg } = this.#d;
+    const t = state.workloads.get(a.workload);
+    if (!t) {
+      await ledger.remove(a.workload).catch(() => undefined);
+      return;
+    }
+    const strategy = t.parsed.policy.strategy;
+    const changed = a.changed.map(display);
+    const f = { ...fields(t), strategy, configs: changed };
+    if (cfg.dryRun) {
+      log.info({ ...f, cutoff: new Date(a.cutoffMs).toISOString() }, 'dry-run: would reload');
+      await this.#event(
+        t,
+        'ReloadPlanned',
+        `dry run: would ${strategy} because ${changed.join(', ')} changed`,
+      );
+      await ledger.put(t.id, { configs: a.target });
+      return;
+    }
+    const previous = ledger.get(t.id);
+    const cutoff = new Date(a.cutoffMs).toISOString();
+    await ledger.put(t.id, {
+      configs: previous?.configs ?? {},
+      pending: { cutoff, target: a.target, changed: a.changed, startedAt: new Date().toISOString() },
+      ...(previous?.reloadedAt ? { reloadedAt: previous.reloadedAt } : {}),
+    });
+    log.info({ ...f, cutoff, resumed: a.resumed ?? false }, 'reload started');
+    try {
+      const result = await runStrategy(strategy, t.rec, {
+        core: this.#d.core,
+        apps: this.#d.apps,
+        batch: this.#d.batch,
+        custom: this.#d.custom,
+        log,
+        signal: this.#abort.signal,
+        stallAfterMs: cfg.stallAfterMs,
+        onStall: (why) => {
+          log.warn({ ...f, why }, 'reload stalled');
+          void this.#event(
+            t,
+            'ReloadStalled',
+            `reload blocked for over ${cfg.stallAfterMs / 1000}s: ${why}`,
+            'Warning',
+          );
+        },
+        cutoffMs: a.cutoffMs,
+        configHash: setDigest(a.target, this.#d.hashKey),
+      });
+      await ledger.put(t.id, { configs: a.target, reloadedAt: new Date().toISOString() });
+      this.#failures.delete(t.id);
+      log.info({ ...f, replaced: result.replaced }, 'reload complete');
+      await this.#event(t, 'Reloaded', `${changed.join(', ')} changed; ${result.summary} (cutoff ${cutoff})`);
+    } catch (err) {
+      if (this.#abort.signal.aborted) {
+        log.info(f, 'reload interrupted; the pending action stays in the ledger');
+        return;
+      }
+      if (err instanceof StrategyUnsupported) {
+        await ledger.put(t.id, {
+          configs: a.target,
+          ...(previous?.reloadedAt ? { reloadedAt: previous.reloadedAt } : {}),
+        });
+        log.info({ ...f, why: err.message }, 'reload skipped');
+        await this.#event(t, 'ReloadSkipped', `${changed.join(', ')} changed; ${err.message}`);
+        return;
+      }
+      const n = (this.#failures.get(t.id) ?? 0) + 1;
+      this.#failures.set(t.id, n);
+      const retryMs = RETRY_MS[Math.min(n - 1, RETRY_MS.length - 1)] as number;
+      log.error({ ...f, err: (err as Error).message, retryInMs: retryMs }, 'reload failed');
+      await this.#event(
+        t,
+        'ReloadFailed',
+        `${(err as Error).message}; retrying in ${retryMs / 1000}s`,
+        'Warning',
+      );
+      const timer = setTimeout(() => {
+        this.#retryTimers.delete(timer);
+        this.#submit({ ...a, resumed: true });
+      }, retryMs);
+      this.#retryTimers.add(timer);
+    }
+  }
+
+  async #event(
+    t: TrackedWorkload,
+    reason: EventReason,
+    message: string,
+    type: 'Normal' | 'Warning' = 'Normal',
+  ) {
+    const r = t.rec.ref;
+    await this.#d.events.emit(
+      { apiVersion: apiVersionOf(r.kind), kind: r.kind, namespace: r.namespace, name: r.name, uid: r.uid },
+      reason,
+      message,
+      type,
+    );
+  }
+}
+
+/** "ConfigMap/ns/app" → "ConfigMap/app": Events sit on the workload, so the namespace is implied. */
+function display(id: string): string {
+  if (id === REQUEST) return KEYS.reloadRequestedAt;
+  const [kind, , ...name] = id.split('/');
+  return name.length > 0 ? `${kind}/${name.join('/')}` : id;
+}
+
+function sorted(m: Record<string, string>): Array<[string, string]> {
+  return Object.entries(m).sort(([a], [b]) => (a < b ? -1 : 1));
+}
+
+function same(a: Record<string, string>, b: Record<string, string>): boolean {
+  return JSON.stringify(sorted(a)) === JSON.stringify(sorted(b));
+}
+
+export type { WorkloadRecord };

@@ -1,0 +1,223 @@
+// `gitops-reloader serve`: watches configs and workloads, and reloads what changed.
+import { readFileSync } from 'node:fs';
+import { AppsV1Api, BatchV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { type Config, readHashKeyFile } from './config/config.ts';
+import { FlagError } from './config/flags.ts';
+import { compileGlobals } from './core/annotations.ts';
+import { MIN_HMAC_KEY_BYTES } from './core/config-hash.ts';
+import type { ConfigRecord, WorkloadRecord } from './core/records.ts';
+import type { ConfigKind, WorkloadKind } from './core/types.ts';
+import { EventRecorder } from './kube/events.ts';
+import { Ledger } from './kube/ledger.ts';
+import { configRecord, type RawObject, workloadRecord } from './kube/to-record.ts';
+import { startWatch, type Watch, type WatchFailure } from './kube/watch.ts';
+import { getJson } from './kube/watch-http.ts';
+import type { Logger } from './log.ts';
+import { Reconciler } from './reconciler.ts';
+import { ClusterState } from './state.ts';
+
+interface Resource<K extends string> {
+  kind: K;
+  group: string; // '' for core
+  version: string;
+  plural: string;
+}
+
+const CONFIGS: Resource<ConfigKind>[] = [
+  { kind: 'ConfigMap', group: '', version: 'v1', plural: 'configmaps' },
+  { kind: 'Secret', group: '', version: 'v1', plural: 'secrets' },
+];
+
+const WORKLOADS: Resource<WorkloadKind>[] = [
+  { kind: 'Deployment', group: 'apps', version: 'v1', plural: 'deployments' },
+  { kind: 'StatefulSet', group: 'apps', version: 'v1', plural: 'statefulsets' },
+  { kind: 'DaemonSet', group: 'apps', version: 'v1', plural: 'daemonsets' },
+  { kind: 'CronJob', group: 'batch', version: 'v1', plural: 'cronjobs' },
+  { kind: 'Rollout', group: 'argoproj.io', version: 'v1alpha1', plural: 'rollouts' },
+];
+
+function collectionPath(r: Resource<string>, namespace?: string): string {
+  const base = r.group === '' ? `/api/${r.version}` : `/apis/${r.group}/${r.version}`;
+  return namespace ? `${base}/namespaces/${namespace}/${r.plural}` : `${base}/${r.plural}`;
+}
+
+/** Reads the HMAC key: --hash-key-file, else the Secret <release-name>-hash-key in the release namespace. */
+async function hashKey(cfg: Config, core: CoreV1Api): Promise<Buffer> {
+  if (cfg.hashKeyFile) return readHashKeyFile(cfg.hashKeyFile);
+  const name = `${cfg.releaseName}-hash-key`;
+  if (!cfg.releaseNamespace) {
+    throw new FlagError(
+      'no --hash-key-file, and no --release-namespace (or POD_NAMESPACE) to read the hash-key Secret from',
+    );
+  }
+  let data: string | undefined;
+  try {
+    const s = await core.readNamespacedSecret({ name, namespace: cfg.releaseNamespace });
+    data = s.data?.key;
+  } catch (err) {
+    throw new FlagError(
+      `no --hash-key-file, and the Secret ${cfg.releaseNamespace}/${name} could not be read (${(err as { code?: number }).code ?? (err as Error).message}); create it with a random "key" of at least ${MIN_HMAC_KEY_BYTES} bytes`,
+    );
+  }
+  const key = Buffer.from(data ?? '', 'base64');
+  if (key.length < MIN_HMAC_KEY_BYTES) {
+    throw new FlagError(
+      `Secret ${cfg.releaseNamespace}/${name} key "key" holds ${key.length} bytes; at least ${MIN_HMAC_KEY_BYTES} are needed`,
+    );
+  }
+  return key;
+}
+
+/** True when the API server serves this resource (Argo Rollouts may not be installed). */
+async function served(kc: KubeConfig, r: Resource<string>): Promise<boolean> {
+  try {
+    const list = (await getJson(
+      kc,
+      `/apis/${r.group}/${r.version}`,
+      new AbortController().signal,
+      10_000,
+    )) as {
+      resources?: Array<{ name: string }>;
+    };
+    return Boolean(list.resources?.some((x) => x.name === r.plural));
+  } catch {
+    return false;
+  }
+}
+
+export interface RunningService {
+  /** Resolves once caches are synced and start-up decisions are made. */
+  ready: Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function serve(cfg: Config, kc: KubeConfig, log: Logger): Promise<RunningService> {
+  const core = kc.makeApiClient(CoreV1Api);
+  if (!cfg.releaseNamespace) {
+    throw new FlagError(
+      '--release-namespace (or the POD_NAMESPACE env var) is required: it holds the ledger',
+    );
+  }
+  const key = await hashKey(cfg, core);
+  const { globals, problems } = compileGlobals(cfg);
+  if (problems.length > 0) throw new FlagError(problems.join('; '));
+
+  const state = new ClusterState(cfg.defaultStrategy);
+  const ledger = new Ledger({
+    core,
+    namespace: cfg.releaseNamespace,
+    prefix: cfg.releaseName,
+    shards: cfg.ledgerShards,
+    dryRun: cfg.dryRun,
+    log: (level, msg, f) => log[level](f, msg),
+  });
+  const ignored = new Set(cfg.ignoreNamespaces);
+  const allowedByLabel = new Set<string>();
+  const inScope = (ns: string) =>
+    !ignored.has(ns) &&
+    (cfg.namespaces.length === 0 || cfg.namespaces.includes(ns)) &&
+    (cfg.namespaceSelector === undefined || allowedByLabel.has(ns));
+  const reconciler = new Reconciler({
+    cfg,
+    state,
+    ledger,
+    events: new EventRecorder(core, log),
+    log,
+    globals,
+    hashKey: key,
+    core,
+    apps: kc.makeApiClient(AppsV1Api),
+    batch: kc.makeApiClient(BatchV1Api),
+    custom: kc.makeApiClient(CustomObjectsApi),
+    inScope,
+  });
+
+  const watches: Watch<unknown>[] = [];
+  const synced: Promise<void>[] = [];
+  const onFailure = (f: WatchFailure) => {
+    const level = f.mode === 'relist' ? 'info' : 'warn';
+    log[level](
+      { watch: f.path, mode: f.mode, status: f.status, retryInMs: f.retryInMs, reason: f.reason },
+      f.message,
+    );
+  };
+  const scopes = cfg.namespaces.length > 0 ? cfg.namespaces : [undefined];
+  const common = { relistIntervalMs: cfg.relistIntervalMs, idleTimeoutMs: cfg.watchIdleTimeoutMs, onFailure };
+
+  function watch<S>(path: string, o: Omit<Parameters<typeof startWatch<S>>[1], 'path' | 'onSynced'>) {
+    let done!: () => void;
+    synced.push(new Promise<void>((r) => (done = r)));
+    watches.push(startWatch<S>(kc, { ...common, ...o, path, onSynced: done }) as Watch<unknown>);
+  }
+
+  if (cfg.namespaceSelector !== undefined) {
+    watch<string>('/api/v1/namespaces', {
+      labelSelector: cfg.namespaceSelector,
+      transform: (raw) => raw.metadata?.name,
+      key: (raw) => raw.metadata?.name ?? '',
+      onAdd: (_k, ns) => allowedByLabel.add(ns),
+      onUpdate: (_k, ns) => allowedByLabel.add(ns),
+      onDelete: (_k, ns) => allowedByLabel.delete(ns),
+    });
+  }
+
+  for (const ns of scopes) {
+    for (const r of CONFIGS) {
+      watch<ConfigRecord>(collectionPath(r, ns), {
+        labelSelector: cfg.resourceLabelSelector,
+        // Our own ledger shards are ConfigMaps too; they never reload anything.
+        transform: (raw) =>
+          (raw as RawObject).metadata?.labels?.['app.kubernetes.io/component'] === 'ledger' &&
+          (raw as RawObject).metadata?.labels?.['app.kubernetes.io/name'] === 'gitops-reloader'
+            ? undefined
+            : configRecord(r.kind, raw as RawObject, key),
+        onAdd: (_k, rec) => reconciler.configChanged(state.putConfig(rec), rec),
+        onUpdate: (_k, rec) => reconciler.configChanged(state.putConfig(rec), rec),
+        onDelete: (_k, old) => reconciler.configChanged(state.deleteConfig(old.ref), undefined),
+      });
+    }
+  }
+  for (const r of WORKLOADS) {
+    if (r.group === 'argoproj.io' && !(await served(kc, r))) {
+      log.info({ resource: `${r.plural}.${r.group}` }, 'not served by the API server; not watched');
+      continue;
+    }
+    for (const ns of scopes) {
+      watch<WorkloadRecord>(collectionPath(r, ns), {
+        transform: (raw) => workloadRecord(r.kind, raw as RawObject),
+        onAdd: (_k, rec) => {
+          const { now, old } = state.putWorkload(rec);
+          reconciler.workloadChanged(old, now);
+        },
+        onUpdate: (_k, rec) => {
+          const { now, old } = state.putWorkload(rec);
+          reconciler.workloadChanged(old, now);
+        },
+        onDelete: (_k, old) => {
+          const id = `${old.ref.kind}/${old.ref.namespace}/${old.ref.name}`;
+          state.deleteWorkload(id);
+          void reconciler.workloadDeleted(id);
+        },
+      });
+    }
+  }
+
+  const ready = (async () => {
+    await Promise.all(synced);
+    log.info({ configs: state.configs.size, workloads: state.workloads.size }, 'caches synced');
+    await reconciler.start();
+    log.info({ dryRun: cfg.dryRun }, 'ready');
+  })();
+
+  return {
+    ready,
+    stop: async () => {
+      await reconciler.stop();
+      await Promise.all(watches.map((w) => w.stop()));
+    },
+  };
+}
+
+export function readFileText(file: string): string {
+  return readFileSync(file, 'utf8');
+}

@@ -1,0 +1,55 @@
+// What every reload strategy gets and returns.
+import type { AppsV1Api, BatchV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import type { WorkloadRecord } from '../core/records.ts';
+import type { Logger } from '../log.ts';
+
+export interface StrategyContext {
+  core: CoreV1Api;
+  apps: AppsV1Api;
+  batch: BatchV1Api;
+  custom: CustomObjectsApi;
+  log: Logger;
+  /** Aborted when the service stops or loses leadership: stop acting at once. */
+  signal: AbortSignal;
+  stallAfterMs: number;
+  /** Called once when a reload has been blocked for stallAfterMs (e.g. by a PodDisruptionBudget). */
+  onStall(reason: string): void;
+}
+
+export interface ReloadRequest {
+  workload: WorkloadRecord;
+  /** Every pod created before this (ms since epoch) must be replaced. */
+  cutoffMs: number;
+  /** A digest of everything the workload now sees, for strategies that write it (annotate, git). */
+  configHash: string;
+}
+
+export interface StrategyResult {
+  /** Pods replaced (restart), or 0. */
+  replaced: number;
+  /** One line for the Reloaded Event, after "configs changed;". */
+  summary: string;
+}
+
+export class StrategyUnsupported extends Error {
+  override name = 'StrategyUnsupported';
+}
+
+/** Waits `ms`, or less if the signal aborts (then throws the abort reason). */
+export function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const t = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(signal.reason);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}

@@ -1,0 +1,128 @@
+// Runs gitops-reloader as a real child process (`node service/cli.ts ...`) against the test
+// control plane, collects its JSON log lines, and can stop it gracefully or kill it outright.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { inject } from 'vitest';
+import { repoRoot } from '../cluster/paths.ts';
+import { pending, waitFor } from './wait-for.ts';
+
+export interface LogLine {
+  level: string;
+  msg: string;
+  [k: string]: unknown;
+}
+
+export interface RunningService {
+  proc: ChildProcess;
+  logs: LogLine[];
+  /** Non-JSON output (stderr, crash traces). */
+  text: string[];
+  waitForLog(what: string, match: (l: LogLine) => boolean, timeout?: number): Promise<LogLine>;
+  /** SIGTERM and wait for exit; returns the exit code. */
+  stop(): Promise<number | null>;
+  /** SIGKILL: a crash. */
+  kill(): Promise<void>;
+  exited: Promise<number | null>;
+}
+
+/** A hash-key file shared by every run of one test, so restarts see the same digests. */
+export async function hashKeyFile(): Promise<string> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'gr-key-'));
+  const file = path.join(dir, 'key');
+  await writeFile(file, randomBytes(32).toString('hex'), { mode: 0o600 });
+  return file;
+}
+
+const running = new Set<ChildProcess>();
+
+export function startService(args: string[], env: Record<string, string> = {}): RunningService {
+  const proc = spawn(process.execPath, [path.join(repoRoot, 'service', 'cli.ts'), ...args], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  running.add(proc);
+  const logs: LogLine[] = [];
+  const text: string[] = [];
+  let buf = '';
+  proc.stdout?.on('data', (d: Buffer) => {
+    buf += d.toString();
+    let i = buf.indexOf('\n');
+    while (i >= 0) {
+      const line = buf.slice(0, i);
+      buf = buf.slice(i + 1);
+      try {
+        logs.push(JSON.parse(line) as LogLine);
+      } catch {
+        text.push(line);
+      }
+      i = buf.indexOf('\n');
+    }
+  });
+  proc.stderr?.on('data', (d: Buffer) => text.push(d.toString()));
+  const exited = new Promise<number | null>((resolve) =>
+    proc.on('exit', (code) => {
+      running.delete(proc);
+      resolve(code);
+    }),
+  );
+  let exitCode: number | null | undefined;
+  void exited.then((c) => {
+    exitCode = c;
+  });
+  return {
+    proc,
+    logs,
+    text,
+    exited,
+    waitForLog: (what, match, timeout = 30_000) =>
+      waitFor(
+        () => {
+          const hit = logs.find(match);
+          if (hit) return hit;
+          if (exitCode !== undefined) {
+            throw new Error(`the service exited (${exitCode}): ${text.join('').slice(-2000)}`);
+          }
+          return pending(logs.slice(-5).map((l) => l.msg));
+        },
+        { describe: `log: ${what}`, timeout },
+      ),
+    stop: async () => {
+      if (exitCode === undefined) proc.kill('SIGTERM');
+      return exited;
+    },
+    kill: async () => {
+      if (exitCode === undefined) proc.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
+
+/** Standard flags for a service confined to one test namespace. */
+export function serviceArgs(namespace: string, keyFile: string, extra: string[] = []): string[] {
+  return [
+    'serve',
+    `--kubeconfig=${inject('kubeconfig')}`,
+    `--namespaces=${namespace}`,
+    `--release-namespace=${namespace}`,
+    `--hash-key-file=${keyFile}`,
+    '--log-level=debug',
+    '--min-reload-interval=0s',
+    ...extra,
+  ];
+}
+
+/** Kills every service a test file left running (call from afterAll/afterEach). */
+export async function killAll(): Promise<void> {
+  await Promise.all(
+    [...running].map(
+      (p) =>
+        new Promise<void>((r) => {
+          p.once('exit', () => r());
+          p.kill('SIGKILL');
+        }),
+    ),
+  );
+}
