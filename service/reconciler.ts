@@ -5,7 +5,7 @@
 import type { AppsV1Api, BatchV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import type { Config } from './config/config.ts';
 import { type AnnotationGlobals, KEYS } from './core/annotations.ts';
-import { type Batch, Batcher } from './core/batcher.ts';
+import { type Batch, Batcher, type Change, type ChangeSink } from './core/batcher.ts';
 import { setDigest } from './core/config-hash.ts';
 import { effectiveCutoff } from './core/cutoff.ts';
 import type { LedgerEntry } from './core/ledger-entry.ts';
@@ -29,6 +29,18 @@ export interface ReloadAction {
   resumed?: boolean;
 }
 
+/**
+ * Decides whether a config change waits before it is batched (the Argo CD integration holds
+ * changes to configs of an Application that is syncing, and releases them as one batch when the
+ * operation ends, through the `sink` it is given).
+ */
+export interface ChangeGate {
+  /** Called once with the sink to release held changes into. */
+  attach(sink: ChangeSink): void;
+  /** True when the gate took the change and will release it later. */
+  hold(change: Change, config: ConfigRecord): boolean;
+}
+
 export interface ReconcilerDeps {
   cfg: Config;
   state: ClusterState;
@@ -42,6 +54,7 @@ export interface ReconcilerDeps {
   batch: BatchV1Api;
   custom: CustomObjectsApi;
   inScope(namespace: string): boolean;
+  gate?: ChangeGate;
 }
 
 const RETRY_MS = [2_000, 5_000, 15_000, 30_000, 60_000];
@@ -66,6 +79,7 @@ export class Reconciler {
       maxWaitMs: d.cfg.maxDebounceWaitMs,
       onBatch: (b) => this.#onBatch(b),
     });
+    d.gate?.attach(this.#batcher);
     this.#queue = new WorkQueue<ReloadAction>({
       maxConcurrent: d.cfg.maxConcurrentReloads,
       minIntervalMs: d.cfg.minReloadIntervalMs,
@@ -129,7 +143,9 @@ export class Reconciler {
     const observedAt = Date.now();
     for (const w of affected) {
       const t = this.#d.state.workloads.get(w);
-      this.#batcher.add({ workload: w, config: id, observedAt, debounceMs: t?.parsed.policy.debounceMs });
+      const change: Change = { workload: w, config: id, observedAt, debounceMs: t?.parsed.policy.debounceMs };
+      if (this.#d.gate?.hold(change, rec)) continue;
+      this.#batcher.add(change);
     }
   }
 
