@@ -10,7 +10,7 @@ import { setDigest } from './core/config-hash.ts';
 import { effectiveCutoff } from './core/cutoff.ts';
 import type { LedgerEntry } from './core/ledger-entry.ts';
 import { isTracked, REQUEST, verdict, watchedSet } from './core/plan.ts';
-import type { ConfigRecord, WorkloadRecord } from './core/records.ts';
+import { type ConfigRecord, compareResourceVersions, type WorkloadRecord } from './core/records.ts';
 import { configId } from './core/types.ts';
 import { WorkQueue } from './core/work-queue.ts';
 import { apiVersionOf, type EventReason, type EventRecorder } from './kube/events.ts';
@@ -25,6 +25,11 @@ export interface ReloadAction {
   changed: string[];
   cutoffMs: number;
   target: Record<string, string>;
+  /**
+   * The newest resourceVersion among the configs in `target` when the action was planned. A pod
+   * template changed after it means the template rollout's pods already see the change.
+   */
+  changeRV: string;
   /** True when resuming a pending action found in the ledger (after a crash or leader change). */
   resumed?: boolean;
 }
@@ -108,6 +113,7 @@ export class Reconciler {
           changed: entry.pending.changed,
           cutoffMs: same ? Date.parse(entry.pending.cutoff) : effectiveCutoff(now),
           target: set,
+          changeRV: this.#changeRV(Object.keys(set)),
           resumed: same,
         });
         continue;
@@ -119,7 +125,13 @@ export class Reconciler {
         if (v.kind === 'baseline') log.info(fields(t), 'baseline recorded');
       } else if (v.kind === 'reload') {
         log.info({ ...fields(t), configs: v.changed }, 'changed while the service was down');
-        this.#submit({ workload: t.id, changed: v.changed, cutoffMs: effectiveCutoff(now), target: set });
+        this.#submit({
+          workload: t.id,
+          changed: v.changed,
+          cutoffMs: effectiveCutoff(now),
+          target: set,
+          changeRV: this.#changeRV(v.changed),
+        });
       }
     }
     if (baselines.length > 0) await ledger.putMany(baselines);
@@ -227,11 +239,22 @@ export class Reconciler {
             changed: v.changed,
             cutoffMs: effectiveCutoff(b.lastObservedAt),
             target: set,
+            changeRV: this.#changeRV(v.changed),
           });
       }
     } catch (err) {
       log.error({ ...fields(t), err: (err as Error).message }, 'could not record the ledger');
     }
+  }
+
+  /** The newest resourceVersion among these configs (deleted ones and pseudo-configs have none). */
+  #changeRV(ids: string[]): string {
+    let max = '0';
+    for (const id of ids) {
+      const rv = this.#d.state.configs.get(id)?.resourceVersion;
+      if (rv && (compareResourceVersions(rv, max) ?? 0) > 0) max = rv;
+    }
+    return max;
   }
 
   #submit(a: ReloadAction): void {
@@ -286,6 +309,10 @@ export class Reconciler {
         },
         cutoffMs: a.cutoffMs,
         configHash: setDigest(a.target, this.#d.hashKey),
+        templateChangedSince: () => {
+          const rv = this.#d.state.workloads.get(a.workload)?.templateRV ?? '0';
+          return a.changeRV !== '0' && (compareResourceVersions(rv, a.changeRV) ?? -1) > 0;
+        },
       });
       await ledger.put(t.id, { configs: a.target, reloadedAt: new Date().toISOString() });
       this.#failures.delete(t.id);

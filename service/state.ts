@@ -10,6 +10,8 @@ export interface TrackedWorkload {
   id: string;
   rec: WorkloadRecord;
   parsed: ParsedWorkloadPolicy;
+  /** resourceVersion at which we saw the pod template change ('0' if not since start-up). */
+  templateRV: string;
 }
 
 export class ClusterState implements ConfigLookup {
@@ -64,7 +66,9 @@ export class ClusterState implements ConfigLookup {
       kind: rec.ref.kind,
       defaultStrategy: this.#defaultStrategy,
     });
-    const now = { id, rec, parsed };
+    const templateRV =
+      old && old.rec.templateHash !== rec.templateHash ? rec.resourceVersion : (old?.templateRV ?? '0');
+    const now = { id, rec, parsed, templateRV };
     this.workloads.set(id, now);
     this.#index(now);
     return { now, old };

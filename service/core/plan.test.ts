@@ -39,6 +39,7 @@ function workload(annotations: Record<string, string>, uses: WorkloadRecord['use
     templateAnnotations: {},
     labels: {},
     uses,
+    templateHash: 't',
     status: {},
   };
 }

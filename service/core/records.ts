@@ -37,6 +37,8 @@ export interface WorkloadRecord {
   templateAnnotations: Record<string, string>;
   labels: Record<string, string>;
   uses: ConfigUse[];
+  /** Fingerprint of the pod template: tells a template change from any other spec change. */
+  templateHash: string;
   selector?: LabelSelectorLike;
   replicas?: number;
   strategy?: { type?: string; maxUnavailable?: number | string; maxSurge?: number | string };
@@ -66,4 +68,16 @@ export function selectorString(sel: LabelSelectorLike | undefined): string {
     else if (e.operator === 'DoesNotExist') parts.push(`!${e.key}`);
   }
   return parts.join(',');
+}
+
+/**
+ * Orders two resourceVersions. They are opaque strings by contract, but every API server backed
+ * by etcd uses its global revision, so they compare as integers across resources. Undefined when
+ * either is not an integer (then callers must not rely on the order).
+ */
+export function compareResourceVersions(a: string, b: string): number | undefined {
+  if (!/^\d+$/.test(a) || !/^\d+$/.test(b)) return undefined;
+  const x = BigInt(a);
+  const y = BigInt(b);
+  return x < y ? -1 : x > y ? 1 : 0;
 }

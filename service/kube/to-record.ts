@@ -1,5 +1,6 @@
 // Turns raw API objects (plain JSON from LIST/WATCH) into the slim records the caches keep.
 // ConfigMap and Secret data is hashed here and goes no further.
+import { createHash } from 'node:crypto';
 import { type ConfigDigest, hashConfig } from '../core/config-hash.ts';
 import { type ConfigRecord, relevant, type WorkloadRecord } from '../core/records.ts';
 import { extractReferences, type PodSpecLike } from '../core/references.ts';
@@ -73,6 +74,10 @@ export function workloadRecord(kind: WorkloadKind, raw: RawObject): WorkloadReco
     templateAnnotations: relevant(template?.metadata?.annotations),
     labels: relevant(m.labels),
     uses: template?.spec ? extractReferences(m.namespace, template.spec) : [],
+    templateHash: createHash('sha256')
+      .update(JSON.stringify(template ?? null))
+      .digest('hex')
+      .slice(0, 16),
     selector: spec?.selector as WorkloadRecord['selector'],
     replicas: kind === 'DaemonSet' || kind === 'CronJob' ? undefined : (num(spec?.replicas) ?? 1),
     strategy: strategy

@@ -12,11 +12,14 @@ import { pause, type ReloadRequest, type StrategyContext, type StrategyResult } 
 export const SURGE_LABEL = 'gitops-reloader.io/surge';
 const POLL_MS = 250;
 
-function toRestartPod(p: V1Pod): RestartPod {
+function toRestartPod(p: V1Pod, freshHash?: string, cutoffMs?: number): RestartPod {
+  // A pod of a template rolled out after the config change sees the change: count it as new.
+  const fresh = freshHash !== undefined && p.metadata?.labels?.['pod-template-hash'] === freshHash;
+  const created = fresh && cutoffMs !== undefined ? cutoffMs : (p.metadata?.creationTimestamp ?? 0);
   return {
     name: p.metadata?.name ?? '',
     uid: p.metadata?.uid ?? '',
-    createdAt: new Date(p.metadata?.creationTimestamp ?? 0).toISOString(),
+    createdAt: new Date(created).toISOString(),
     ready: Boolean(p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')),
     terminating: Boolean(p.metadata?.deletionTimestamp),
   };
@@ -45,6 +48,22 @@ export function surgePod(d: V1Deployment): V1Pod {
     },
     spec: d.spec?.template.spec,
   };
+}
+
+/** The pod-template-hash of the Deployment's current ReplicaSet (the one at its revision). */
+async function currentTemplateHash(ctx: StrategyContext, d: V1Deployment): Promise<string | undefined> {
+  const revision = d.metadata?.annotations?.['deployment.kubernetes.io/revision'];
+  const namespace = d.metadata?.namespace as string;
+  const sets = await ctx.apps.listNamespacedReplicaSet({
+    namespace,
+    labelSelector: selectorString(d.spec?.selector),
+  });
+  const current = sets.items.find(
+    (rs) =>
+      rs.metadata?.ownerReferences?.some((o) => o.uid === d.metadata?.uid) &&
+      rs.metadata?.annotations?.['deployment.kubernetes.io/revision'] === revision,
+  );
+  return current?.metadata?.labels?.['pod-template-hash'];
 }
 
 export async function restartDeployment(ctx: StrategyContext, req: ReloadRequest): Promise<StrategyResult> {
@@ -84,6 +103,8 @@ export async function restartDeployment(ctx: StrategyContext, req: ReloadRequest
     const pods = (await ctx.core.listNamespacedPod({ namespace, labelSelector })).items;
     const surge = pods.filter((p) => p.metadata?.labels?.[SURGE_LABEL] === d.metadata?.uid);
     const replicas = d.spec?.replicas ?? 1;
+    const freshHash = req.templateChangedSince() ? await currentTemplateHash(ctx, d) : undefined;
+    const view = (p: V1Pod) => toRestartPod(p, freshHash, req.cutoffMs);
     const recreate = d.spec?.strategy?.type === 'Recreate';
     const step = planDeploymentRestartStep({
       replicas,
@@ -98,14 +119,14 @@ export async function restartDeployment(ctx: StrategyContext, req: ReloadRequest
         statusReplicas: d.status?.replicas,
         availableReplicas: d.status?.availableReplicas,
       }),
-      pods: pods.map(toRestartPod),
+      pods: pods.map(view),
       nowMs: Date.now(),
     });
 
     switch (step.kind) {
       case 'done': {
         // Nothing old is left. Keep surge pods until the ReplicaSet's own pods are Ready again.
-        const own = pods.filter((p) => !surge.includes(p)).map(toRestartPod);
+        const own = pods.filter((p) => !surge.includes(p)).map(view);
         const readyOwn = own.filter((p) => p.ready && !p.terminating).length;
         if (surge.length > 0 && readyOwn < replicas) {
           await pause(POLL_MS, ctx.signal);
@@ -125,7 +146,7 @@ export async function restartDeployment(ctx: StrategyContext, req: ReloadRequest
         return { replaced: evicted.size, summary };
       }
       case 'evict': {
-        const byName = new Map(pods.map((p) => [p.metadata?.name, toRestartPod(p)]));
+        const byName = new Map(pods.map((p) => [p.metadata?.name, view(p)]));
         for (const name of step.pods) {
           const p = byName.get(name);
           if (p && !(await evict(p))) break;
@@ -144,7 +165,7 @@ export async function restartDeployment(ctx: StrategyContext, req: ReloadRequest
               );
             recreateNoted = true;
             const old = pods
-              .map(toRestartPod)
+              .map(view)
               .filter((p) => !p.terminating && Date.parse(p.createdAt) < req.cutoffMs);
             for (const p of old) if (!(await evict(p))) break;
           } else {

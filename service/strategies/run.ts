@@ -3,15 +3,28 @@
 import type { WorkloadRecord } from '../core/records.ts';
 import type { ReloadStrategy } from '../core/types.ts';
 import { annotate } from './annotate.ts';
+import { restartDaemonSet } from './restart-daemonset.ts';
 import { restartDeployment } from './restart-deployment.ts';
-import { type StrategyContext, type StrategyResult, StrategyUnsupported } from './types.ts';
+import { restartRollout } from './restart-rollout.ts';
+import { restartStatefulSet } from './restart-statefulset.ts';
+import {
+  type ReloadRequest,
+  type StrategyContext,
+  type StrategyResult,
+  StrategyUnsupported,
+} from './types.ts';
 
 export async function runStrategy(
   strategy: ReloadStrategy,
   workload: WorkloadRecord,
-  ctx: StrategyContext & { cutoffMs: number; configHash: string },
+  ctx: StrategyContext & Omit<ReloadRequest, 'workload'>,
 ): Promise<StrategyResult> {
-  const req = { workload, cutoffMs: ctx.cutoffMs, configHash: ctx.configHash };
+  const req: ReloadRequest = {
+    workload,
+    cutoffMs: ctx.cutoffMs,
+    configHash: ctx.configHash,
+    templateChangedSince: ctx.templateChangedSince,
+  };
   const kind = workload.ref.kind;
   switch (strategy) {
     case 'annotate':
@@ -20,6 +33,9 @@ export async function runStrategy(
       throw new StrategyUnsupported('the git strategy is not enabled in this release; nothing was changed');
     case 'restart':
       if (kind === 'Deployment') return restartDeployment(ctx, req);
+      if (kind === 'StatefulSet') return restartStatefulSet(ctx, req);
+      if (kind === 'DaemonSet') return restartDaemonSet(ctx, req);
+      if (kind === 'Rollout') return restartRollout(ctx, req);
       if (kind === 'CronJob') {
         throw new StrategyUnsupported('a CronJob has nothing to restart: its next Job reads the new config');
       }

@@ -22,6 +22,12 @@ export interface ReloadRequest {
   cutoffMs: number;
   /** A digest of everything the workload now sees, for strategies that write it (annotate, git). */
   configHash: string;
+  /**
+   * True when the pod template changed after the config change (by resourceVersion order): the
+   * template rollout's pods were created after the change, so they see it and need no restart,
+   * even when creationTimestamp's whole seconds cannot tell them from older pods.
+   */
+  templateChangedSince(): boolean;
 }
 
 export interface StrategyResult {

@@ -115,3 +115,46 @@ export class PodTracker {
     this.#abort?.abort();
   }
 }
+
+/**
+ * Follows an app's pods through a real watch and records the fewest Ready pods seen at any moment
+ * (every watch event is a moment): availability is measured exactly, not sampled.
+ */
+export class ReadyMonitor {
+  readonly #ready = new Map<string, boolean>();
+  #abort: AbortController | undefined;
+  min = Number.POSITIVE_INFINITY;
+  readonly history: number[] = [];
+
+  static async start(kube: Kube, namespace: string, app: string): Promise<ReadyMonitor> {
+    const m = new ReadyMonitor();
+    const list = await kube.core.listNamespacedPod({ namespace, labelSelector: `app=${app}` });
+    for (const p of list.items) if (p.metadata?.uid) m.#ready.set(p.metadata.uid, isReady(p));
+    m.#record();
+    m.#abort = await new Watch(kube.kc).watch(
+      `/api/v1/namespaces/${namespace}/pods`,
+      { labelSelector: `app=${app}`, resourceVersion: list.metadata?.resourceVersion },
+      (type: string, obj: V1Pod) => m.#see(type, obj),
+      () => {},
+    );
+    return m;
+  }
+
+  #see(type: string, p: V1Pod) {
+    const uid = p.metadata?.uid;
+    if (!uid) return;
+    if (type === 'DELETED') this.#ready.delete(uid);
+    else this.#ready.set(uid, isReady(p));
+    this.#record();
+  }
+
+  #record() {
+    const n = [...this.#ready.values()].filter(Boolean).length;
+    this.history.push(n);
+    this.min = Math.min(this.min, n);
+  }
+
+  stop() {
+    this.#abort?.abort();
+  }
+}

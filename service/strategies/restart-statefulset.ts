@@ -1,0 +1,145 @@
+// The drift-free restart of a StatefulSet: evict every pod created before the cutoff T, highest
+// ordinal first, within maxUnavailable (default 1), and let the StatefulSet controller recreate each
+// under the same name. The StatefulSet object is never written (invariant I1), so this works the
+// same for the RollingUpdate and OnDelete update strategies.
+import type { V1Pod } from '@kubernetes/client-node';
+import { selectorString } from '../core/records.ts';
+import {
+  isStatefulSetRolloutInProgress,
+  type OrdinalPod,
+  planStatefulSetRestartStep,
+  podOrdinal,
+} from '../core/rolling-statefulset.ts';
+import { evictPod } from '../kube/eviction.ts';
+import { pause, type ReloadRequest, type StrategyContext, type StrategyResult } from './types.ts';
+
+const POLL_MS = 250;
+
+/** The pod's Ready condition and when it turned True. */
+export function readiness(p: V1Pod): { ready: boolean; readySince?: string } {
+  const c = p.status?.conditions?.find((x) => x.type === 'Ready');
+  const ready = c?.status === 'True';
+  const t = c?.lastTransitionTime;
+  return ready && t ? { ready, readySince: new Date(t).toISOString() } : { ready };
+}
+
+/** True when `ownerUid` is the pod's controller (a selector alone can match other pods). */
+export function controlledBy(p: V1Pod, ownerUid: string): boolean {
+  return Boolean(p.metadata?.ownerReferences?.some((o) => o.controller && o.uid === ownerUid));
+}
+
+/**
+ * The pod as the planner sees it. A pod already on `freshRevision` (the template rolled out after
+ * the config change) sees the change, so it counts as created at the cutoff, whatever its
+ * whole-second creationTimestamp says.
+ */
+function toOrdinalPod(setName: string, p: V1Pod, cutoffMs: number, freshRevision?: string): OrdinalPod {
+  const name = p.metadata?.name ?? '';
+  const fresh =
+    freshRevision !== undefined && p.metadata?.labels?.['controller-revision-hash'] === freshRevision;
+  return {
+    name,
+    uid: p.metadata?.uid ?? '',
+    createdAt: new Date(fresh ? cutoffMs : (p.metadata?.creationTimestamp ?? 0)).toISOString(),
+    terminating: Boolean(p.metadata?.deletionTimestamp),
+    ordinal: podOrdinal(setName, name, p.metadata?.labels),
+    ...readiness(p),
+  };
+}
+
+export async function restartStatefulSet(ctx: StrategyContext, req: ReloadRequest): Promise<StrategyResult> {
+  const { namespace, name } = req.workload.ref;
+  const workload = `StatefulSet/${name}`;
+  const evicted = new Set<string>();
+  let blockedSince: number | undefined;
+  let stalled = false;
+  // A refused eviction (429: a PodDisruptionBudget) is retried with backoff, 1 s doubling to 16 s.
+  let backoffMs = 0;
+  const noteBlocked = (why: string) => {
+    blockedSince ??= Date.now();
+    if (!stalled && Date.now() - blockedSince >= ctx.stallAfterMs) {
+      stalled = true;
+      ctx.onStall(why);
+    }
+  };
+
+  for (;;) {
+    ctx.signal.throwIfAborted();
+    const s = await ctx.apps.readNamespacedStatefulSet({ name, namespace });
+    const uid = s.metadata?.uid;
+    if (!uid || uid !== req.workload.ref.uid)
+      throw new Error(`StatefulSet ${namespace}/${name} was replaced`);
+    const labelSelector = selectorString(s.spec?.selector);
+    const pods = (await ctx.core.listNamespacedPod({ namespace, labelSelector })).items.filter((p) =>
+      controlledBy(p, uid),
+    );
+    // Pods carry their revision in the controller-revision-hash label; status.updateRevision is its name.
+    const freshRevision = req.templateChangedSince() ? s.status?.updateRevision : undefined;
+    const replicas = s.spec?.replicas ?? 1;
+    const rolling = s.spec?.updateStrategy?.rollingUpdate;
+    const step = planStatefulSetRestartStep({
+      replicas,
+      ordinalStart: s.spec?.ordinals?.start,
+      maxUnavailable: rolling?.maxUnavailable,
+      minReadySeconds: s.spec?.minReadySeconds,
+      cutoffMs: req.cutoffMs,
+      rolloutInProgress: isStatefulSetRolloutInProgress({
+        generation: s.metadata?.generation,
+        observedGeneration: s.status?.observedGeneration,
+        updateStrategy: s.spec?.updateStrategy?.type,
+        partition: rolling?.partition,
+        replicas,
+        currentRevision: s.status?.currentRevision,
+        updateRevision: s.status?.updateRevision,
+        updatedReplicas: s.status?.updatedReplicas,
+      }),
+      pods: pods.map((p) => toOrdinalPod(name, p, req.cutoffMs, freshRevision)),
+      nowMs: Date.now(),
+    });
+
+    switch (step.kind) {
+      case 'done': {
+        const n = evicted.size;
+        return {
+          replaced: n,
+          summary:
+            n === 0
+              ? 'every pod was already newer than the change'
+              : `replaced ${n} pod${n === 1 ? '' : 's'}, highest ordinal first`,
+        };
+      }
+      case 'evict': {
+        const byName = new Map(pods.map((p) => [p.metadata?.name, p]));
+        for (const podName of step.pods) {
+          const p = byName.get(podName);
+          if (!p?.metadata?.uid) continue;
+          // The uid precondition: never evict a pod the controller has already recreated under this name.
+          const r = await evictPod(ctx.core, namespace, podName, { uid: p.metadata.uid, signal: ctx.signal });
+          if (r.outcome === 'blocked') {
+            noteBlocked(`eviction of pod ${podName} refused: ${r.last.message}`);
+            backoffMs = Math.min(Math.max(backoffMs * 2, 1000), 16_000);
+            break;
+          }
+          backoffMs = 0;
+          blockedSince = undefined;
+          if (r.outcome === 'evicted') {
+            evicted.add(p.metadata.uid);
+            ctx.log.debug({ workload, namespace, pod: podName }, 'pod evicted');
+          }
+        }
+        await pause(Math.max(POLL_MS, backoffMs), ctx.signal);
+        continue;
+      }
+      case 'wait': {
+        const retry = step.reason === 'rollout-in-progress' ? undefined : step.retryAfterMs;
+        // Waiting out the cutoff or a pod's minReadySeconds is progress, not a block.
+        if (retry === undefined) noteBlocked(`waiting: ${step.reason}`);
+        await pause(
+          retry !== undefined ? Math.max(50, Math.min(retry, 5_000)) : Math.max(POLL_MS, backoffMs),
+          ctx.signal,
+        );
+        continue;
+      }
+    }
+  }
+}

@@ -1,0 +1,201 @@
+// Drift-free restarts of Deployments: availability (I4), PodDisruptionBudgets, surge pods, stalls,
+// and a template change arriving together with a config change.
+import type { V1Deployment } from '@kubernetes/client-node';
+import { afterEach, describe, expect } from 'vitest';
+import { it, type Kube } from '../support/kube.ts';
+import {
+  events,
+  livePods,
+  PodTracker,
+  ReadyMonitor,
+  waitForEvent,
+  waitReadyPods,
+} from '../support/observe.ts';
+import { hashKeyFile, killAll, serviceArgs, startService } from '../support/service.ts';
+import { pending, waitFor } from '../support/wait-for.ts';
+import { configMap, type DeploymentOptions, deployment } from '../support/workloads.ts';
+
+afterEach(killAll);
+
+const AUTO = { 'reloader.stakater.com/auto': 'true' };
+const USES = { envFrom: [{ configMapRef: { name: 'app' } }] };
+
+interface Setup {
+  before: Awaited<ReturnType<typeof waitReadyPods>>;
+  generation: number | undefined;
+}
+
+async function setUp(
+  kube: Kube,
+  namespace: string,
+  opts: DeploymentOptions,
+  extra: string[] = [],
+): Promise<Setup> {
+  await kube.core.createNamespacedConfigMap({ namespace, body: configMap('app', { k: '1' }) });
+  await kube.apps.createNamespacedDeployment({
+    namespace,
+    body: deployment('web', { annotations: AUTO, container: USES, ...opts }),
+  });
+  const before = await waitReadyPods(kube, namespace, 'web', opts.replicas ?? 1);
+  const svc = startService(serviceArgs(namespace, await hashKeyFile(), ['--debounce=0s', ...extra]));
+  await svc.waitForLog('ready', (l) => l.msg === 'ready');
+  const d = await kube.apps.readNamespacedDeployment({ name: 'web', namespace });
+  return { before, generation: d.metadata?.generation };
+}
+
+async function changeConfig(kube: Kube, namespace: string, value: string) {
+  await kube.core.replaceNamespacedConfigMap({
+    name: 'app',
+    namespace,
+    body: configMap('app', { k: value }),
+  });
+}
+
+async function waitReloaded(kube: Kube, namespace: string, s: Setup, replicas: number, since: number) {
+  await waitForEvent(kube, namespace, 'Reloaded', 'web', 90_000);
+  const old = new Set(s.before.map((p) => p.uid));
+  return waitFor(
+    async () => {
+      const pods = await livePods(kube, namespace, 'web');
+      const ok = pods.length === replicas && pods.every((p) => p.ready && !old.has(p.uid) && !p.surge);
+      return ok ? pods : pending(pods);
+    },
+    { describe: 'every pod replaced, Ready, and no surge pod left', timeout: 60_000 },
+  ).then((pods) => {
+    for (const p of pods) expect(p.createdAt).toBeGreaterThanOrEqual(Math.floor(since / 1000) * 1000);
+    return pods;
+  });
+}
+
+async function generationOf(kube: Kube, namespace: string) {
+  return (await kube.apps.readNamespacedDeployment({ name: 'web', namespace })).metadata?.generation;
+}
+
+describe('restart strategy for Deployments', () => {
+  it('restarts a single-replica Deployment without ever having 0 Ready pods', async ({ kube, namespace }) => {
+    const s = await setUp(kube, namespace, { replicas: 1 });
+    const monitor = await ReadyMonitor.start(kube, namespace, 'web');
+    const tracker = await PodTracker.start(kube, namespace, 'web');
+    const t0 = Date.now();
+    await changeConfig(kube, namespace, '2');
+    await waitReloaded(kube, namespace, s, 1, t0);
+    monitor.stop();
+    tracker.stop();
+    expect(monitor.min).toBeGreaterThanOrEqual(1);
+    expect(tracker.surgePods().length).toBeGreaterThanOrEqual(1);
+    expect(tracker.newSince(s.before)).toHaveLength(1);
+    expect(await generationOf(kube, namespace)).toBe(s.generation);
+  });
+
+  it('keeps at least replicas − maxUnavailable Ready pods (4 replicas, maxUnavailable 1)', async ({
+    kube,
+    namespace,
+  }) => {
+    const s = await setUp(kube, namespace, { replicas: 4, maxUnavailable: 1, maxSurge: 0 });
+    const monitor = await ReadyMonitor.start(kube, namespace, 'web');
+    const tracker = await PodTracker.start(kube, namespace, 'web');
+    const t0 = Date.now();
+    await changeConfig(kube, namespace, '2');
+    await waitReloaded(kube, namespace, s, 4, t0);
+    monitor.stop();
+    tracker.stop();
+    expect(monitor.min).toBeGreaterThanOrEqual(3);
+    expect(tracker.newSince(s.before)).toHaveLength(4);
+    expect(tracker.surgePods()).toHaveLength(0);
+    expect(await generationOf(kube, namespace)).toBe(s.generation);
+  });
+
+  it('stalls on a PodDisruptionBudget that forbids every eviction, says so, and finishes once it is relaxed', async ({
+    kube,
+    namespace,
+  }) => {
+    const s = await setUp(kube, namespace, { replicas: 3, maxUnavailable: 1, maxSurge: 0 }, [
+      '--stall-after=2s',
+    ]);
+    await kube.policy.createNamespacedPodDisruptionBudget({
+      namespace,
+      body: {
+        metadata: { name: 'web' },
+        spec: { minAvailable: 3, selector: { matchLabels: { app: 'web' } } },
+      },
+    });
+    await waitFor(
+      async () => {
+        const p = await kube.policy.readNamespacedPodDisruptionBudget({ name: 'web', namespace });
+        return p.status?.currentHealthy === 3 ? p : pending(p.status);
+      },
+      { describe: 'the PDB to see 3 healthy pods' },
+    );
+    const t0 = Date.now();
+    await changeConfig(kube, namespace, '2');
+    const stalled = await waitForEvent(kube, namespace, 'ReloadStalled', 'web');
+    expect(stalled.type).toBe('Warning');
+    expect(stalled.message).toMatch(/disruption budget|refused/i);
+    // Nothing was evicted while the budget forbade it.
+    expect((await livePods(kube, namespace, 'web')).map((p) => p.uid).sort()).toEqual(
+      s.before.map((p) => p.uid).sort(),
+    );
+    expect(await events(kube, namespace, 'Reloaded', 'web')).toHaveLength(0);
+
+    await kube.policy.patchNamespacedPodDisruptionBudget({
+      name: 'web',
+      namespace,
+      body: [{ op: 'replace', path: '/spec/minAvailable', value: 2 }],
+    });
+    await waitReloaded(kube, namespace, s, 3, t0);
+  });
+
+  for (const [label, spec] of [
+    ['minAvailable: 1', { minAvailable: 1 }],
+    ['maxUnavailable: 0%', { maxUnavailable: '0%' }],
+  ] as const) {
+    it(`lets a surge pod satisfy a PDB with ${label} on a single-replica Deployment`, async ({
+      kube,
+      namespace,
+    }) => {
+      await kube.policy.createNamespacedPodDisruptionBudget({
+        namespace,
+        body: { metadata: { name: 'web' }, spec: { ...spec, selector: { matchLabels: { app: 'web' } } } },
+      });
+      const s = await setUp(kube, namespace, { replicas: 1 }, ['--stall-after=60s']);
+      const monitor = await ReadyMonitor.start(kube, namespace, 'web');
+      const t0 = Date.now();
+      await changeConfig(kube, namespace, '2');
+      await waitReloaded(kube, namespace, s, 1, t0);
+      monitor.stop();
+      expect(monitor.min).toBeGreaterThanOrEqual(1);
+      expect(await events(kube, namespace, 'ReloadStalled', 'web')).toHaveLength(0);
+      expect(await generationOf(kube, namespace)).toBe(s.generation);
+    });
+  }
+
+  it('costs zero restarts of its own when the template and a config change in the same apply', async ({
+    kube,
+    namespace,
+  }) => {
+    const s = await setUp(kube, namespace, { replicas: 2, maxUnavailable: 1 });
+    const tracker = await PodTracker.start(kube, namespace, 'web');
+    const d = await kube.apps.readNamespacedDeployment({ name: 'web', namespace });
+    const next: V1Deployment = JSON.parse(JSON.stringify(d));
+    (next.spec?.template.spec?.containers[0] as { image: string }).image = 'registry.invalid/app:2';
+    await changeConfig(kube, namespace, '2');
+    await kube.apps.replaceNamespacedDeployment({ name: 'web', namespace, body: next });
+
+    await waitForEvent(kube, namespace, 'Reloaded', 'web', 90_000);
+    await waitFor(
+      async () => {
+        const dep = await kube.apps.readNamespacedDeployment({ name: 'web', namespace });
+        const pods = await livePods(kube, namespace, 'web');
+        const done = dep.status?.updatedReplicas === 2 && pods.length === 2 && pods.every((p) => p.ready);
+        return done ? pods : pending({ status: dep.status, pods });
+      },
+      { describe: 'the template rollout to finish', timeout: 60_000 },
+    );
+    tracker.stop();
+    const reloaded = await events(kube, namespace, 'Reloaded', 'web');
+    expect(reloaded[0]?.message).toMatch(/already newer/);
+    // Only the template rollout created pods: one per replica.
+    expect(tracker.newSince(s.before)).toHaveLength(2);
+    expect(tracker.surgePods()).toHaveLength(0);
+  });
+});
