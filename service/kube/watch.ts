@@ -166,6 +166,10 @@ function validate<S>(o: WatchOptions<S>): void {
     ['backoff.initialMs', o.backoff?.initialMs],
     ['backoff.maxMs', o.backoff?.maxMs],
   ];
+  if (o.resume && !o.resume.resourceVersion) {
+    // Without one, the server would replay current objects as ADDED and never say what was deleted.
+    throw new Error('watch resume needs the resourceVersion the snapshot is current at');
+  }
   for (const [name, v] of nonNegative) {
     if (v !== undefined && !(Number.isFinite(v) && v >= 0))
       throw new Error(`watch ${name} must be >= 0, got ${v}`);
@@ -347,7 +351,8 @@ export function startWatch<S>(kc: KubeConfig, o: WatchOptions<S>): Watch<S> {
       : undefined;
     const from = resourceVersion ?? '';
     const onLine = (line: string) => {
-      if (why.cause) return;
+      // A handler may have called stop(); the rest of the chunk must not reach the handlers.
+      if (why.cause || stopper.signal.aborted) return;
       idle.refresh();
       let parsed: unknown;
       try {
