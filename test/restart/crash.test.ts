@@ -1,0 +1,99 @@
+// Invariant I5: a crash at any point of a reload neither stops it from completing nor makes any
+// pod be recycled twice for the same cutoff. The service is SIGKILLed mid-reload and started again.
+import { afterEach, describe, expect } from 'vitest';
+import { it, type Kube } from '../support/kube.ts';
+import { livePods, PodTracker, waitForEvent, waitReadyPods } from '../support/observe.ts';
+import { hashKeyFile, killAll, type RunningService, serviceArgs, startService } from '../support/service.ts';
+import { pending, waitFor } from '../support/wait-for.ts';
+import { configMap, type DeploymentOptions, deployment } from '../support/workloads.ts';
+
+afterEach(killAll);
+
+const AUTO = { 'reloader.stakater.com/auto': 'true' };
+// Slow readiness keeps the reload mid-flight long enough to kill it at a chosen point.
+const SLOW = { 'kwok.gitops-reloader.io/ready-after': '2s' };
+
+async function scenario(
+  kube: Kube,
+  namespace: string,
+  opts: DeploymentOptions,
+  killWhen: (svc: RunningService) => Promise<unknown>,
+) {
+  const replicas = opts.replicas ?? 1;
+  await kube.core.createNamespacedConfigMap({ namespace, body: configMap('app', { k: '1' }) });
+  await kube.apps.createNamespacedDeployment({
+    namespace,
+    body: deployment('web', {
+      annotations: AUTO,
+      podAnnotations: SLOW,
+      container: { envFrom: [{ configMapRef: { name: 'app' } }] },
+      ...opts,
+    }),
+  });
+  const before = await waitReadyPods(kube, namespace, 'web', replicas);
+  const generation = (await kube.apps.readNamespacedDeployment({ name: 'web', namespace })).metadata
+    ?.generation;
+  const key = await hashKeyFile();
+  const first = startService(serviceArgs(namespace, key, ['--debounce=0s']));
+  await first.waitForLog('ready', (l) => l.msg === 'ready');
+  const tracker = await PodTracker.start(kube, namespace, 'web');
+
+  const t0 = Date.now();
+  await kube.core.replaceNamespacedConfigMap({ name: 'app', namespace, body: configMap('app', { k: '2' }) });
+  await killWhen(first);
+  await first.kill();
+
+  const second = startService(serviceArgs(namespace, key, ['--debounce=0s']));
+  await second.waitForLog('resumed', (l) => l.msg === 'reload started' && l.resumed === true);
+  await waitForEvent(kube, namespace, 'Reloaded', 'web', 90_000);
+  const old = new Set(before.map((p) => p.uid));
+  const after = await waitFor(
+    async () => {
+      const pods = await livePods(kube, namespace, 'web');
+      const ok = pods.length === replicas && pods.every((p) => p.ready && !p.surge && !old.has(p.uid));
+      return ok ? pods : pending(pods);
+    },
+    { describe: 'the resumed reload to finish', timeout: 90_000 },
+  );
+  tracker.stop();
+  for (const p of after) expect(p.createdAt).toBeGreaterThanOrEqual(Math.floor(t0 / 1000) * 1000);
+  // Each old pod was replaced exactly once: no replacement was recycled after the restart.
+  expect(tracker.newSince(before)).toHaveLength(replicas);
+  expect((await kube.apps.readNamespacedDeployment({ name: 'web', namespace })).metadata?.generation).toBe(
+    generation,
+  );
+}
+
+describe('crash safety (I5)', () => {
+  it('finishes a single-replica reload killed right after its surge pod was created', async ({
+    kube,
+    namespace,
+  }) => {
+    await scenario(kube, namespace, { replicas: 1 }, () =>
+      waitFor(
+        async () => {
+          const pods = await livePods(kube, namespace, 'web');
+          return pods.some((p) => p.surge) ? pods : pending(pods);
+        },
+        { describe: 'a surge pod to exist' },
+      ),
+    );
+  });
+
+  it('finishes a 3-replica reload killed right after its first eviction', async ({ kube, namespace }) => {
+    await scenario(kube, namespace, { replicas: 3, maxUnavailable: 1, maxSurge: 0 }, async () => {
+      const list = await kube.core.listNamespacedPod({ namespace, labelSelector: 'app=web' });
+      return waitFor(
+        async () => {
+          const pods = await kube.core.listNamespacedPod({ namespace, labelSelector: 'app=web' });
+          const gone = list.items.some(
+            (p) =>
+              !pods.items.some((q) => q.metadata?.uid === p.metadata?.uid && !q.metadata?.deletionTimestamp),
+          );
+          return gone ? pods : pending(pods.items.map((p) => p.metadata?.name));
+        },
+        { describe: 'the first eviction' },
+      );
+    });
+  });
+});
