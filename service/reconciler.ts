@@ -17,6 +17,7 @@ import { apiVersionOf, type EventReason, type EventRecorder } from './kube/event
 import type { Ledger } from './kube/ledger.ts';
 import type { Logger } from './log.ts';
 import type { ClusterState, TrackedWorkload } from './state.ts';
+import { SURGE_LABEL } from './strategies/restart-deployment.ts';
 import { runStrategy } from './strategies/run.ts';
 import { StrategyUnsupported } from './strategies/types.ts';
 
@@ -135,9 +136,36 @@ export class Reconciler {
       }
     }
     if (baselines.length > 0) await ledger.putMany(baselines);
+    await this.#cleanUpSurgePods();
     const gone = [...ledger.entries().keys()].filter((id) => !state.workloads.has(id));
     if (gone.length > 0) await ledger.removeMany(gone);
     this.#live = true;
+  }
+
+  /**
+   * Deletes surge pods a crash left behind: those whose Deployment has no pending reload (a
+   * pending one is resumed, and its strategy reuses and then removes them).
+   */
+  async #cleanUpSurgePods(): Promise<void> {
+    const { core, cfg, state, ledger, log } = this.#d;
+    const pending = new Set<string>();
+    for (const t of state.workloads.values()) if (ledger.get(t.id)?.pending) pending.add(t.rec.ref.uid);
+    const lists =
+      cfg.namespaces.length > 0
+        ? cfg.namespaces.map((namespace) => core.listNamespacedPod({ namespace, labelSelector: SURGE_LABEL }))
+        : [core.listPodForAllNamespaces({ labelSelector: SURGE_LABEL })];
+    for (const list of await Promise.all(lists)) {
+      for (const pod of list.items) {
+        const owner = pod.metadata?.labels?.[SURGE_LABEL];
+        const namespace = pod.metadata?.namespace as string;
+        if (!owner || pending.has(owner) || !this.#d.inScope(namespace) || cfg.dryRun) continue;
+        const name = pod.metadata?.name as string;
+        await core.deleteNamespacedPod({ name, namespace }).catch((err: { code?: number }) => {
+          if (err.code !== 404) throw err;
+        });
+        log.info({ pod: name, namespace }, 'deleted a surge pod left by an interrupted reload');
+      }
+    }
   }
 
   /** A ConfigMap or Secret was added, changed or deleted after the initial sync. */

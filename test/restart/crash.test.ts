@@ -96,4 +96,48 @@ describe('crash safety (I5)', () => {
       );
     });
   });
+
+  it('deletes a surge pod left behind by an interrupted reload at start-up', async ({ kube, namespace }) => {
+    await kube.core.createNamespacedConfigMap({ namespace, body: configMap('app', { k: '1' }) });
+    const d = await kube.apps.createNamespacedDeployment({
+      namespace,
+      body: deployment('web', {
+        annotations: AUTO,
+        container: { envFrom: [{ configMapRef: { name: 'app' } }] },
+      }),
+    });
+    await waitReadyPods(kube, namespace, 'web', 1);
+    const leftover = await kube.core.createNamespacedPod({
+      namespace,
+      body: {
+        metadata: {
+          generateName: 'web-surge-',
+          labels: { app: 'web', 'gitops-reloader.io/surge': d.metadata?.uid as string },
+          ownerReferences: [
+            {
+              apiVersion: 'apps/v1',
+              kind: 'Deployment',
+              name: 'web',
+              uid: d.metadata?.uid as string,
+              controller: true,
+            },
+          ],
+        },
+        spec: { containers: [{ name: 'app', image: 'registry.invalid/app:1' }] },
+      },
+    });
+    const svc = startService(serviceArgs(namespace, await hashKeyFile()));
+    await svc.waitForLog(
+      'surge clean-up',
+      (l) => l.msg === 'deleted a surge pod left by an interrupted reload',
+    );
+    await waitFor(
+      async () => {
+        const pods = await livePods(kube, namespace, 'web');
+        return pods.some((p) => p.uid === leftover.metadata?.uid) ? pending(pods) : pods;
+      },
+      { describe: 'the leftover surge pod to be gone' },
+    );
+    expect(await livePods(kube, namespace, 'web')).toHaveLength(1);
+  });
 });
