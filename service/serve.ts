@@ -1,6 +1,8 @@
 // `gitops-reloader serve`: watches configs and workloads, and reloads what changed.
 import { readFileSync } from 'node:fs';
 import { AppsV1Api, BatchV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import type { Router } from 'express';
+import { startArgoCd } from './argocd/argocd.ts';
 import { type Config, readHashKeyFile } from './config/config.ts';
 import { FlagError } from './config/flags.ts';
 import { compileGlobals } from './core/annotations.ts';
@@ -88,6 +90,8 @@ async function served(kc: KubeConfig, r: Resource<string>): Promise<boolean> {
 export interface RunningService {
   /** Resolves once caches are synced and start-up decisions are made. */
   ready: Promise<void>;
+  /** POST /api/v1/argocd/notifications, for the HTTP server; undefined without --webhook-token-file. */
+  argocdWebhook: Router | undefined;
   stop(): Promise<void>;
 }
 
@@ -117,6 +121,7 @@ export async function serve(cfg: Config, kc: KubeConfig, log: Logger): Promise<R
     !ignored.has(ns) &&
     (cfg.namespaces.length === 0 || cfg.namespaces.includes(ns)) &&
     (cfg.namespaceSelector === undefined || allowedByLabel.has(ns));
+  const argocd = await startArgoCd({ cfg, kc, state, log });
   const reconciler = new Reconciler({
     cfg,
     state,
@@ -130,10 +135,11 @@ export async function serve(cfg: Config, kc: KubeConfig, log: Logger): Promise<R
     batch: kc.makeApiClient(BatchV1Api),
     custom: kc.makeApiClient(CustomObjectsApi),
     inScope,
+    gate: argocd.gate,
   });
 
   const watches: Watch<unknown>[] = [];
-  const synced: Promise<void>[] = [];
+  const synced: Promise<void>[] = [argocd.synced];
   const onFailure = (f: WatchFailure) => {
     const level = f.mode === 'relist' ? 'info' : 'warn';
     log[level](
@@ -170,7 +176,7 @@ export async function serve(cfg: Config, kc: KubeConfig, log: Logger): Promise<R
           (raw as RawObject).metadata?.labels?.['app.kubernetes.io/component'] === 'ledger' &&
           (raw as RawObject).metadata?.labels?.['app.kubernetes.io/name'] === 'gitops-reloader'
             ? undefined
-            : configRecord(r.kind, raw as RawObject, key),
+            : argocd.withTrackingLabel(raw as RawObject, configRecord(r.kind, raw as RawObject, key)),
         onAdd: (_k, rec) => reconciler.configChanged(state.putConfig(rec), rec),
         onUpdate: (_k, rec) => reconciler.configChanged(state.putConfig(rec), rec),
         onDelete: (_k, old) => reconciler.configChanged(state.deleteConfig(old.ref), undefined),
@@ -211,8 +217,10 @@ export async function serve(cfg: Config, kc: KubeConfig, log: Logger): Promise<R
 
   return {
     ready,
+    argocdWebhook: argocd.router,
     stop: async () => {
       await reconciler.stop();
+      await argocd.stop();
       await Promise.all(watches.map((w) => w.stop()));
     },
   };

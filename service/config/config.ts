@@ -1,6 +1,8 @@
 // The service's configuration: one validated object built at start-up from flags and env, then
 // passed to every part. No module reads process.env on its own.
 import { readFileSync } from 'node:fs';
+import { FAILED_SYNC_POLICIES, type FailedSyncPolicy } from '../argocd/gate.ts';
+import { TRACKING_METHODS, type TrackingMethod } from '../argocd/tracking.ts';
 import { RELOAD_STRATEGIES, type ReloadStrategy } from '../core/types.ts';
 import { FlagError, type FlagSpec, type FlagValue, parseFlags } from './flags.ts';
 
@@ -118,6 +120,37 @@ export const serveFlags: readonly FlagSpec[] = [
     min: 1000,
   },
   {
+    name: 'argocd-namespaces',
+    type: 'list',
+    help: "Namespaces whose Argo CD Applications are watched (comma list); the first is Argo CD's own, where apps are tracked by bare name. Empty: no Application watch.",
+    default: 'argocd',
+  },
+  {
+    name: 'argocd-tracking',
+    type: 'enum',
+    values: TRACKING_METHODS,
+    help: 'How a config is mapped to its Application: the argocd.argoproj.io/tracking-id annotation, the instance label, or the annotation with the label as fallback.',
+    default: 'annotation+label',
+  },
+  {
+    name: 'argocd-tracking-label',
+    type: 'string',
+    help: "The label Argo CD's label tracking writes (application.instanceLabelKey).",
+    default: 'app.kubernetes.io/instance',
+  },
+  {
+    name: 'argocd-on-failed-sync',
+    type: 'enum',
+    values: FAILED_SYNC_POLICIES,
+    help: "After a Failed or Errored sync: reload what changed anyway, or hold it until the app's next successful sync.",
+    default: 'reload',
+  },
+  {
+    name: 'webhook-token-file',
+    type: 'string',
+    help: 'File holding the bearer token Argo CD notifications must send. Unset: the notification webhook is off.',
+  },
+  {
     name: 'dry-run',
     type: 'bool',
     help: 'Log and emit Events for what would be done; change nothing.',
@@ -147,6 +180,11 @@ export interface Config {
   ledgerShards: number;
   relistIntervalMs: number;
   watchIdleTimeoutMs: number;
+  argocdNamespaces: string[];
+  argocdTracking: TrackingMethod;
+  argocdTrackingLabel: string;
+  argocdOnFailedSync: FailedSyncPolicy;
+  webhookTokenFile?: string;
   dryRun: boolean;
   logLevel: (typeof LOG_LEVELS)[number];
 }
@@ -193,6 +231,11 @@ export function buildConfig(
     ledgerShards: num(values['ledger-shards']),
     relistIntervalMs: num(values['relist-interval']),
     watchIdleTimeoutMs: num(values['watch-idle-timeout']),
+    argocdNamespaces: list(values['argocd-namespaces']),
+    argocdTracking: values['argocd-tracking'] as TrackingMethod,
+    argocdTrackingLabel: str(values['argocd-tracking-label']) ?? 'app.kubernetes.io/instance',
+    argocdOnFailedSync: values['argocd-on-failed-sync'] as FailedSyncPolicy,
+    webhookTokenFile: str(values['webhook-token-file']),
     dryRun: values['dry-run'] === true,
     logLevel: values['log-level'] as Config['logLevel'],
   };
@@ -207,6 +250,7 @@ export function buildConfig(
   for (const [flag, names] of [
     ['namespaces', cfg.namespaces],
     ['ignore-namespaces', cfg.ignoreNamespaces],
+    ['argocd-namespaces', cfg.argocdNamespaces],
   ] as const) {
     const bad = names.find((n) => !namespaceName.test(n));
     if (bad !== undefined)

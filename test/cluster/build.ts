@@ -24,6 +24,8 @@ export const targets: readonly GoTarget[] = [
   { module: 'kubernetes', pkg: 'k8s.io/kubernetes/cmd/kube-scheduler', binary: 'kube-scheduler' },
   { module: 'kubernetes', pkg: 'k8s.io/kubernetes/cmd/kubectl', binary: 'kubectl' },
   { module: 'kwok', pkg: 'sigs.k8s.io/kwok/cmd/kwok', binary: 'kwok' },
+  // Renders manifests/chart for the manifest tests; not part of the control plane.
+  { module: 'helm', pkg: 'helm.sh/helm/v3/cmd/helm', binary: 'helm' },
 ];
 
 const KEY_FILE = '.build-key';
