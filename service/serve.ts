@@ -10,6 +10,7 @@ import { MIN_HMAC_KEY_BYTES } from './core/config-hash.ts';
 import type { ConfigRecord, WorkloadRecord } from './core/records.ts';
 import type { ConfigKind, WorkloadKind } from './core/types.ts';
 import { EventRecorder } from './kube/events.ts';
+import { type LeaderElection, startLeaderElection } from './kube/leader.ts';
 import { Ledger } from './kube/ledger.ts';
 import { configRecord, type RawObject, workloadRecord } from './kube/to-record.ts';
 import { startWatch, type Watch, type WatchFailure } from './kube/watch.ts';
@@ -92,6 +93,8 @@ export interface RunningService {
   ready: Promise<void>;
   /** POST /api/v1/argocd/notifications, for the HTTP server; undefined without --webhook-token-file. */
   argocdWebhook: Router | undefined;
+  /** True while this replica acts (holds the lease, or runs without leader election). */
+  isLeader(): boolean;
   stop(): Promise<void>;
 }
 
@@ -122,21 +125,29 @@ export async function serve(cfg: Config, kc: KubeConfig, log: Logger): Promise<R
     (cfg.namespaces.length === 0 || cfg.namespaces.includes(ns)) &&
     (cfg.namespaceSelector === undefined || allowedByLabel.has(ns));
   const argocd = await startArgoCd({ cfg, kc, state, log });
-  const reconciler = new Reconciler({
-    cfg,
-    state,
-    ledger,
-    events: new EventRecorder(core, log),
-    log,
-    globals,
-    hashKey: key,
+  const events = new EventRecorder(core, log);
+  const apis = {
     core,
     apps: kc.makeApiClient(AppsV1Api),
     batch: kc.makeApiClient(BatchV1Api),
     custom: kc.makeApiClient(CustomObjectsApi),
-    inScope,
-    gate: argocd.gate,
-  });
+  };
+  // Every replica watches (a standby has a warm cache); only the leader has a Reconciler, one per
+  // leadership term, which alone runs reloads and writes the ledger.
+  let reconciler: Reconciler | undefined;
+  const newReconciler = () =>
+    new Reconciler({
+      cfg,
+      state,
+      ledger,
+      events,
+      log,
+      globals,
+      hashKey: key,
+      ...apis,
+      inScope,
+      gate: argocd.gate,
+    });
 
   const watches: Watch<unknown>[] = [];
   const synced: Promise<void>[] = [argocd.synced];
@@ -177,9 +188,10 @@ export async function serve(cfg: Config, kc: KubeConfig, log: Logger): Promise<R
           (raw as RawObject).metadata?.labels?.['app.kubernetes.io/name'] === 'gitops-reloader'
             ? undefined
             : argocd.withTrackingLabel(raw as RawObject, configRecord(r.kind, raw as RawObject, key)),
-        onAdd: (_k, rec) => reconciler.configChanged(state.putConfig(rec), rec),
-        onUpdate: (_k, rec) => reconciler.configChanged(state.putConfig(rec), rec),
-        onDelete: (_k, old) => reconciler.configChanged(state.deleteConfig(old.ref), undefined),
+        onAdd: (_k, rec) => reconciler?.configChanged(state.putConfig(rec), rec) ?? state.putConfig(rec),
+        onUpdate: (_k, rec) => reconciler?.configChanged(state.putConfig(rec), rec) ?? state.putConfig(rec),
+        onDelete: (_k, old) =>
+          reconciler?.configChanged(state.deleteConfig(old.ref), undefined) ?? state.deleteConfig(old.ref),
       });
     }
   }
@@ -193,33 +205,86 @@ export async function serve(cfg: Config, kc: KubeConfig, log: Logger): Promise<R
         transform: (raw) => workloadRecord(r.kind, raw as RawObject),
         onAdd: (_k, rec) => {
           const { now, old } = state.putWorkload(rec);
-          reconciler.workloadChanged(old, now);
+          reconciler?.workloadChanged(old, now);
         },
         onUpdate: (_k, rec) => {
           const { now, old } = state.putWorkload(rec);
-          reconciler.workloadChanged(old, now);
+          reconciler?.workloadChanged(old, now);
         },
         onDelete: (_k, old) => {
           const id = `${old.ref.kind}/${old.ref.namespace}/${old.ref.name}`;
           state.deleteWorkload(id);
-          void reconciler.workloadDeleted(id);
+          void reconciler?.workloadDeleted(id);
         },
       });
     }
   }
 
-  const ready = (async () => {
-    await Promise.all(synced);
+  const cachesSynced = Promise.all(synced).then(() => {
     log.info({ configs: state.configs.size, workloads: state.workloads.size }, 'caches synced');
-    await reconciler.start();
-    log.info({ dryRun: cfg.dryRun }, 'ready');
-  })();
+  });
+
+  /** Starts acting: judges every workload against the ledger and resumes pending reloads. */
+  const lead = async (signal?: AbortSignal) => {
+    await cachesSynced;
+    if (signal?.aborted) return;
+    const r = newReconciler();
+    reconciler = r;
+    try {
+      await r.start();
+    } catch (err) {
+      if (signal?.aborted) return;
+      throw err;
+    }
+    log.info({ dryRun: cfg.dryRun, leaderElection: cfg.leaderElect }, 'ready');
+  };
+  const stopLeading = async () => {
+    const r = reconciler;
+    reconciler = undefined;
+    await r?.stop();
+  };
+
+  let election: LeaderElection | undefined;
+  let ready: Promise<void>;
+  if (cfg.leaderElect) {
+    election = startLeaderElection(kc, {
+      namespace: cfg.releaseNamespace,
+      name: `${cfg.releaseName}-leader`,
+      identity: cfg.leaderIdentity,
+      leaseDurationMs: cfg.leaseDurationMs,
+      renewDeadlineMs: cfg.leaseRenewDeadlineMs,
+      retryPeriodMs: cfg.leaseRetryPeriodMs,
+      onStartedLeading: (signal) => {
+        log.info({ identity: election?.identity }, 'became the leader');
+        lead(signal).catch((err: Error) =>
+          log.error({ err: err.message }, 'could not start acting as leader'),
+        );
+      },
+      onStoppedLeading: async () => {
+        log.warn({ identity: election?.identity }, 'stopped leading; no longer acting');
+        await stopLeading();
+      },
+      onNewLeader: (id) => log.info({ leader: id }, 'leader observed'),
+      log: {
+        debug: (f, m) => log.debug(f, m),
+        info: (f, m) => log.info(f, m),
+        warn: (f, m) => log.warn(f, m),
+        error: (f, m) => log.error(f, m),
+      },
+    });
+    ready = cachesSynced;
+  } else {
+    ready = lead();
+  }
 
   return {
     ready,
     argocdWebhook: argocd.router,
+    isLeader: () => reconciler !== undefined,
     stop: async () => {
-      await reconciler.stop();
+      // Stop acting first (and hand the lease over), then stop watching.
+      if (election) await election.stop();
+      else await stopLeading();
       await argocd.stop();
       await Promise.all(watches.map((w) => w.stop()));
     },

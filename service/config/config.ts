@@ -151,6 +151,38 @@ export const serveFlags: readonly FlagSpec[] = [
     help: 'File holding the bearer token Argo CD notifications must send. Unset: the notification webhook is off.',
   },
   {
+    name: 'leader-elect',
+    type: 'bool',
+    help: 'Elect one acting replica with a Lease <release-name>-leader in the release namespace. Only the leader reloads and writes the ledger; others watch and stand by.',
+    default: 'true',
+  },
+  {
+    name: 'leader-identity',
+    type: 'string',
+    help: 'Identity in the Lease; unique per process. Default: host name plus a random suffix.',
+  },
+  {
+    name: 'lease-duration',
+    type: 'duration',
+    help: 'How long a standby waits after the last renewal before taking over.',
+    default: '15s',
+    min: 1000,
+  },
+  {
+    name: 'lease-renew-deadline',
+    type: 'duration',
+    help: 'The leader stops acting if it cannot renew within this time.',
+    default: '10s',
+    min: 500,
+  },
+  {
+    name: 'lease-retry-period',
+    type: 'duration',
+    help: 'How often the leader renews and standbys retry.',
+    default: '2s',
+    min: 100,
+  },
+  {
     name: 'dry-run',
     type: 'bool',
     help: 'Log and emit Events for what would be done; change nothing.',
@@ -185,6 +217,11 @@ export interface Config {
   argocdTrackingLabel: string;
   argocdOnFailedSync: FailedSyncPolicy;
   webhookTokenFile?: string;
+  leaderElect: boolean;
+  leaderIdentity?: string;
+  leaseDurationMs: number;
+  leaseRenewDeadlineMs: number;
+  leaseRetryPeriodMs: number;
   dryRun: boolean;
   logLevel: (typeof LOG_LEVELS)[number];
 }
@@ -236,6 +273,11 @@ export function buildConfig(
     argocdTrackingLabel: str(values['argocd-tracking-label']) ?? 'app.kubernetes.io/instance',
     argocdOnFailedSync: values['argocd-on-failed-sync'] as FailedSyncPolicy,
     webhookTokenFile: str(values['webhook-token-file']),
+    leaderElect: values['leader-elect'] === true,
+    leaderIdentity: str(values['leader-identity']),
+    leaseDurationMs: num(values['lease-duration']),
+    leaseRenewDeadlineMs: num(values['lease-renew-deadline']),
+    leaseRetryPeriodMs: num(values['lease-retry-period']),
     dryRun: values['dry-run'] === true,
     logLevel: values['log-level'] as Config['logLevel'],
   };
@@ -259,6 +301,11 @@ export function buildConfig(
   if (cfg.maxDebounceWaitMs < cfg.debounceMs) {
     throw new FlagError(
       `invalid value for --max-debounce-wait: ${cfg.maxDebounceWaitMs}ms is shorter than --debounce ${cfg.debounceMs}ms`,
+    );
+  }
+  if (cfg.leaseRenewDeadlineMs >= cfg.leaseDurationMs || cfg.leaseRetryPeriodMs >= cfg.leaseRenewDeadlineMs) {
+    throw new FlagError(
+      'invalid lease timings: need --lease-retry-period < --lease-renew-deadline < --lease-duration',
     );
   }
   if (cfg.releaseName !== undefined && !namespaceName.test(cfg.releaseName)) {

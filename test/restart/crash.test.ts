@@ -12,6 +12,8 @@ afterEach(killAll);
 const AUTO = { 'reloader.stakater.com/auto': 'true' };
 // Slow readiness keeps the reload mid-flight long enough to kill it at a chosen point.
 const SLOW = { 'kwok.gitops-reloader.io/ready-after': '2s' };
+// A killed leader cannot release its Lease; short timings let the next process take over quickly.
+const FAST_LEASE = ['--lease-duration=3s', '--lease-renew-deadline=2s', '--lease-retry-period=500ms'];
 
 async function scenario(
   kube: Kube,
@@ -34,7 +36,7 @@ async function scenario(
   const generation = (await kube.apps.readNamespacedDeployment({ name: 'web', namespace })).metadata
     ?.generation;
   const key = await hashKeyFile();
-  const first = startService(serviceArgs(namespace, key, ['--debounce=0s']));
+  const first = startService(serviceArgs(namespace, key, ['--debounce=0s', ...FAST_LEASE]));
   await first.waitForLog('ready', (l) => l.msg === 'ready');
   const tracker = await PodTracker.start(kube, namespace, 'web');
 
@@ -43,7 +45,7 @@ async function scenario(
   await killWhen(first);
   await first.kill();
 
-  const second = startService(serviceArgs(namespace, key, ['--debounce=0s']));
+  const second = startService(serviceArgs(namespace, key, ['--debounce=0s', ...FAST_LEASE]));
   await second.waitForLog('resumed', (l) => l.msg === 'reload started' && l.resumed === true);
   await waitForEvent(kube, namespace, 'Reloaded', 'web', 90_000);
   const old = new Set(before.map((p) => p.uid));

@@ -1,0 +1,205 @@
+import { describe, expect, it } from 'vitest';
+import type { Change, Timers } from '../core/batcher.ts';
+import type { ConfigRecord } from '../core/records.ts';
+import { silentLogger } from '../log.ts';
+import { SyncGate, type SyncGateOptions } from './gate.ts';
+import { type AppSync, appFromObject } from './sync-tracker.ts';
+
+class FakeTimers implements Timers {
+  t = 1_000_000;
+  jobs = new Map<number, { at: number; fn: () => void }>();
+  #id = 0;
+  now = () => this.t;
+  set = (fn: () => void, ms: number) => {
+    const id = ++this.#id;
+    this.jobs.set(id, { at: this.t + ms, fn });
+    return id;
+  };
+  clear = (h: unknown) => void this.jobs.delete(h as number);
+  advance(ms: number) {
+    this.t += ms;
+    for (const [id, j] of [...this.jobs].sort((a, b) => a[1].at - b[1].at)) {
+      if (j.at <= this.t) {
+        this.jobs.delete(id);
+        j.fn();
+      }
+    }
+  }
+}
+
+const TRACK = 'argocd.argoproj.io/tracking-id';
+
+function config(name: string, app = 'shop', appNs = ''): ConfigRecord {
+  const instance = appNs ? `${appNs}_${app}` : app;
+  return {
+    ref: { kind: 'ConfigMap', namespace: 'web', name },
+    uid: name,
+    resourceVersion: '1',
+    annotations: app ? { [TRACK]: `${instance}:/ConfigMap:web/${name}` } : {},
+    labels: {},
+    digest: { all: 'x', keys: {} } as unknown as ConfigRecord['digest'],
+  };
+}
+
+function appState(phase: string | undefined, startedAt = '2026-12-02T10:00:00Z', ns = 'argocd'): AppSync {
+  return appFromObject({
+    metadata: { name: 'shop', namespace: ns },
+    spec: {},
+    ...(phase ? { status: { operationState: { phase, startedAt } } } : {}),
+  }) as AppSync;
+}
+
+function setup(o: Partial<SyncGateOptions> = {}) {
+  const timers = new FakeTimers();
+  const released: Change[] = [];
+  const gate = new SyncGate({
+    tracking: { method: 'annotation+label', labelKey: 'app.kubernetes.io/instance', controlNamespace: 'argocd' },
+    onFailedSync: 'reload',
+    watched: (ns) => ns === 'argocd',
+    notificationsEnabled: true,
+    usersOf: (ref) => (ref.name === 'payload-only' ? [{ workload: 'Deployment/web/api' }] : []),
+    log: silentLogger,
+    timers,
+    ...o,
+  });
+  gate.attach({ add: (c) => released.push(c) });
+  const change = (config: string, at = timers.now()): Change => ({
+    workload: 'Deployment/web/api',
+    config: `ConfigMap/web/${config}`,
+    observedAt: at,
+  });
+  return { gate, timers, released, change };
+}
+
+describe('SyncGate', () => {
+  it('lets a change through when no Application tracks the config', () => {
+    const { gate, change } = setup();
+    expect(gate.hold(change('a'), config('a', ''))).toBe(false);
+  });
+
+  it('lets a change through when its app is not syncing', () => {
+    const { gate, change } = setup();
+    gate.observe(appState('Succeeded'));
+    expect(gate.hold(change('a'), config('a')), 'after a sync').toBe(false);
+    expect(gate.hold(change('b'), config('b', 'unknown-app')), 'unknown app').toBe(false);
+  });
+
+  it('holds changes while the app syncs and releases them as one batch with debounce 0 when it ends', () => {
+    const { gate, released, change, timers } = setup();
+    gate.observe(appState('Running'));
+    const first = change('a');
+    expect(gate.hold(first, config('a'))).toBe(true);
+    timers.advance(5_000);
+    expect(gate.hold(change('b'), config('b'))).toBe(true);
+    expect(gate.hold(change('a'), config('a'))).toBe(true);
+    expect(released).toEqual([]);
+    gate.observe(appState('Succeeded'));
+    expect(released.map((c) => [c.config, c.debounceMs])).toEqual([
+      ['ConfigMap/web/a', 0],
+      ['ConfigMap/web/b', 0],
+    ]);
+    // The later observation of `a` is kept: the reload's cutoff follows the last change.
+    expect(released[0]?.observedAt).toBe(first.observedAt + 5_000);
+  });
+
+  it('releases after a failed sync by default, and keeps holding under --argocd-on-failed-sync=hold', () => {
+    const reload = setup();
+    reload.gate.observe(appState('Running'));
+    reload.gate.hold(reload.change('a'), config('a'));
+    reload.gate.observe(appState('Failed'));
+    expect(reload.released).toHaveLength(1);
+
+    const hold = setup({ onFailedSync: 'hold' });
+    hold.gate.observe(appState('Running'));
+    hold.gate.hold(hold.change('a'), config('a'));
+    hold.gate.observe(appState('Error'));
+    expect(hold.released).toEqual([]);
+    // Changes made after the failure join the held batch; the next successful sync releases all.
+    expect(hold.gate.hold(hold.change('b'), config('b'))).toBe(true);
+    hold.gate.observe(appState('Running', '2026-12-02T10:10:00Z'));
+    hold.gate.observe(appState('Succeeded', '2026-12-02T10:10:00Z'));
+    expect(hold.released.map((c) => c.config)).toEqual(['ConfigMap/web/a', 'ConfigMap/web/b']);
+  });
+
+  it('releases what it held when the Application is deleted', () => {
+    const { gate, released, change } = setup();
+    gate.observe(appState('Running'));
+    gate.hold(change('a'), config('a'));
+    gate.appDeleted({ namespace: 'argocd', name: 'shop' });
+    expect(released).toHaveLength(1);
+  });
+
+  it('for a watched app, a notification asks for a refresh and is idempotent', async () => {
+    let refreshed = 0;
+    const { gate, released, change } = setup({
+      refresh: async () => {
+        refreshed++;
+        return appState('Succeeded');
+      },
+    });
+    gate.observe(appState('Running'));
+    gate.hold(change('a'), config('a'));
+    const n = {
+      app: { namespace: 'argocd', name: 'shop' },
+      phase: 'Succeeded' as const,
+      startedAt: '2026-12-02T10:00:00Z',
+      resources: [],
+    };
+    expect(await gate.notify(n)).toEqual({ outcome: 'accepted', action: 'refreshed the Application' });
+    expect(released).toHaveLength(1);
+    expect(await gate.notify(n)).toEqual({ outcome: 'duplicate' });
+    expect(refreshed).toBe(1);
+  });
+
+  describe('for an app it cannot watch', () => {
+    const unwatched = (o: Partial<SyncGateOptions> = {}) => setup({ watched: () => false, ...o });
+    const n = (phase: 'Succeeded' | 'Failed', resources: { name: string }[] = []) => ({
+      app: { namespace: 'argocd', name: 'shop' },
+      phase,
+      startedAt: '2026-12-02T10:00:00Z',
+      resources: resources.map((r) => ({ group: '', version: 'v1', kind: 'ConfigMap', namespace: 'web', ...r })),
+    });
+
+    it('holds tracked changes until the terminal notification, whose resources join the batch', async () => {
+      const { gate, released, change } = unwatched();
+      expect(gate.hold(change('a'), config('a'))).toBe(true);
+      expect(await gate.notify(n('Succeeded', [{ name: 'a' }, { name: 'payload-only' }]))).toMatchObject({
+        outcome: 'accepted',
+      });
+      expect(released.map((c) => c.config).sort()).toEqual(['ConfigMap/web/a', 'ConfigMap/web/payload-only']);
+      expect(await gate.notify(n('Succeeded'))).toEqual({ outcome: 'duplicate' });
+      expect(released).toHaveLength(2);
+    });
+
+    it('does not hold a change seen just after the notification (the watch lagged)', async () => {
+      const { gate, change, timers } = unwatched();
+      await gate.notify(n('Succeeded'));
+      expect(gate.hold(change('a'), config('a'))).toBe(false);
+      timers.advance(60_000);
+      expect(gate.hold(change('a'), config('a'))).toBe(true);
+    });
+
+    it('releases held changes when no notification comes in time', () => {
+      const { gate, released, change, timers } = unwatched({ unwatchedMaxHoldMs: 10_000 });
+      gate.hold(change('a'), config('a'));
+      timers.advance(9_999);
+      expect(released).toEqual([]);
+      timers.advance(1);
+      expect(released).toHaveLength(1);
+    });
+
+    it('keeps a failed sync held under hold, with no safety release', async () => {
+      const { gate, released, change, timers } = unwatched({ onFailedSync: 'hold', unwatchedMaxHoldMs: 10_000 });
+      gate.hold(change('a'), config('a'));
+      await gate.notify(n('Failed'));
+      expect(gate.hold(change('b'), config('b'))).toBe(true);
+      timers.advance(60_000);
+      expect(released).toEqual([]);
+    });
+
+    it('does not hold at all when notifications are off', () => {
+      const { gate, change } = unwatched({ notificationsEnabled: false });
+      expect(gate.hold(change('a'), config('a'))).toBe(false);
+    });
+  });
+});

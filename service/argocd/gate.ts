@@ -1,0 +1,277 @@
+// Sync-aware batching. Implements the reconciler's ChangeGate: a change to a config that an Argo CD
+// Application tracks is held while that app's sync operation runs, and every change held for the
+// app is released as one batch (debounce 0) when the operation ends, so each workload reloads once
+// per sync. A config no Application tracks, or whose app is not syncing, passes straight through.
+//
+// Two sources say when a sync runs and ends:
+//  - the Application watch (observe), when the app's namespace is watched: the reliable path;
+//  - notifications (notify), a hint. For a watched app it only asks for an immediate refresh; for an
+//    app we cannot read (Argo CD in another cluster) changes to its configs are held from the moment
+//    they are seen, and the terminal notification, with its resource list, releases the batch. A
+//    safety timer releases them if no notification comes.
+import type { Change, ChangeSink, Timers } from '../core/batcher.ts';
+import { realTimers } from '../core/batcher.ts';
+import type { ConfigRecord } from '../core/records.ts';
+import type { ConfigKind, ConfigRef } from '../core/types.ts';
+import { configId } from '../core/types.ts';
+import type { Logger } from '../log.ts';
+import type { ChangeGate } from '../reconciler.ts';
+import type { SyncNotification } from './notification.ts';
+import { type AppSync, isTerminal, type OperationPhase, SyncTracker } from './sync-tracker.ts';
+import { type AppKey, appKeyString, type TrackingOptions, trackedBy } from './tracking.ts';
+
+export const FAILED_SYNC_POLICIES = ['reload', 'hold'] as const;
+export type FailedSyncPolicy = (typeof FAILED_SYNC_POLICIES)[number];
+
+/** How long changes of an unwatched app wait for a notification before they are released anyway. */
+export const UNWATCHED_MAX_HOLD_MS = 10 * 60_000;
+/** After a notification ends an unwatched app's sync, its config changes are not held for this long. */
+export const UNWATCHED_GRACE_MS = 30_000;
+/** Notification keys remembered for idempotency. */
+const SEEN_LIMIT = 10_000;
+
+export interface SyncGateOptions {
+  tracking: TrackingOptions;
+  onFailedSync: FailedSyncPolicy;
+  /** True when the Application watch covers this namespace (its apps' syncs are seen directly). */
+  watched(appNamespace: string): boolean;
+  /** True when notifications can reach us (a webhook token is configured). */
+  notificationsEnabled: boolean;
+  /** Workloads (and their debounce override) that a change to this config concerns. */
+  usersOf(ref: ConfigRef): Array<{ workload: string; debounceMs?: number }>;
+  /** Reads one Application now (the watch may lag); undefined when it cannot. */
+  refresh?(app: AppKey): Promise<AppSync | undefined>;
+  log: Logger;
+  timers?: Timers;
+  unwatchedMaxHoldMs?: number;
+  unwatchedGraceMs?: number;
+}
+
+interface Held {
+  changes: Map<string, Change>;
+  /** Unwatched apps: the safety release. */
+  timer?: unknown;
+  /** A failed sync under --argocd-on-failed-sync=hold kept these. */
+  failedAt?: string;
+}
+
+export type NotifyResult = { outcome: 'accepted'; action: string } | { outcome: 'duplicate' };
+
+export class SyncGate implements ChangeGate {
+  readonly tracker = new SyncTracker();
+  readonly #o: SyncGateOptions;
+  readonly #timers: Timers;
+  readonly #held = new Map<string, Held>();
+  /** Unwatched apps whose last sync a notification ended: key → when. */
+  readonly #endedAt = new Map<string, number>();
+  readonly #seen = new Set<string>();
+  /** Configs whose tracking annotation we ignored, so it is logged once. */
+  readonly #reported = new Set<string>();
+  #sink: ChangeSink | undefined;
+
+  constructor(o: SyncGateOptions) {
+    this.#o = o;
+    this.#timers = o.timers ?? { ...realTimers };
+  }
+
+  attach(sink: ChangeSink): void {
+    this.#sink = sink;
+  }
+
+  /** Changes held right now, per app key (for logs and tests). */
+  heldCount(key: string): number {
+    return this.#held.get(key)?.changes.size ?? 0;
+  }
+
+  hold(change: Change, config: ConfigRecord): boolean {
+    const t = trackedBy(
+      {
+        group: '',
+        kind: config.ref.kind,
+        namespace: config.ref.namespace,
+        name: config.ref.name,
+        annotations: config.annotations,
+        labels: config.labels,
+      },
+      this.#o.tracking,
+    );
+    if (!t.app) {
+      if (t.ignored) this.#reportIgnored(configId(config.ref), t.ignored);
+      return false;
+    }
+    const key = appKeyString(t.app);
+    const watched = this.#o.watched(t.app.namespace);
+    // After a failed sync under --argocd-on-failed-sync=hold, later changes join what is held.
+    if (!this.#held.get(key)?.failedAt) {
+      if (watched) {
+        if (!this.tracker.isSyncing(key)) return false;
+      } else {
+        if (!this.#o.notificationsEnabled) return false;
+        const ended = this.#endedAt.get(key);
+        const grace = this.#o.unwatchedGraceMs ?? UNWATCHED_GRACE_MS;
+        if (ended !== undefined && this.#timers.now() - ended < grace) return false;
+      }
+    }
+    const held = this.#bucket(key);
+    const id = `${change.workload}\u0000${change.config}`;
+    const prev = held.changes.get(id);
+    held.changes.set(id, prev && prev.observedAt > change.observedAt ? prev : change);
+    if (!watched && held.timer === undefined && !held.failedAt) {
+      held.timer = this.#timers.set(() => {
+        held.timer = undefined;
+        this.#o.log.warn(
+          { app: key },
+          'no Argo CD notification ended the sync in time; releasing held config changes',
+        );
+        this.#release(key, 'no notification in time');
+      }, this.#o.unwatchedMaxHoldMs ?? UNWATCHED_MAX_HOLD_MS);
+    }
+    this.#o.log.debug(
+      { app: key, workload: change.workload, configs: [change.config] },
+      'config change held until the Argo CD sync ends',
+    );
+    return true;
+  }
+
+  /** An Application as the watch (or a refresh) sees it. */
+  observe(app: AppSync): void {
+    const key = appKeyString(app.app);
+    const t = this.tracker.observe(app);
+    if (!t) return;
+    if (t.kind === 'started') {
+      this.#o.log.info(
+        { app: key, startedAt: app.operation?.startedAt, phase: app.operation?.phase ?? 'Requested' },
+        'Argo CD sync started; holding changes to its configs',
+      );
+      return;
+    }
+    this.#ended(key, t.operation.phase, t.operation.startedAt, 'Application status');
+  }
+
+  /** The Application is gone: nothing will end its sync, so what was held goes now. */
+  appDeleted(app: AppKey): void {
+    const key = appKeyString(app);
+    this.tracker.remove(key);
+    this.#release(key, 'Application deleted');
+  }
+
+  /** A notification from Argo CD. Idempotent on (app, startedAt, running/ended). */
+  async notify(n: SyncNotification): Promise<NotifyResult> {
+    const key = appKeyString(n.app);
+    const seenKey = `${key}@${n.startedAt}#${isTerminal(n.phase) ? 'end' : 'run'}`;
+    if (this.#seen.has(seenKey)) return { outcome: 'duplicate' };
+    this.#remember(seenKey);
+    if (this.#o.watched(n.app.namespace) && this.#o.refresh) {
+      try {
+        const app = await this.#o.refresh(n.app);
+        if (app) {
+          this.observe(app);
+          return { outcome: 'accepted', action: 'refreshed the Application' };
+        }
+      } catch (err) {
+        this.#o.log.warn(
+          { app: key, err: (err as Error).message },
+          'could not read the Application; acting on the notification alone',
+        );
+      }
+    }
+    if (!isTerminal(n.phase)) return { outcome: 'accepted', action: 'noted a running sync' };
+    const prev = this.tracker.get(key);
+    if (this.#o.watched(n.app.namespace) && prev?.operation?.startedAt === n.startedAt) {
+      if (isTerminal(prev.operation.phase)) return { outcome: 'accepted', action: 'sync already ended' };
+    }
+    this.#endedAt.set(key, this.#timers.now());
+    this.#addFromResources(key, n);
+    this.#ended(key, n.phase, n.startedAt, 'notification');
+    return { outcome: 'accepted', action: `sync ${n.phase}` };
+  }
+
+  /** Drops every timer (at shutdown). Held changes are not released: the next start compares hashes. */
+  stop(): void {
+    for (const h of this.#held.values()) if (h.timer !== undefined) this.#timers.clear(h.timer);
+  }
+
+  #ended(key: string, phase: OperationPhase, startedAt: string, via: string): void {
+    const held = this.#held.get(key);
+    if (phase !== 'Succeeded' && this.#o.onFailedSync === 'hold') {
+      if (held) {
+        held.failedAt = startedAt;
+        if (held.timer !== undefined) this.#timers.clear(held.timer);
+        held.timer = undefined;
+      }
+      this.#o.log.warn(
+        { app: key, phase, startedAt, held: held?.changes.size ?? 0 },
+        'Argo CD sync did not succeed; its config changes stay held (--argocd-on-failed-sync=hold)',
+      );
+      return;
+    }
+    this.#o.log.info(
+      { app: key, phase, startedAt, via, held: held?.changes.size ?? 0 },
+      'Argo CD sync ended',
+    );
+    this.#release(key, `sync ${phase}`);
+  }
+
+  #release(key: string, reason: string): void {
+    const held = this.#held.get(key);
+    if (!held) return;
+    this.#held.delete(key);
+    if (held.timer !== undefined) this.#timers.clear(held.timer);
+    if (held.changes.size === 0) return;
+    const changes = [...held.changes.values()];
+    this.#o.log.info(
+      {
+        app: key,
+        reason,
+        workloads: [...new Set(changes.map((c) => c.workload))].sort(),
+        configs: [...new Set(changes.map((c) => c.config))].sort(),
+      },
+      'releasing config changes held for the sync as one batch',
+    );
+    if (!this.#sink) throw new Error('SyncGate: release before attach');
+    for (const c of changes) this.#sink.add({ ...c, debounceMs: 0 });
+  }
+
+  /** Unwatched apps: the payload's ConfigMaps and Secrets join the batch (our hashes decide). */
+  #addFromResources(key: string, n: SyncNotification): void {
+    const held = this.#bucket(key);
+    const now = this.#timers.now();
+    for (const r of n.resources) {
+      if (r.group !== '' || (r.kind !== 'ConfigMap' && r.kind !== 'Secret') || r.namespace === '') continue;
+      const ref: ConfigRef = { kind: r.kind as ConfigKind, namespace: r.namespace, name: r.name };
+      const config = configId(ref);
+      for (const u of this.#o.usersOf(ref)) {
+        const id = `${u.workload}\u0000${config}`;
+        // A change we saw keeps its own observation time (the reload's cutoff); one we did not see
+        // is dated now, which can only make the cutoff later (safe), never miss a pod.
+        if (!held.changes.has(id)) {
+          held.changes.set(id, { workload: u.workload, config, observedAt: now, debounceMs: u.debounceMs });
+        }
+      }
+    }
+  }
+
+  #bucket(key: string): Held {
+    let held = this.#held.get(key);
+    if (!held) {
+      held = { changes: new Map() };
+      this.#held.set(key, held);
+    }
+    return held;
+  }
+
+  #remember(k: string): void {
+    this.#seen.add(k);
+    if (this.#seen.size > SEEN_LIMIT) {
+      const oldest = this.#seen.values().next().value;
+      if (oldest !== undefined) this.#seen.delete(oldest);
+    }
+  }
+
+  #reportIgnored(config: string, why: string): void {
+    if (this.#reported.has(config)) return;
+    this.#reported.add(config);
+    if (this.#reported.size > SEEN_LIMIT) this.#reported.clear();
+    this.#o.log.info({ config, why }, 'Argo CD tracking ignored; the config is treated as untracked');
+  }
+}
