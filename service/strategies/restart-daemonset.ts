@@ -10,11 +10,8 @@ import {
   planDaemonSetRestartStep,
   resolveDaemonSetBudget,
 } from '../core/rolling-daemonset.ts';
-import { evictPod } from '../kube/eviction.ts';
-import { controlledBy, readiness } from './restart-statefulset.ts';
-import { pause, type ReloadRequest, type StrategyContext, type StrategyResult } from './types.ts';
-
-const POLL_MS = 250;
+import { controlledBy, PodEvictor, plural, readiness } from './evictor.ts';
+import type { ReloadRequest, StrategyContext, StrategyResult } from './types.ts';
 
 // The API server bumps this annotation on each template change; the controller stamps the value on
 // the pods it creates as the pod-template-generation label.
@@ -40,21 +37,9 @@ function toNodePod(p: V1Pod, cutoffMs: number, freshGeneration?: string): NodePo
 
 export async function restartDaemonSet(ctx: StrategyContext, req: ReloadRequest): Promise<StrategyResult> {
   const { namespace, name } = req.workload.ref;
-  const workload = `DaemonSet/${name}`;
-  const evicted = new Set<string>();
+  const evictor = new PodEvictor(ctx, namespace, `DaemonSet/${name}`);
   const nodesDone = new Set<string>();
   let surgeIgnored = false;
-  let blockedSince: number | undefined;
-  let stalled = false;
-  // A refused eviction (429: a PodDisruptionBudget) is retried with backoff, 1 s doubling to 16 s.
-  let backoffMs = 0;
-  const noteBlocked = (why: string) => {
-    blockedSince ??= Date.now();
-    if (!stalled && Date.now() - blockedSince >= ctx.stallAfterMs) {
-      stalled = true;
-      ctx.onStall(why);
-    }
-  };
 
   for (;;) {
     ctx.signal.throwIfAborted();
@@ -91,7 +76,7 @@ export async function restartDaemonSet(ctx: StrategyContext, req: ReloadRequest)
 
     switch (step.kind) {
       case 'done': {
-        const n = evicted.size;
+        const n = evictor.evicted.size;
         const note = surgeIgnored
           ? ' (maxUnavailable 0 asks for surge, which gitops-reloader does not do for DaemonSets: each node was briefly without its pod)'
           : '';
@@ -100,39 +85,27 @@ export async function restartDaemonSet(ctx: StrategyContext, req: ReloadRequest)
           summary:
             n === 0
               ? 'every pod was already newer than the change'
-              : `replaced ${n} pod${n === 1 ? '' : 's'} on ${nodesDone.size} node${nodesDone.size === 1 ? '' : 's'}, node by node${note}`,
+              : `replaced ${plural(n, 'pod')} on ${plural(nodesDone.size, 'node')}, node by node${note}`,
         };
       }
       case 'evict': {
         const byName = new Map(pods.map((p) => [p.metadata?.name, p]));
-        for (const podName of step.pods) {
-          const p = byName.get(podName);
-          if (!p?.metadata?.uid) continue;
-          const r = await evictPod(ctx.core, namespace, podName, { uid: p.metadata.uid, signal: ctx.signal });
-          if (r.outcome === 'blocked') {
-            noteBlocked(`eviction of pod ${podName} refused: ${r.last.message}`);
-            backoffMs = Math.min(Math.max(backoffMs * 2, 1000), 16_000);
-            break;
-          }
-          backoffMs = 0;
-          blockedSince = undefined;
-          if (r.outcome === 'evicted') {
-            evicted.add(p.metadata.uid);
-            if (p.spec?.nodeName) nodesDone.add(p.spec.nodeName);
-            ctx.log.debug({ workload, namespace, pod: podName, node: p.spec?.nodeName }, 'pod evicted');
-          }
+        const chosen = step.pods.flatMap((n) => {
+          const p = byName.get(n);
+          return p?.metadata?.uid ? [{ name: n, uid: p.metadata.uid }] : [];
+        });
+        await evictor.evict(chosen);
+        for (const p of pods) {
+          if (p.spec?.nodeName && evictor.evicted.has(p.metadata?.uid ?? '')) nodesDone.add(p.spec.nodeName);
         }
-        await pause(Math.max(POLL_MS, backoffMs), ctx.signal);
+        await evictor.next();
         continue;
       }
       case 'wait': {
         const retry = step.reason === 'rollout-in-progress' ? undefined : step.retryAfterMs;
         // Waiting out the cutoff or a pod's minReadySeconds is progress, not a block.
-        if (retry === undefined) noteBlocked(`waiting: ${step.reason}`);
-        await pause(
-          retry !== undefined ? Math.max(50, Math.min(retry, 5_000)) : Math.max(POLL_MS, backoffMs),
-          ctx.signal,
-        );
+        if (retry === undefined) evictor.blocked(`waiting: ${step.reason}`);
+        await evictor.next(retry !== undefined ? Math.min(retry, 5_000) : undefined);
         continue;
       }
     }

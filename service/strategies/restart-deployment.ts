@@ -6,11 +6,10 @@
 import type { V1Deployment, V1Pod } from '@kubernetes/client-node';
 import { selectorString } from '../core/records.ts';
 import { isRolloutInProgress, planDeploymentRestartStep, type RestartPod } from '../core/rolling.ts';
-import { evictPod } from '../kube/eviction.ts';
-import { pause, type ReloadRequest, type StrategyContext, type StrategyResult } from './types.ts';
+import { PodEvictor, plural } from './evictor.ts';
+import type { ReloadRequest, StrategyContext, StrategyResult } from './types.ts';
 
 export const SURGE_LABEL = 'gitops-reloader.io/surge';
-const POLL_MS = 250;
 
 function toRestartPod(p: V1Pod, freshHash?: string, cutoffMs?: number): RestartPod {
   // A pod of a template rolled out after the config change sees the change: count it as new.
@@ -68,31 +67,8 @@ async function currentTemplateHash(ctx: StrategyContext, d: V1Deployment): Promi
 
 export async function restartDeployment(ctx: StrategyContext, req: ReloadRequest): Promise<StrategyResult> {
   const { namespace, name } = req.workload.ref;
-  const evicted = new Set<string>();
-  let blockedSince: number | undefined;
-  let stalled = false;
+  const evictor = new PodEvictor(ctx, namespace, `Deployment/${name}`);
   let recreateNoted = false;
-  // A refused eviction (429: a PodDisruptionBudget) is retried with backoff, 1 s doubling to 16 s.
-  let backoffMs = 0;
-  const evict = async (p: RestartPod): Promise<boolean> => {
-    const r = await evictPod(ctx.core, namespace, p.name, { uid: p.uid, signal: ctx.signal });
-    if (r.outcome === 'blocked') {
-      noteBlocked(`eviction of pod ${p.name} refused: ${r.last.message}`);
-      backoffMs = Math.min(Math.max(backoffMs * 2, 1000), 16_000);
-      return false;
-    }
-    backoffMs = 0;
-    blockedSince = undefined;
-    evicted.add(p.name);
-    return true;
-  };
-  const noteBlocked = (why: string) => {
-    blockedSince ??= Date.now();
-    if (!stalled && Date.now() - blockedSince >= ctx.stallAfterMs) {
-      stalled = true;
-      ctx.onStall(why);
-    }
-  };
 
   for (;;) {
     ctx.signal.throwIfAborted();
@@ -122,14 +98,17 @@ export async function restartDeployment(ctx: StrategyContext, req: ReloadRequest
       pods: pods.map(view),
       nowMs: Date.now(),
     });
+    const old = () => pods.map(view).filter((p) => !p.terminating && Date.parse(p.createdAt) < req.cutoffMs);
 
     switch (step.kind) {
       case 'done': {
         // Nothing old is left. Keep surge pods until the ReplicaSet's own pods are Ready again.
-        const own = pods.filter((p) => !surge.includes(p)).map(view);
-        const readyOwn = own.filter((p) => p.ready && !p.terminating).length;
-        if (surge.length > 0 && readyOwn < replicas) {
-          await pause(POLL_MS, ctx.signal);
+        const readyOwn = pods
+          .filter((p) => !surge.includes(p))
+          .map(view)
+          .filter((p) => p.ready && !p.terminating);
+        if (surge.length > 0 && readyOwn.length < replicas) {
+          await evictor.next();
           continue;
         }
         for (const s of surge) {
@@ -139,49 +118,39 @@ export async function restartDeployment(ctx: StrategyContext, req: ReloadRequest
               if (err.code !== 404) throw err;
             });
         }
+        const n = evictor.evicted.size;
         const summary =
-          evicted.size === 0
+          n === 0
             ? 'every pod was already newer than the change'
-            : `replaced ${evicted.size} pod${evicted.size === 1 ? '' : 's'}${recreate ? ' (strategy Recreate: downtime accepted, no surge pod)' : ''}`;
-        return { replaced: evicted.size, summary };
+            : `replaced ${plural(n, 'pod')}${recreate ? ' (strategy Recreate: downtime accepted, no surge pod)' : ''}`;
+        return { replaced: n, summary };
       }
       case 'evict': {
         const byName = new Map(pods.map((p) => [p.metadata?.name, view(p)]));
-        for (const name of step.pods) {
-          const p = byName.get(name);
-          if (p && !(await evict(p))) break;
-        }
-        await pause(Math.max(POLL_MS, backoffMs), ctx.signal);
+        await evictor.evict(step.pods.flatMap((n) => byName.get(n) ?? []));
+        await evictor.next();
         continue;
       }
       case 'wait': {
-        if (step.reason === 'needs-surge') {
-          if (recreate) {
-            // Recreate says two copies must never run at once: no surge pod; evict and accept downtime.
-            if (!recreateNoted)
-              ctx.log.warn(
-                { workload: `Deployment/${name}`, namespace },
-                'Recreate strategy: downtime accepted',
-              );
-            recreateNoted = true;
-            const old = pods
-              .map(view)
-              .filter((p) => !p.terminating && Date.parse(p.createdAt) < req.cutoffMs);
-            for (const p of old) if (!(await evict(p))) break;
-          } else {
-            const live = surge.filter((s) => !s.metadata?.deletionTimestamp);
-            const want = Math.max(1, step.maxSurge);
-            for (let i = live.length; i < want; i++) {
-              await ctx.core.createNamespacedPod({ namespace, body: surgePod(d) });
-            }
+        if (step.reason === 'needs-surge' && recreate) {
+          // Recreate says two copies must never run at once: no surge pod; evict and accept downtime.
+          if (!recreateNoted)
+            ctx.log.warn(
+              { workload: `Deployment/${name}`, namespace },
+              'Recreate strategy: downtime accepted',
+            );
+          recreateNoted = true;
+          await evictor.evict(old());
+        } else if (step.reason === 'needs-surge') {
+          const live = surge.filter((s) => !s.metadata?.deletionTimestamp);
+          const want = Math.min(Math.max(1, step.maxSurge), old().length);
+          for (let i = live.length; i < want; i++) {
+            await ctx.core.createNamespacedPod({ namespace, body: surgePod(d) });
           }
         } else if (step.reason !== 'before-cutoff') {
-          noteBlocked(`waiting: ${step.reason}`);
+          evictor.blocked(`waiting: ${step.reason}`);
         }
-        await pause(
-          step.reason === 'before-cutoff' ? Math.max(50, step.retryAfterMs) : Math.max(POLL_MS, backoffMs),
-          ctx.signal,
-        );
+        await evictor.next(step.reason === 'before-cutoff' ? step.retryAfterMs : undefined);
         continue;
       }
     }

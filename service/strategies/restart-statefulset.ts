@@ -10,23 +10,8 @@ import {
   planStatefulSetRestartStep,
   podOrdinal,
 } from '../core/rolling-statefulset.ts';
-import { evictPod } from '../kube/eviction.ts';
-import { pause, type ReloadRequest, type StrategyContext, type StrategyResult } from './types.ts';
-
-const POLL_MS = 250;
-
-/** The pod's Ready condition and when it turned True. */
-export function readiness(p: V1Pod): { ready: boolean; readySince?: string } {
-  const c = p.status?.conditions?.find((x) => x.type === 'Ready');
-  const ready = c?.status === 'True';
-  const t = c?.lastTransitionTime;
-  return ready && t ? { ready, readySince: new Date(t).toISOString() } : { ready };
-}
-
-/** True when `ownerUid` is the pod's controller (a selector alone can match other pods). */
-export function controlledBy(p: V1Pod, ownerUid: string): boolean {
-  return Boolean(p.metadata?.ownerReferences?.some((o) => o.controller && o.uid === ownerUid));
-}
+import { controlledBy, PodEvictor, readiness } from './evictor.ts';
+import type { ReloadRequest, StrategyContext, StrategyResult } from './types.ts';
 
 /**
  * The pod as the planner sees it. A pod already on `freshRevision` (the template rolled out after
@@ -49,19 +34,7 @@ function toOrdinalPod(setName: string, p: V1Pod, cutoffMs: number, freshRevision
 
 export async function restartStatefulSet(ctx: StrategyContext, req: ReloadRequest): Promise<StrategyResult> {
   const { namespace, name } = req.workload.ref;
-  const workload = `StatefulSet/${name}`;
-  const evicted = new Set<string>();
-  let blockedSince: number | undefined;
-  let stalled = false;
-  // A refused eviction (429: a PodDisruptionBudget) is retried with backoff, 1 s doubling to 16 s.
-  let backoffMs = 0;
-  const noteBlocked = (why: string) => {
-    blockedSince ??= Date.now();
-    if (!stalled && Date.now() - blockedSince >= ctx.stallAfterMs) {
-      stalled = true;
-      ctx.onStall(why);
-    }
-  };
+  const evictor = new PodEvictor(ctx, namespace, `StatefulSet/${name}`);
 
   for (;;) {
     ctx.signal.throwIfAborted();
@@ -99,7 +72,7 @@ export async function restartStatefulSet(ctx: StrategyContext, req: ReloadReques
 
     switch (step.kind) {
       case 'done': {
-        const n = evicted.size;
+        const n = evictor.evicted.size;
         return {
           replaced: n,
           summary:
@@ -110,34 +83,19 @@ export async function restartStatefulSet(ctx: StrategyContext, req: ReloadReques
       }
       case 'evict': {
         const byName = new Map(pods.map((p) => [p.metadata?.name, p]));
-        for (const podName of step.pods) {
-          const p = byName.get(podName);
-          if (!p?.metadata?.uid) continue;
-          // The uid precondition: never evict a pod the controller has already recreated under this name.
-          const r = await evictPod(ctx.core, namespace, podName, { uid: p.metadata.uid, signal: ctx.signal });
-          if (r.outcome === 'blocked') {
-            noteBlocked(`eviction of pod ${podName} refused: ${r.last.message}`);
-            backoffMs = Math.min(Math.max(backoffMs * 2, 1000), 16_000);
-            break;
-          }
-          backoffMs = 0;
-          blockedSince = undefined;
-          if (r.outcome === 'evicted') {
-            evicted.add(p.metadata.uid);
-            ctx.log.debug({ workload, namespace, pod: podName }, 'pod evicted');
-          }
-        }
-        await pause(Math.max(POLL_MS, backoffMs), ctx.signal);
+        const chosen = step.pods.flatMap((n) => {
+          const p = byName.get(n);
+          return p?.metadata?.uid ? [{ name: n, uid: p.metadata.uid }] : [];
+        });
+        await evictor.evict(chosen);
+        await evictor.next();
         continue;
       }
       case 'wait': {
         const retry = step.reason === 'rollout-in-progress' ? undefined : step.retryAfterMs;
         // Waiting out the cutoff or a pod's minReadySeconds is progress, not a block.
-        if (retry === undefined) noteBlocked(`waiting: ${step.reason}`);
-        await pause(
-          retry !== undefined ? Math.max(50, Math.min(retry, 5_000)) : Math.max(POLL_MS, backoffMs),
-          ctx.signal,
-        );
+        if (retry === undefined) evictor.blocked(`waiting: ${step.reason}`);
+        await evictor.next(retry !== undefined ? Math.min(retry, 5_000) : undefined);
         continue;
       }
     }

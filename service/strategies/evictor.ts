@@ -1,0 +1,84 @@
+// What every restart strategy does the same way: evict pods through the Eviction API, back off
+// after a refusal (429: a PodDisruptionBudget), report a stall once when blocked longer than
+// --stall-after, and pace the level-triggered loop.
+import type { V1Pod } from '@kubernetes/client-node';
+import { evictPod } from '../kube/eviction.ts';
+import { pause, type StrategyContext } from './types.ts';
+
+export const POLL_MS = 250;
+const MAX_BACKOFF_MS = 16_000;
+
+export function readiness(p: V1Pod): { ready: boolean; readySince?: string } {
+  const c = p.status?.conditions?.find((x) => x.type === 'Ready');
+  const ready = c?.status === 'True';
+  const t = c?.lastTransitionTime;
+  return ready && t ? { ready, readySince: new Date(t).toISOString() } : { ready };
+}
+
+export function controlledBy(p: V1Pod, ownerUid: string): boolean {
+  return Boolean(p.metadata?.ownerReferences?.some((o) => o.controller && o.uid === ownerUid));
+}
+
+export class PodEvictor {
+  /** Uids of the pods this reload evicted. */
+  readonly evicted = new Set<string>();
+  readonly #ctx: StrategyContext;
+  readonly #namespace: string;
+  readonly #workload: string;
+  #blockedSince: number | undefined;
+  #stalled = false;
+  #backoffMs = 0;
+
+  constructor(ctx: StrategyContext, namespace: string, workload: string) {
+    this.#ctx = ctx;
+    this.#namespace = namespace;
+    this.#workload = workload;
+  }
+
+  /**
+   * Evicts the pods in order, stopping at the first refusal. The uid precondition makes sure a pod
+   * recreated under the same name is never evicted by mistake. Returns false when one was refused.
+   */
+  async evict(pods: ReadonlyArray<{ name: string; uid: string }>): Promise<boolean> {
+    for (const p of pods) {
+      const r = await evictPod(this.#ctx.core, this.#namespace, p.name, {
+        uid: p.uid,
+        signal: this.#ctx.signal,
+      });
+      if (r.outcome === 'blocked') {
+        this.blocked(`eviction of pod ${p.name} refused: ${r.last.message}`);
+        this.#backoffMs = Math.min(Math.max(this.#backoffMs * 2, 1000), MAX_BACKOFF_MS);
+        return false;
+      }
+      this.#backoffMs = 0;
+      this.#blockedSince = undefined;
+      if (r.outcome === 'evicted') {
+        this.evicted.add(p.uid);
+        this.#ctx.log.debug(
+          { workload: this.#workload, namespace: this.#namespace, pod: p.name },
+          'pod evicted',
+        );
+      }
+    }
+    return true;
+  }
+
+  /** Notes that the reload cannot progress; reports a stall once it lasts --stall-after. */
+  blocked(why: string): void {
+    this.#blockedSince ??= Date.now();
+    if (!this.#stalled && Date.now() - this.#blockedSince >= this.#ctx.stallAfterMs) {
+      this.#stalled = true;
+      this.#ctx.onStall(why);
+    }
+  }
+
+  /** Waits before the next step: `retryAfterMs` when the planner gave one, else the poll or backoff. */
+  async next(retryAfterMs?: number): Promise<void> {
+    const ms = retryAfterMs !== undefined ? Math.max(50, retryAfterMs) : Math.max(POLL_MS, this.#backoffMs);
+    await pause(ms, this.#ctx.signal);
+  }
+}
+
+export function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
+}
