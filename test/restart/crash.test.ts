@@ -5,7 +5,7 @@ import { it, type Kube } from '../support/kube.ts';
 import { livePods, PodTracker, waitForEvent, waitReadyPods } from '../support/observe.ts';
 import { hashKeyFile, killAll, type RunningService, serviceArgs, startService } from '../support/service.ts';
 import { pending, waitFor } from '../support/wait-for.ts';
-import { configMap, type DeploymentOptions, deployment } from '../support/workloads.ts';
+import { configMap, type DeploymentOptions, deployment, statefulSet } from '../support/workloads.ts';
 
 afterEach(killAll);
 
@@ -141,5 +141,58 @@ describe('crash safety (I5)', () => {
       { describe: 'the leftover surge pod to be gone' },
     );
     expect(await livePods(kube, namespace, 'web')).toHaveLength(1);
+  });
+
+  it('finishes a StatefulSet reload killed mid-way, each ordinal replaced once', async ({
+    kube,
+    namespace,
+  }) => {
+    await kube.core.createNamespacedConfigMap({ namespace, body: configMap('app', { k: '1' }) });
+    await kube.apps.createNamespacedStatefulSet({
+      namespace,
+      body: statefulSet('db', 3, {
+        annotations: AUTO,
+        podAnnotations: SLOW,
+        container: { envFrom: [{ configMapRef: { name: 'app' } }] },
+      }),
+    });
+    const before = await waitReadyPods(kube, namespace, 'db', 3);
+    const key = await hashKeyFile();
+    const first = startService(serviceArgs(namespace, key, ['--debounce=0s', ...FAST_LEASE]));
+    await first.waitForLog('ready', (l) => l.msg === 'ready');
+    const tracker = await PodTracker.start(kube, namespace, 'db');
+    const t0 = Date.now();
+    await kube.core.replaceNamespacedConfigMap({
+      name: 'app',
+      namespace,
+      body: configMap('app', { k: '2' }),
+    });
+    // Kill once db-2 has been replaced and db-1 is on its way: the middle of the set.
+    await waitFor(
+      async () => {
+        const pods = await livePods(kube, namespace, 'db');
+        const replaced = pods.filter((p) => !before.some((b) => b.uid === p.uid));
+        return replaced.length >= 1 &&
+          pods.some((p) => p.name === 'db-1' && !before.some((b) => b.uid === p.uid))
+          ? pods
+          : pending(pods.map((p) => `${p.name}:${p.ready}`));
+      },
+      { describe: 'db-2 replaced and db-1 evicted', timeout: 60_000 },
+    );
+    await first.kill();
+    const second = startService(serviceArgs(namespace, key, ['--debounce=0s', ...FAST_LEASE]));
+    await second.waitForLog('resumed', (l) => l.msg === 'reload started' && l.resumed === true);
+    await waitForEvent(kube, namespace, 'Reloaded', 'db', 90_000);
+    const after = await waitFor(
+      async () => {
+        const pods = await livePods(kube, namespace, 'db');
+        const ok = pods.length === 3 && pods.every((p) => p.ready && !before.some((b) => b.uid === p.uid));
+        return ok ? pods : pending(pods);
+      },
+      { describe: 'every ordinal replaced and Ready', timeout: 90_000 },
+    );
+    tracker.stop();
+    for (const p of after) expect(p.createdAt).toBeGreaterThanOrEqual(Math.floor(t0 / 1000) * 1000);
+    expect(tracker.newSince(before)).toHaveLength(3);
   });
 });

@@ -1,5 +1,12 @@
 // Builders for the workload objects tests create. Images are never pulled: kwok fakes the kubelet.
-import type { V1ConfigMap, V1Container, V1Deployment, V1Pod, V1Volume } from '@kubernetes/client-node';
+import type {
+  V1ConfigMap,
+  V1Container,
+  V1Deployment,
+  V1Pod,
+  V1StatefulSet,
+  V1Volume,
+} from '@kubernetes/client-node';
 
 export interface DeploymentOptions {
   replicas?: number;
@@ -61,5 +68,31 @@ export function configMap(
     kind: 'ConfigMap',
     metadata: { name, ...(annotations ? { annotations } : {}) },
     data,
+  };
+}
+
+export function statefulSet(
+  name: string,
+  replicas: number,
+  o: {
+    annotations?: Record<string, string>;
+    podAnnotations?: Record<string, string>;
+    container?: Partial<V1Container>;
+  } = {},
+): V1StatefulSet {
+  const labels = { app: name };
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'StatefulSet',
+    metadata: { name, labels, ...(o.annotations ? { annotations: o.annotations } : {}) },
+    spec: {
+      replicas,
+      serviceName: name,
+      selector: { matchLabels: labels },
+      template: {
+        metadata: { labels, ...(o.podAnnotations ? { annotations: o.podAnnotations } : {}) },
+        spec: { containers: [{ name: 'app', image: 'registry.invalid/app:1', ...o.container }] },
+      },
+    },
   };
 }
