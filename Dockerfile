@@ -1,20 +1,47 @@
 # syntax=docker/dockerfile:1
-# Two stages: compile TypeScript with the dev dependencies, then ship only dist/ and the
-# production dependencies on a distroless Node 24 base, as non-root (uid 65534).
-FROM node:24-bookworm-slim AS build
+# gitops-reloader's image. Three stages: compile TypeScript on the full Node 24 image, install only the
+# production dependencies, then run on Node 24 slim as uid 65534 with tini as PID 1. Slim rather than
+# distroless because git mode runs `git` (and ssh), and tini reaps their orphaned children; the
+# argocd-plugin/cmp sidecar runs the same image through /usr/local/bin/gitops-reloader.
+# docs/adr/0007-http-and-metrics.md explains these choices.
+ARG NODE_IMAGE=node:24-trixie
+
+FROM ${NODE_IMAGE} AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund --ignore-scripts
 COPY tsconfig.json tsconfig.build.json ./
 COPY service ./service
 COPY git ./git
-RUN npx tsc -p tsconfig.build.json && npm prune --omit=dev
+RUN ./node_modules/.bin/tsc -p tsconfig.build.json
 
-FROM gcr.io/distroless/nodejs24-debian12:nonroot
+FROM ${NODE_IMAGE} AS deps
+WORKDIR /src
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund --ignore-scripts
+
+FROM ${NODE_IMAGE}-slim
+# Debian's own versions, kept current by rebuilding the image; npm and corepack are not needed to run.
+# hadolint ignore=DL3008
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends tini git openssh-client ca-certificates \
+ && rm -rf /var/lib/apt/lists/* \
+ && rm -rf /usr/local/lib/node_modules/npm /usr/local/lib/node_modules/corepack \
+      /usr/local/bin/npm /usr/local/bin/npx /usr/local/bin/corepack /opt/yarn-* /usr/local/bin/yarn /usr/local/bin/yarnpkg \
+ && printf '%s\n' '#!/bin/sh' \
+      'exec node --enable-experimental-regexp-engine-on-excessive-backtracks /app/dist/service/cli.js "$@"' \
+      > /usr/local/bin/gitops-reloader \
+ && chmod 0755 /usr/local/bin/gitops-reloader
 WORKDIR /app
-COPY --from=build /src/package.json ./
-COPY --from=build /src/node_modules ./node_modules
+# HOME: git writes its config there; the root filesystem is read-only in the chart, /tmp is an emptyDir.
+ENV NODE_ENV=production \
+    HOME=/tmp
+COPY --from=deps /src/node_modules ./node_modules
 COPY --from=build /src/dist ./dist
+COPY package.json ./
 USER 65534:65534
-ENTRYPOINT ["/nodejs/bin/node", "dist/service/cli.js"]
+EXPOSE 8080
+# tini forwards SIGTERM to node (which drains and releases the Lease) and reaps zombies. The V8 flag
+# makes a pathological user regex (ignore lists, annotations) fall back to a linear-time engine.
+ENTRYPOINT ["/usr/bin/tini", "--", "node", "--enable-experimental-regexp-engine-on-excessive-backtracks", "dist/service/cli.js"]
 CMD ["serve"]

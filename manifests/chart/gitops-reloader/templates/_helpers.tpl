@@ -1,0 +1,85 @@
+{{/* The chart name, for the app.kubernetes.io/name label. */}}
+{{- define "gitops-reloader.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+The prefix of every object, and the service's --release-name: the ledger ConfigMaps are
+<fullname>-ledger-<n>, the Lease <fullname>-leader, the hash-key Secret <fullname>-hash-key.
+It must be a DNS label.
+*/}}
+{{- define "gitops-reloader.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "gitops-reloader.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "gitops-reloader.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: controller
+{{- end }}
+
+{{- define "gitops-reloader.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "gitops-reloader.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: gitops-reloader
+{{- end }}
+
+{{- define "gitops-reloader.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "gitops-reloader.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "gitops-reloader.hashKeySecret" -}}
+{{- default (printf "%s-hash-key" (include "gitops-reloader.fullname" .)) .Values.hashKey.existingSecret }}
+{{- end }}
+
+{{- define "gitops-reloader.leaseName" -}}
+{{- printf "%s-leader" (include "gitops-reloader.fullname" .) }}
+{{- end }}
+
+{{- define "gitops-reloader.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+{{- end }}
+
+{{/* Fails the render on values that would install something that cannot work. */}}
+{{- define "gitops-reloader.validate" -}}
+{{- if not (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$" (include "gitops-reloader.fullname" .)) }}
+{{- fail (printf "the fullname %q must be a DNS label: set fullnameOverride" (include "gitops-reloader.fullname" .)) }}
+{{- end }}
+{{- if and (gt (int .Values.replicas) 1) (not .Values.leaderElection.enabled) }}
+{{- fail "replicas > 1 needs leaderElection.enabled=true: without it every replica would reload" }}
+{{- end }}
+{{- if and (eq .Values.reload.defaultStrategy "annotate") (not .Values.rbac.annotate) }}
+{{- fail "reload.defaultStrategy=annotate needs rbac.annotate=true (patch on workloads)" }}
+{{- end }}
+{{- if and (eq .Values.reload.defaultStrategy "restart") (not .Values.rbac.restart) }}
+{{- fail "reload.defaultStrategy=restart needs rbac.restart=true (pods and evictions)" }}
+{{- end }}
+{{- if and (eq .Values.reload.defaultStrategy "git") (not .Values.git.enabled) }}
+{{- fail "reload.defaultStrategy=git needs git.enabled=true" }}
+{{- end }}
+{{- if and .Values.webhook.enabled (not .Values.webhook.tokenSecret.name) }}
+{{- fail "webhook.enabled needs webhook.tokenSecret.name: an existing Secret with the bearer token" }}
+{{- end }}
+{{- if and .Values.git.enabled (not .Values.git.credentialsSecret.name) (not .Values.git.useArgoCDRepoCredentials) }}
+{{- fail "git.enabled needs git.credentialsSecret.name or git.useArgoCDRepoCredentials=true" }}
+{{- end }}
+{{- end }}

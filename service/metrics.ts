@@ -1,0 +1,286 @@
+// Prometheus metrics, in a registry of our own. Every label has a small, fixed set of values:
+// never a workload, config or namespace name, and never anything derived from Secret data.
+// Reloader's `reloader_reload_executed_total{success}` is kept so existing dashboards keep working.
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { RELOAD_STRATEGIES, type ReloadStrategy, type WorkloadKind } from './core/types.ts';
+import type { FailureMode } from './kube/watch-logic.ts';
+
+export const WORKLOAD_KINDS: readonly WorkloadKind[] = [
+  'Deployment',
+  'StatefulSet',
+  'DaemonSet',
+  'CronJob',
+  'Rollout',
+];
+
+/**
+ * How one reload attempt ended. `skipped`: nothing to do (a CronJob, an unsupported kind, a dry run).
+ * `interrupted`: the service stopped or lost the Lease mid-reload; the pending action stays in the
+ * ledger and the next leader resumes it. Only success and failure count in Reloader's metric.
+ */
+export const RELOAD_RESULTS = ['success', 'failure', 'skipped', 'interrupted'] as const;
+export type ReloadResult = (typeof RELOAD_RESULTS)[number];
+
+/** How one git write-back ended: a commit pushed, nothing to commit (value already set), or an error. */
+export const GIT_COMMIT_RESULTS = ['committed', 'unchanged', 'failed'] as const;
+export type GitCommitResult = (typeof GIT_COMMIT_RESULTS)[number];
+
+const WATCH_FAILURE_MODES: readonly FailureMode[] = [
+  'list-failed',
+  'watch-failed',
+  'gone-410',
+  'idle-timeout',
+  'relist',
+  'reconnect',
+  'handler-failed',
+];
+
+/** Reloads run from seconds (annotate, Rollout) to many minutes (a large StatefulSet). */
+export const RELOAD_DURATION_BUCKETS = [0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
+/** From the first observed change to the reload starting: includes the debounce (3 s by default). */
+export const EVENT_TO_ACTION_BUCKETS = [0.1, 0.5, 1, 2, 3, 5, 10, 15, 30, 60, 120, 300, 600];
+
+const PLURAL = /^[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?$/;
+
+/**
+ * The resource a watch path is for: `/api/v1/namespaces/team-a/configmaps` → `configmaps`. Only the
+ * plural is kept, so a per-namespace watch does not put the namespace name into a label.
+ */
+export function resourceOf(pathOrResource: string): string {
+  const last = pathOrResource.split('?')[0]?.split('/').filter(Boolean).pop() ?? '';
+  return PLURAL.test(last) ? last : 'other';
+}
+
+function statusLabel(code: number): string {
+  return Number.isInteger(code) && code >= 100 && code <= 599 ? String(code) : 'other';
+}
+
+/** One reload attempt, from start to finish. Every method is safe to call more than once. */
+export interface ReloadTimer {
+  /** The reload has been blocked for --stall-after (a ReloadStalled Event was emitted). */
+  stalled(): void;
+  /** The attempt ended. `podsReplaced` counts pods evicted or deleted (restart strategy). */
+  finish(result: ReloadResult, podsReplaced?: number): void;
+}
+
+export interface MetricsOptions {
+  /** Also export prom-client's process_* and nodejs_* metrics (CPU, memory, event-loop lag, GC). Default true. */
+  defaultMetrics?: boolean;
+  /** The service version, for gitops_reloader_build_info. */
+  version?: string;
+  /** Clock in ms, for reload durations. Default performance.now. */
+  now?: () => number;
+}
+
+type WatchedSource = () => Iterable<readonly [resource: string, count: number]>;
+
+export class Metrics {
+  readonly registry = new Registry();
+  readonly #now: () => number;
+  readonly #executed: Counter<'success'>;
+  readonly #reloads: Counter<'strategy' | 'kind' | 'result'>;
+  readonly #duration: Histogram<'strategy' | 'kind' | 'result'>;
+  readonly #podsReplaced: Counter<'kind'>;
+  readonly #inProgress: Gauge;
+  readonly #stalled: Gauge;
+  readonly #eventToAction: Histogram;
+  readonly #webhook: Counter<'code'>;
+  readonly #gitCommits: Counter<'result'>;
+  readonly #gitPushRetries: Counter;
+  readonly #leader: Gauge;
+  readonly #watchFailures: Counter<'resource' | 'mode'>;
+  #watchedSources: WatchedSource[] = [];
+
+  constructor(o: MetricsOptions = {}) {
+    this.#now = o.now ?? (() => performance.now());
+    const registers = [this.registry];
+    if (o.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+
+    new Gauge({
+      name: 'gitops_reloader_build_info',
+      help: 'Always 1; the labels say which version and Node.js runtime are running.',
+      labelNames: ['version', 'node'],
+      registers,
+    }).set({ version: o.version ?? 'unknown', node: process.versions.node }, 1);
+
+    this.#executed = new Counter({
+      name: 'reloader_reload_executed_total',
+      help: 'Reloads executed, by success (Stakater Reloader compatible). Skipped and interrupted reloads are not counted.',
+      labelNames: ['success'],
+      registers,
+    });
+    this.#reloads = new Counter({
+      name: 'gitops_reloader_reloads_total',
+      help: 'Reload attempts, by strategy, workload kind and result. A retried failure counts once per attempt.',
+      labelNames: ['strategy', 'kind', 'result'],
+      registers,
+    });
+    this.#duration = new Histogram({
+      name: 'gitops_reloader_reload_duration_seconds',
+      help: 'Time from a reload attempt starting to it ending, by strategy, workload kind and result.',
+      labelNames: ['strategy', 'kind', 'result'],
+      buckets: RELOAD_DURATION_BUCKETS,
+      registers,
+    });
+    this.#podsReplaced = new Counter({
+      name: 'gitops_reloader_pods_replaced_total',
+      help: 'Pods replaced (evicted or deleted) by restart-strategy reloads, by workload kind.',
+      labelNames: ['kind'],
+      registers,
+    });
+    this.#inProgress = new Gauge({
+      name: 'gitops_reloader_reloads_in_progress',
+      help: 'Reloads running now.',
+      registers,
+    });
+    this.#stalled = new Gauge({
+      name: 'gitops_reloader_reloads_stalled',
+      help: 'Reloads running now that have been blocked for longer than --stall-after (e.g. by a PodDisruptionBudget).',
+      registers,
+    });
+    this.#eventToAction = new Histogram({
+      name: 'gitops_reloader_event_to_action_seconds',
+      help: 'Time from the first observed config change (or sync end) to the reload starting; includes the debounce.',
+      buckets: EVENT_TO_ACTION_BUCKETS,
+      registers,
+    });
+    this.#webhook = new Counter({
+      name: 'gitops_reloader_webhook_requests_total',
+      help: 'Argo CD notification webhook requests, by HTTP status code.',
+      labelNames: ['code'],
+      registers,
+    });
+    this.#gitCommits = new Counter({
+      name: 'gitops_reloader_git_commits_total',
+      help: 'Git-mode write-backs, by result: committed, unchanged (nothing to commit) or failed.',
+      labelNames: ['result'],
+      registers,
+    });
+    this.#gitPushRetries = new Counter({
+      name: 'gitops_reloader_git_push_retries_total',
+      help: 'Git pushes retried after the remote rejected them (fetch, rebase, push again).',
+      registers,
+    });
+    this.#leader = new Gauge({
+      name: 'gitops_reloader_leader',
+      help: '1 while this replica holds the leader Lease and executes reloads, else 0.',
+      registers,
+    });
+    this.#watchFailures = new Counter({
+      name: 'gitops_reloader_watch_failures_total',
+      help: 'Watch loop failures and recoveries, by resource and mode (relist and reconnect are recoveries).',
+      labelNames: ['resource', 'mode'],
+      registers,
+    });
+    const sources = () => this.#watchedSources;
+    new Gauge({
+      name: 'gitops_reloader_watched_items',
+      help: 'Objects held in the watch caches, by resource (ConfigMaps and Secrets are held as hashes only).',
+      labelNames: ['resource'],
+      registers,
+      collect() {
+        this.reset();
+        const sums = new Map<string, number>();
+        for (const source of sources()) {
+          for (const [resource, count] of source()) {
+            const r = resourceOf(resource);
+            sums.set(r, (sums.get(r) ?? 0) + count);
+          }
+        }
+        for (const [resource, count] of sums) this.set({ resource }, count);
+      },
+    });
+
+    // Every series an alert reads starts at 0, so increase() sees the first failure.
+    for (const success of ['true', 'false']) this.#executed.inc({ success }, 0);
+    for (const strategy of RELOAD_STRATEGIES) {
+      for (const kind of WORKLOAD_KINDS) {
+        for (const result of RELOAD_RESULTS) this.#reloads.inc({ strategy, kind, result }, 0);
+      }
+    }
+    for (const kind of WORKLOAD_KINDS) this.#podsReplaced.inc({ kind }, 0);
+    for (const result of GIT_COMMIT_RESULTS) this.#gitCommits.inc({ result }, 0);
+    this.#gitPushRetries.inc(0);
+    this.#leader.set(0);
+    this.#inProgress.set(0);
+    this.#stalled.set(0);
+  }
+
+  /** Starts timing one reload attempt; call finish() on the result exactly when it ends. */
+  reloadStarted(strategy: ReloadStrategy, kind: WorkloadKind): ReloadTimer {
+    const started = this.#now();
+    let stalled = false;
+    let finished = false;
+    this.#inProgress.inc();
+    return {
+      stalled: () => {
+        if (stalled || finished) return;
+        stalled = true;
+        this.#stalled.inc();
+      },
+      finish: (result, podsReplaced = 0) => {
+        if (finished) return;
+        finished = true;
+        this.#inProgress.dec();
+        if (stalled) this.#stalled.dec();
+        const seconds = Math.max(0, (this.#now() - started) / 1000);
+        this.#reloads.inc({ strategy, kind, result });
+        this.#duration.observe({ strategy, kind, result }, seconds);
+        if (result === 'success' || result === 'failure') {
+          this.#executed.inc({ success: String(result === 'success') });
+        }
+        if (podsReplaced > 0) this.#podsReplaced.inc({ kind }, podsReplaced);
+      },
+    };
+  }
+
+  /** Seconds from the first observed change behind a reload to that reload starting. */
+  eventToAction(seconds: number): void {
+    if (Number.isFinite(seconds)) this.#eventToAction.observe(Math.max(0, seconds));
+  }
+
+  /**
+   * Adds a source of cache sizes, read at every scrape. Resources may be given as watch paths;
+   * counts for the same resource (several namespaces) are summed. Returns a function that removes it.
+   */
+  watchedItemsFrom(source: WatchedSource): () => void {
+    this.#watchedSources.push(source);
+    return () => {
+      this.#watchedSources = this.#watchedSources.filter((s) => s !== source);
+    };
+  }
+
+  /** One report of a watch loop's failure hook: `watch` is the watch path or the resource plural. */
+  watchFailure(watch: string, mode: FailureMode): void {
+    this.#watchFailures.inc({
+      resource: resourceOf(watch),
+      mode: WATCH_FAILURE_MODES.includes(mode) ? mode : 'other',
+    });
+  }
+
+  webhookRequest(code: number): void {
+    this.#webhook.inc({ code: statusLabel(code) });
+  }
+
+  gitCommit(result: GitCommitResult): void {
+    this.#gitCommits.inc({ result });
+  }
+
+  gitPushRetry(): void {
+    this.#gitPushRetries.inc();
+  }
+
+  /** Set on gaining (true) and losing (false) the Lease; a replica without leader election sets true. */
+  setLeader(leader: boolean): void {
+    this.#leader.set(leader ? 1 : 0);
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  /** The exposition text for /metrics. */
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+}
