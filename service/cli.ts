@@ -1,9 +1,12 @@
 #!/usr/bin/env node
+import { readFileSync } from 'node:fs';
 // gitops-reloader: `serve` runs the service; `plan` shows what a config change would reload.
 import { loadConfig, serveFlags } from './config/config.ts';
 import { FlagError, usage } from './config/flags.ts';
+import { countResponses, startHttpServer } from './http.ts';
 import { kubeConfigFrom } from './kubeconfig.ts';
 import { createLogger } from './log.ts';
+import { Metrics } from './metrics.ts';
 import { plan, planFlags } from './plan-command.ts';
 import { serve } from './serve.ts';
 
@@ -25,27 +28,56 @@ ${usage(planFlags)}
 async function runServe(argv: string[]): Promise<number> {
   const cfg = loadConfig(argv, process.env);
   const log = createLogger(cfg.logLevel);
-  const svc = await serve(cfg, kubeConfigFrom(cfg.kubeconfig), log);
+  const metrics = new Metrics({ version: packageVersion() });
+  const svc = await serve(cfg, kubeConfigFrom(cfg.kubeconfig), log, metrics);
+  const http = await startHttpServer({
+    address: cfg.httpAddress,
+    metrics,
+    log,
+    isReady: () => svc.isSynced(),
+    watchesProgressing: () => svc.watchesProgressing(),
+  });
+  if (svc.argocdWebhook) {
+    http.mount(
+      '/',
+      countResponses((code) => metrics.webhookRequest(code)),
+      svc.argocdWebhook,
+    );
+  }
+  log.info({ url: http.url }, 'http listening');
   let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, 'shutting down');
-    void svc.stop().then(
-      () => {
-        log.info('stopped');
-        process.exit(0);
-      },
-      (err: Error) => {
-        log.error({ err: err.message }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
+    http.drain();
+    void svc
+      .stop()
+      .then(() => http.close())
+      .then(
+        () => {
+          log.info('stopped');
+          process.exit(0);
+        },
+        (err: Error) => {
+          log.error({ err: err.message }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
   await svc.ready;
   return -1; // keep running
+}
+
+function packageVersion(): string {
+  try {
+    const url = new URL('../package.json', import.meta.url);
+    return (JSON.parse(readFileSync(url, 'utf8')) as { version?: string }).version ?? 'unknown';
+  } catch {
+    return 'unknown';
+  }
 }
 
 async function main(argv: string[]): Promise<number> {

@@ -16,6 +16,7 @@ import { WorkQueue } from './core/work-queue.ts';
 import { apiVersionOf, type EventReason, type EventRecorder } from './kube/events.ts';
 import type { Ledger } from './kube/ledger.ts';
 import type { Logger } from './log.ts';
+import type { Metrics } from './metrics.ts';
 import type { ClusterState, TrackedWorkload } from './state.ts';
 import { SURGE_LABEL } from './strategies/restart-deployment.ts';
 import { runStrategy } from './strategies/run.ts';
@@ -61,6 +62,7 @@ export interface ReconcilerDeps {
   custom: CustomObjectsApi;
   inScope(namespace: string): boolean;
   gate?: ChangeGate;
+  metrics?: Metrics;
 }
 
 const RETRY_MS = [2_000, 5_000, 15_000, 30_000, 60_000];
@@ -299,7 +301,10 @@ export class Reconciler {
     const strategy = t.parsed.policy.strategy;
     const changed = a.changed.map(display);
     const f = { ...fields(t), strategy, configs: changed };
+    const metric = this.#d.metrics?.reloadStarted(strategy, t.rec.ref.kind);
+    if (!a.resumed) this.#d.metrics?.eventToAction(Math.max(0, Date.now() - a.cutoffMs) / 1000);
     if (cfg.dryRun) {
+      metric?.finish('skipped');
       log.info({ ...f, cutoff: new Date(a.cutoffMs).toISOString() }, 'dry-run: would reload');
       await this.#event(
         t,
@@ -327,6 +332,7 @@ export class Reconciler {
         signal: this.#abort.signal,
         stallAfterMs: cfg.stallAfterMs,
         onStall: (why) => {
+          metric?.stalled();
           log.warn({ ...f, why }, 'reload stalled');
           void this.#event(
             t,
@@ -344,14 +350,17 @@ export class Reconciler {
       });
       await ledger.put(t.id, { configs: a.target, reloadedAt: new Date().toISOString() });
       this.#failures.delete(t.id);
+      metric?.finish('success', result.replaced);
       log.info({ ...f, replaced: result.replaced }, 'reload complete');
       await this.#event(t, 'Reloaded', `${changed.join(', ')} changed; ${result.summary} (cutoff ${cutoff})`);
     } catch (err) {
       if (this.#abort.signal.aborted) {
+        metric?.finish('interrupted');
         log.info(f, 'reload interrupted; the pending action stays in the ledger');
         return;
       }
       if (err instanceof StrategyUnsupported) {
+        metric?.finish('skipped');
         await ledger.put(t.id, {
           configs: a.target,
           ...(previous?.reloadedAt ? { reloadedAt: previous.reloadedAt } : {}),
@@ -360,6 +369,7 @@ export class Reconciler {
         await this.#event(t, 'ReloadSkipped', `${changed.join(', ')} changed; ${err.message}`);
         return;
       }
+      metric?.finish('failure');
       const n = (this.#failures.get(t.id) ?? 0) + 1;
       this.#failures.set(t.id, n);
       const retryMs = RETRY_MS[Math.min(n - 1, RETRY_MS.length - 1)] as number;

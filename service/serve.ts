@@ -9,6 +9,7 @@ import { compileGlobals } from './core/annotations.ts';
 import { MIN_HMAC_KEY_BYTES } from './core/config-hash.ts';
 import type { ConfigRecord, WorkloadRecord } from './core/records.ts';
 import type { ConfigKind, WorkloadKind } from './core/types.ts';
+import { WatchProgress } from './http.ts';
 import { EventRecorder } from './kube/events.ts';
 import { type LeaderElection, startLeaderElection } from './kube/leader.ts';
 import { Ledger } from './kube/ledger.ts';
@@ -16,6 +17,7 @@ import { configRecord, type RawObject, workloadRecord } from './kube/to-record.t
 import { startWatch, type Watch, type WatchFailure } from './kube/watch.ts';
 import { getJson } from './kube/watch-http.ts';
 import type { Logger } from './log.ts';
+import { Metrics } from './metrics.ts';
 import { Reconciler } from './reconciler.ts';
 import { ClusterState } from './state.ts';
 
@@ -95,10 +97,19 @@ export interface RunningService {
   argocdWebhook: Router | undefined;
   /** True while this replica acts (holds the lease, or runs without leader election). */
   isLeader(): boolean;
+  /** Every watch has listed once: the caches are warm (standbys too). */
+  isSynced(): boolean;
+  /** False when a watch loop stopped cycling (liveness). */
+  watchesProgressing(): boolean;
   stop(): Promise<void>;
 }
 
-export async function serve(cfg: Config, kc: KubeConfig, log: Logger): Promise<RunningService> {
+export async function serve(
+  cfg: Config,
+  kc: KubeConfig,
+  log: Logger,
+  metrics: Metrics = new Metrics({ defaultMetrics: false }),
+): Promise<RunningService> {
   const core = kc.makeApiClient(CoreV1Api);
   if (!cfg.releaseNamespace) {
     throw new FlagError(
@@ -147,11 +158,16 @@ export async function serve(cfg: Config, kc: KubeConfig, log: Logger): Promise<R
       ...apis,
       inScope,
       gate: argocd.gate,
+      metrics,
     });
+  // A live watch reports a relist at least every relist interval, so two intervals of silence means stuck.
+  const progress = new WatchProgress(2 * cfg.relistIntervalMs + 60_000);
 
   const watches: Watch<unknown>[] = [];
   const synced: Promise<void>[] = [argocd.synced];
   const onFailure = (f: WatchFailure) => {
+    progress.beat(f.path);
+    metrics.watchFailure(f.path, f.mode);
     const level = f.mode === 'relist' ? 'info' : 'warn';
     log[level](
       { watch: f.path, mode: f.mode, status: f.status, retryInMs: f.retryInMs, reason: f.reason },
@@ -161,11 +177,37 @@ export async function serve(cfg: Config, kc: KubeConfig, log: Logger): Promise<R
   const scopes = cfg.namespaces.length > 0 ? cfg.namespaces : [undefined];
   const common = { relistIntervalMs: cfg.relistIntervalMs, idleTimeoutMs: cfg.watchIdleTimeoutMs, onFailure };
 
+  const watched: Array<[string, Watch<unknown>]> = [];
   function watch<S>(path: string, o: Omit<Parameters<typeof startWatch<S>>[1], 'path' | 'onSynced'>) {
     let done!: () => void;
     synced.push(new Promise<void>((r) => (done = r)));
-    watches.push(startWatch<S>(kc, { ...common, ...o, path, onSynced: done }) as Watch<unknown>);
+    const beat = () => progress.beat(path);
+    beat();
+    const w = startWatch<S>(kc, {
+      ...common,
+      ...o,
+      path,
+      onSynced: () => {
+        beat();
+        done();
+      },
+      onAdd: (k, v) => {
+        beat();
+        o.onAdd?.(k, v);
+      },
+      onUpdate: (k, v, old) => {
+        beat();
+        o.onUpdate?.(k, v, old);
+      },
+      onDelete: (k, old) => {
+        beat();
+        o.onDelete?.(k, old);
+      },
+    }) as Watch<unknown>;
+    watches.push(w);
+    watched.push([path, w]);
   }
+  metrics.watchedItemsFrom(() => watched.map(([path, w]) => [path, w.store.size] as const));
 
   if (cfg.namespaceSelector !== undefined) {
     watch<string>('/api/v1/namespaces', {
@@ -220,7 +262,9 @@ export async function serve(cfg: Config, kc: KubeConfig, log: Logger): Promise<R
     }
   }
 
+  let isSynced = false;
   const cachesSynced = Promise.all(synced).then(() => {
+    isSynced = true;
     log.info({ configs: state.configs.size, workloads: state.workloads.size }, 'caches synced');
   });
 
@@ -230,6 +274,7 @@ export async function serve(cfg: Config, kc: KubeConfig, log: Logger): Promise<R
     if (signal?.aborted) return;
     const r = newReconciler();
     reconciler = r;
+    metrics.setLeader(true);
     try {
       await r.start();
     } catch (err) {
@@ -241,6 +286,7 @@ export async function serve(cfg: Config, kc: KubeConfig, log: Logger): Promise<R
   const stopLeading = async () => {
     const r = reconciler;
     reconciler = undefined;
+    metrics.setLeader(false);
     await r?.stop();
   };
 
@@ -281,6 +327,8 @@ export async function serve(cfg: Config, kc: KubeConfig, log: Logger): Promise<R
     ready,
     argocdWebhook: argocd.router,
     isLeader: () => reconciler !== undefined,
+    isSynced: () => isSynced,
+    watchesProgressing: () => progress.progressing(),
     stop: async () => {
       // Stop acting first (and hand the lease over), then stop watching.
       if (election) await election.stop();

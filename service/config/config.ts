@@ -151,6 +151,12 @@ export const serveFlags: readonly FlagSpec[] = [
     help: 'File holding the bearer token Argo CD notifications must send. Unset: the notification webhook is off.',
   },
   {
+    name: 'http-address',
+    type: 'string',
+    default: ':8080',
+    help: 'Address for /metrics, /healthz, /readyz and the Argo CD webhook: [host]:port; ":8080" is every interface.',
+  },
+  {
     name: 'leader-elect',
     type: 'bool',
     help: 'Elect one acting replica with a Lease <release-name>-leader in the release namespace. Only the leader reloads and writes the ledger; others watch and stand by.',
@@ -217,6 +223,7 @@ export interface Config {
   argocdTrackingLabel: string;
   argocdOnFailedSync: FailedSyncPolicy;
   webhookTokenFile?: string;
+  httpAddress: string;
   leaderElect: boolean;
   leaderIdentity?: string;
   leaseDurationMs: number;
@@ -273,6 +280,7 @@ export function buildConfig(
     argocdTrackingLabel: str(values['argocd-tracking-label']) ?? 'app.kubernetes.io/instance',
     argocdOnFailedSync: values['argocd-on-failed-sync'] as FailedSyncPolicy,
     webhookTokenFile: str(values['webhook-token-file']),
+    httpAddress: str(values['http-address']) ?? ':8080',
     leaderElect: values['leader-elect'] === true,
     leaderIdentity: str(values['leader-identity']),
     leaseDurationMs: num(values['lease-duration']),
@@ -301,6 +309,14 @@ export function buildConfig(
   if (cfg.maxDebounceWaitMs < cfg.debounceMs) {
     throw new FlagError(
       `invalid value for --max-debounce-wait: ${cfg.maxDebounceWaitMs}ms is shorter than --debounce ${cfg.debounceMs}ms`,
+    );
+  }
+  if (
+    !/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]*):\d{1,5}$/.test(cfg.httpAddress) ||
+    Number(cfg.httpAddress.split(':').pop()) > 65535
+  ) {
+    throw new FlagError(
+      `invalid value ${JSON.stringify(cfg.httpAddress)} for --http-address: expected [host]:port, e.g. :8080`,
     );
   }
   if (cfg.leaseRenewDeadlineMs >= cfg.leaseDurationMs || cfg.leaseRetryPeriodMs >= cfg.leaseRenewDeadlineMs) {

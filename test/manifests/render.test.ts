@@ -45,7 +45,6 @@ import {
  * them. The test fails when one of them lands in serveFlags, so this list only shrinks.
  */
 const PENDING_FLAGS: Record<string, string> = {
-  'http-address': 'issue 7: wire service/http.ts into serve',
   'git-credentials-dir': 'issue 6: git-commit mode',
   'git-argocd-credentials': 'issue 6: git-commit mode',
   'git-branch': 'issue 6: git-commit mode',

@@ -110,6 +110,7 @@ export function serviceArgs(namespace: string, keyFile: string, extra: string[] 
     `--hash-key-file=${keyFile}`,
     '--log-level=debug',
     '--min-reload-interval=0s',
+    '--http-address=127.0.0.1:0',
     ...extra,
   ];
 }
