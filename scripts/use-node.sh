@@ -27,9 +27,15 @@ if ! _gr_node_ok; then
   _gr_node_ok || { echo "use-node: $(command -v node) is still older than 22.19" >&2; return 1 2>/dev/null || exit 1; }
 fi
 unset -f _gr_node_ok
-unset _gr_root _gr_tools
 
-# Executed (not sourced) with arguments: run them under the chosen node.
+# Executed (not sourced) with arguments: run them under the chosen node. A fresh clone gets its
+# npm packages first, so `npm test` and `npm run demo` work without a separate `npm ci`.
 if [ "${BASH_SOURCE[0]}" = "$0" ] && [ "$#" -gt 0 ]; then
+  if [ ! -d "$_gr_root/node_modules/.bin" ]; then
+    echo "use-node: no node_modules yet; running npm ci" >&2
+    (cd "$_gr_root" && npm ci --no-audit --no-fund >&2) || exit 1
+  fi
+  unset _gr_root _gr_tools
   exec "$@"
 fi
+unset _gr_root _gr_tools
