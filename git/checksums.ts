@@ -1,0 +1,189 @@
+// Computes, for a set of manifests, the config hash of every workload whose ConfigMaps or Secrets
+// are in the same set, and writes it into the workload's pod template. Pure: text in, text out.
+//
+// The value is the one the service computes for the same objects: setDigest over the usage digests
+// (extractReferences + hashConfig, both keyed) of the configs the pod template references. So a
+// Secret's checksum is an HMAC under the service's key, never a bare hash of its data.
+import { hashConfig, setDigest, usageDigest } from '../service/core/config-hash.ts';
+import { extractReferences, type PodSpecLike } from '../service/core/references.ts';
+import { type ConfigKind, configId, type WorkloadKind } from '../service/core/types.ts';
+import {
+  type PathSet,
+  parseStream,
+  podTemplateAnnotationPath,
+  podTemplatePath,
+  setPaths,
+} from './manifest-edit.ts';
+
+export interface ManifestSource {
+  /** A file path (relative), or `-` for a stream. */
+  name: string;
+  text: string;
+}
+
+export interface ChecksumOptions {
+  /** The annotation key. */
+  annotation: string;
+  /** The namespace of objects that name none (Argo CD's destination namespace). Default ''. */
+  namespace?: string;
+}
+
+export interface WorkloadChecksum {
+  source: string;
+  kind: WorkloadKind;
+  namespace: string;
+  name: string;
+  hash: string;
+  /** The value the manifest had, if any. */
+  previous?: string;
+  /** Configs in the set that the hash covers, as configIds. */
+  configs: string[];
+}
+
+export interface ChecksumResult {
+  /** Every source, with its new text (the same string when unchanged). */
+  sources: Array<ManifestSource & { changed: boolean }>;
+  workloads: WorkloadChecksum[];
+}
+
+const WORKLOAD_KINDS: ReadonlySet<string> = new Set<WorkloadKind>([
+  'Deployment',
+  'StatefulSet',
+  'DaemonSet',
+  'CronJob',
+  'Rollout',
+]);
+
+interface Manifest {
+  apiVersion?: unknown;
+  kind?: unknown;
+  metadata?: { name?: unknown; namespace?: unknown } | null;
+  data?: unknown;
+  binaryData?: unknown;
+  stringData?: unknown;
+  spec?: unknown;
+}
+
+/** Throws a ManifestEditError (naming the source) when a source is not valid YAML. */
+export function injectChecksums(
+  sources: readonly ManifestSource[],
+  key: Buffer,
+  opts: ChecksumOptions,
+): ChecksumResult {
+  const parsed = sources.map((s) => {
+    try {
+      return parseStream(s.text).map((d) => d.toJS() as Manifest | null);
+    } catch (err) {
+      (err as Error).message = `${s.name}: ${(err as Error).message}`;
+      throw err;
+    }
+  });
+  const defaultNs = opts.namespace ?? '';
+  const nsOf = (m: Manifest) => {
+    const ns = m.metadata?.namespace;
+    return typeof ns === 'string' && ns !== '' ? ns : defaultNs;
+  };
+
+  const digests = new Map<string, ReturnType<typeof hashConfig>>();
+  for (const docs of parsed) {
+    for (const m of docs) {
+      if (!m || (m.kind !== 'ConfigMap' && m.kind !== 'Secret') || m.apiVersion !== 'v1') continue;
+      const name = m.metadata?.name;
+      if (typeof name !== 'string' || name === '') continue;
+      const kind = m.kind as ConfigKind;
+      digests.set(configId({ kind, namespace: nsOf(m), name }), hashConfig(content(m), key));
+    }
+  }
+
+  const workloads: WorkloadChecksum[] = [];
+  const out = sources.map((source, si) => {
+    const sets: PathSet[] = [];
+    (parsed[si] ?? []).forEach((m, doc) => {
+      if (!m || typeof m.kind !== 'string' || !WORKLOAD_KINDS.has(m.kind)) return;
+      const name = m.metadata?.name;
+      if (typeof name !== 'string' || name === '') return;
+      const kind = m.kind as WorkloadKind;
+      const template = at(m, podTemplatePath(kind)) as
+        | { spec?: PodSpecLike; metadata?: { annotations?: Record<string, unknown> | null } | null }
+        | undefined;
+      if (!template?.spec || typeof template.spec !== 'object') return;
+      const namespace = nsOf(m);
+      const seen: Record<string, string> = {};
+      for (const use of extractReferences(namespace, template.spec)) {
+        const id = configId(use.config);
+        const digest = digests.get(id);
+        if (digest) seen[id] = usageDigest(use, digest);
+      }
+      const configs = Object.keys(seen).sort();
+      if (configs.length === 0) return;
+      const hash = setDigest(seen, key);
+      const prev = template.metadata?.annotations?.[opts.annotation];
+      workloads.push({
+        source: source.name,
+        kind,
+        namespace,
+        name,
+        hash,
+        ...(prev === undefined || prev === null ? {} : { previous: String(prev) }),
+        configs,
+      });
+      if (prev !== hash)
+        sets.push({ doc, path: podTemplateAnnotationPath(kind, opts.annotation), value: hash });
+    });
+    if (sets.length === 0) return { ...source, changed: false };
+    try {
+      const r = setPaths(source.text, sets);
+      return { name: source.name, text: r.text, changed: r.changed };
+    } catch (err) {
+      (err as Error).message = `${source.name}: ${(err as Error).message}`;
+      throw err;
+    }
+  });
+  return { sources: out, workloads };
+}
+
+/**
+ * What the API server would store. A Secret's stringData is merged into data (it wins, as on the
+ * server) and base64 is normalised, so a manifest hashes like the live object it becomes.
+ */
+function content(m: Manifest): { data: Record<string, string>; binaryData: Record<string, string> } {
+  const data = strings(m.data);
+  const binaryData = strings(m.binaryData);
+  if (m.kind !== 'Secret') return { data, binaryData };
+  const merged: Record<string, string> = {};
+  for (const [k, v] of Object.entries(data)) merged[k] = Buffer.from(v, 'base64').toString('base64');
+  for (const [k, v] of Object.entries(strings(m.stringData)))
+    merged[k] = Buffer.from(v, 'utf8').toString('base64');
+  return { data: merged, binaryData: {} };
+}
+
+function strings(v: unknown): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (typeof v !== 'object' || v === null) return out;
+  for (const [k, val] of Object.entries(v)) {
+    // YAML reads `port: 8080` as a number; the API server would reject it, kubectl users quote it.
+    if (val !== null && val !== undefined) out[k] = typeof val === 'string' ? val : String(val);
+  }
+  return out;
+}
+
+function at(obj: unknown, path: readonly string[]): unknown {
+  let cur = obj;
+  for (const seg of path) {
+    if (typeof cur !== 'object' || cur === null) return undefined;
+    cur = (cur as Record<string, unknown>)[seg];
+  }
+  return cur;
+}
+
+/** Whether a parsed document is a Kubernetes object (not a kustomization, chart or values file). */
+export function isKubernetesObject(doc: unknown): boolean {
+  if (typeof doc !== 'object' || doc === null) return false;
+  const { apiVersion, kind } = doc as Manifest;
+  return (
+    typeof apiVersion === 'string' &&
+    typeof kind === 'string' &&
+    !apiVersion.startsWith('kustomize.config.k8s.io/') &&
+    kind !== 'Kustomization'
+  );
+}
