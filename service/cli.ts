@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs';
+import { CHECKSUM_USAGE, checksum } from '../git/checksum-command.ts';
 // gitops-reloader: `serve` runs the service; `plan` shows what a config change would reload.
 import { loadConfig, serveFlags } from './config/config.ts';
 import { FlagError, usage } from './config/flags.ts';
@@ -16,6 +17,7 @@ without writing the pod template.
 Usage:
   gitops-reloader serve [flags]
   gitops-reloader plan --namespace N (--configmap NAME | --secret NAME) [--kubeconfig PATH]
+  gitops-reloader checksum [DIR|-] [--in-place] [--check] [--key-file F]
   gitops-reloader help
 
 serve flags:
@@ -23,6 +25,9 @@ ${usage(serveFlags)}
 
 plan flags:
 ${usage(planFlags)}
+
+checksum:
+${CHECKSUM_USAGE}
 `;
 
 async function runServe(argv: string[]): Promise<number> {
@@ -87,6 +92,8 @@ async function main(argv: string[]): Promise<number> {
       return runServe(rest);
     case 'plan':
       return plan(rest, process.env, (s) => process.stdout.write(s));
+    case 'checksum':
+      return checksum(rest, process.env, (s) => process.stdout.write(s));
     case undefined:
     case 'help':
     case '--help':
