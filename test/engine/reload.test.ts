@@ -264,4 +264,49 @@ describe('reload engine', () => {
     expect(await generation(kube, namespace, 'web')).toEqual(rv);
     expect((await livePods(kube, namespace, 'web')).map((p) => p.uid)).toEqual(before.map((p) => p.uid));
   });
+
+  it('restarts once for each distinct gitops-reloader.io/reload-requested-at value', async ({
+    kube,
+    namespace,
+  }) => {
+    await kube.core.createNamespacedConfigMap({ namespace, body: configMap('app', { k: '1' }) });
+    await kube.apps.createNamespacedDeployment({
+      namespace,
+      body: deployment('web', {
+        annotations: AUTO,
+        container: { envFrom: [{ configMapRef: { name: 'app' } }] },
+      }),
+    });
+    const before = await waitReadyPods(kube, namespace, 'web', 1);
+    const svc = startService(serviceArgs(namespace, await hashKeyFile(), ['--debounce=0s']));
+    await svc.waitForLog('ready', (l) => l.msg === 'ready');
+    const request = async (value: string) => {
+      await kube.apps.patchNamespacedDeployment({
+        name: 'web',
+        namespace,
+        body: [{ op: 'add', path: '/metadata/annotations/gitops-reloader.io~1reload-requested-at', value }],
+      });
+    };
+    await request('2026-12-02T10:00:00Z');
+    const ev = await waitForEvent(kube, namespace, 'Reloaded', 'web');
+    expect(ev.message).toMatch(/reload-requested-at/);
+    const first = await waitAllReplaced(kube, namespace, 'web', before, 1);
+    await svc.waitForLog('first done', (l) => l.msg === 'reload complete');
+
+    // The same value again asks for nothing; a new value asks for one more restart.
+    await kube.apps.patchNamespacedDeployment({
+      name: 'web',
+      namespace,
+      body: [{ op: 'add', path: '/metadata/labels/touched', value: 'yes' }],
+    });
+    await request('2026-12-02T11:00:00Z');
+    await waitFor(
+      async () => {
+        const n = (await events(kube, namespace, 'Reloaded', 'web')).length;
+        return n === 2 ? n : pending(n);
+      },
+      { describe: 'a second Reloaded Event', timeout: 60_000 },
+    );
+    await waitAllReplaced(kube, namespace, 'web', first, 1);
+  });
 });
