@@ -48,7 +48,9 @@ const appPath = (ns: string, name?: string) =>
 
 async function servesApplications(kc: KubeConfig, signal: AbortSignal): Promise<boolean> {
   try {
-    const list = (await getJson(kc, GROUP_VERSION, signal, 10_000)) as { resources?: Array<{ name: string }> };
+    const list = (await getJson(kc, GROUP_VERSION, signal, 10_000)) as {
+      resources?: Array<{ name: string }>;
+    };
     return Boolean(list.resources?.some((r) => r.name === 'applications'));
   } catch (err) {
     if (err instanceof KubeHttpError && err.status === 404) return false;

@@ -53,7 +53,11 @@ function setup(o: Partial<SyncGateOptions> = {}) {
   const timers = new FakeTimers();
   const released: Change[] = [];
   const gate = new SyncGate({
-    tracking: { method: 'annotation+label', labelKey: 'app.kubernetes.io/instance', controlNamespace: 'argocd' },
+    tracking: {
+      method: 'annotation+label',
+      labelKey: 'app.kubernetes.io/instance',
+      controlNamespace: 'argocd',
+    },
     onFailedSync: 'reload',
     watched: (ns) => ns === 'argocd',
     notificationsEnabled: true,
@@ -157,11 +161,30 @@ describe('SyncGate', () => {
       app: { namespace: 'argocd', name: 'shop' },
       phase,
       startedAt: '2026-12-02T10:00:00Z',
-      resources: resources.map((r) => ({ group: '', version: 'v1', kind: 'ConfigMap', namespace: 'web', ...r })),
+      resources: resources.map((r) => ({
+        group: '',
+        version: 'v1',
+        kind: 'ConfigMap',
+        namespace: 'web',
+        ...r,
+      })),
+    });
+
+    /** An app that notified before (an earlier sync), long enough ago for the grace to be over. */
+    const notifying = async (o: Partial<SyncGateOptions> = {}) => {
+      const s = unwatched(o);
+      await s.gate.notify({ ...n('Succeeded'), startedAt: '2026-12-02T09:00:00Z' });
+      s.timers.advance(60_000);
+      return s;
+    };
+
+    it('does not hold the changes of an app that never notified', () => {
+      const { gate, change } = unwatched();
+      expect(gate.hold(change('a'), config('a'))).toBe(false);
     });
 
     it('holds tracked changes until the terminal notification, whose resources join the batch', async () => {
-      const { gate, released, change } = unwatched();
+      const { gate, released, change } = await notifying();
       expect(gate.hold(change('a'), config('a'))).toBe(true);
       expect(await gate.notify(n('Succeeded', [{ name: 'a' }, { name: 'payload-only' }]))).toMatchObject({
         outcome: 'accepted',
@@ -171,16 +194,17 @@ describe('SyncGate', () => {
       expect(released).toHaveLength(2);
     });
 
-    it('does not hold a change seen just after the notification (the watch lagged)', async () => {
-      const { gate, change, timers } = unwatched();
-      await gate.notify(n('Succeeded'));
-      expect(gate.hold(change('a'), config('a'))).toBe(false);
-      timers.advance(60_000);
-      expect(gate.hold(change('a'), config('a'))).toBe(true);
+    it('does not hold a late change of a config the notification listed (the watch lagged)', async () => {
+      const { gate, change, timers } = await notifying();
+      await gate.notify(n('Succeeded', [{ name: 'a' }]));
+      expect(gate.hold(change('a'), config('a')), 'listed, not seen').toBe(false);
+      expect(gate.hold(change('b'), config('b')), 'not listed').toBe(true);
+      timers.advance(5_000);
+      expect(gate.hold(change('a'), config('a')), 'after the grace').toBe(true);
     });
 
-    it('releases held changes when no notification comes in time', () => {
-      const { gate, released, change, timers } = unwatched({ unwatchedMaxHoldMs: 10_000 });
+    it('releases held changes when no notification comes in time', async () => {
+      const { gate, released, change, timers } = await notifying({ unwatchedMaxHoldMs: 10_000 });
       gate.hold(change('a'), config('a'));
       timers.advance(9_999);
       expect(released).toEqual([]);
@@ -189,7 +213,10 @@ describe('SyncGate', () => {
     });
 
     it('keeps a failed sync held under hold, with no safety release', async () => {
-      const { gate, released, change, timers } = unwatched({ onFailedSync: 'hold', unwatchedMaxHoldMs: 10_000 });
+      const { gate, released, change, timers } = await notifying({
+        onFailedSync: 'hold',
+        unwatchedMaxHoldMs: 10_000,
+      });
       gate.hold(change('a'), config('a'));
       await gate.notify(n('Failed'));
       expect(gate.hold(change('b'), config('b'))).toBe(true);

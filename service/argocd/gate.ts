@@ -6,9 +6,9 @@
 // Two sources say when a sync runs and ends:
 //  - the Application watch (observe), when the app's namespace is watched: the reliable path;
 //  - notifications (notify), a hint. For a watched app it only asks for an immediate refresh; for an
-//    app we cannot read (Argo CD in another cluster) changes to its configs are held from the moment
-//    they are seen, and the terminal notification, with its resource list, releases the batch. A
-//    safety timer releases them if no notification comes.
+//    app we cannot read (Argo CD in another cluster) that has notified us before, changes to its
+//    configs are held from the moment they are seen, and the terminal notification, with its
+//    resource list, releases the batch. A safety timer releases them if no notification comes.
 import type { Change, ChangeSink, Timers } from '../core/batcher.ts';
 import { realTimers } from '../core/batcher.ts';
 import type { ConfigRecord } from '../core/records.ts';
@@ -25,8 +25,11 @@ export type FailedSyncPolicy = (typeof FAILED_SYNC_POLICIES)[number];
 
 /** How long changes of an unwatched app wait for a notification before they are released anyway. */
 export const UNWATCHED_MAX_HOLD_MS = 10 * 60_000;
-/** After a notification ends an unwatched app's sync, its config changes are not held for this long. */
-export const UNWATCHED_GRACE_MS = 30_000;
+/**
+ * After a notification ends an unwatched app's sync, a change to a config the notification listed,
+ * and that we had not seen change, is not held for this long: it is that sync's change, seen late.
+ */
+export const UNWATCHED_GRACE_MS = 5_000;
 /** Notification keys remembered for idempotency. */
 const SEEN_LIMIT = 10_000;
 
@@ -63,7 +66,10 @@ export class SyncGate implements ChangeGate {
   readonly #timers: Timers;
   readonly #held = new Map<string, Held>();
   /** Unwatched apps whose last sync a notification ended: key → when. */
-  readonly #endedAt = new Map<string, number>();
+  /** configId → until when a late change of it belongs to a sync a notification already ended. */
+  readonly #lateUntil = new Map<string, number>();
+  /** Apps a notification came from: their notifications are wired up. */
+  readonly #notifying = new Set<string>();
   readonly #seen = new Set<string>();
   /** Configs whose tracking annotation we ignored, so it is logged once. */
   readonly #reported = new Set<string>();
@@ -106,10 +112,10 @@ export class SyncGate implements ChangeGate {
       if (watched) {
         if (!this.tracker.isSyncing(key)) return false;
       } else {
-        if (!this.#o.notificationsEnabled) return false;
-        const ended = this.#endedAt.get(key);
-        const grace = this.#o.unwatchedGraceMs ?? UNWATCHED_GRACE_MS;
-        if (ended !== undefined && this.#timers.now() - ended < grace) return false;
+        // Only an app whose notifications reach us: otherwise nothing would end the hold but the
+        // safety timer, and an app nobody subscribed would reload minutes late.
+        if (!this.#o.notificationsEnabled || !this.#notifying.has(key)) return false;
+        if ((this.#lateUntil.get(change.config) ?? 0) > this.#timers.now()) return false;
       }
     }
     const held = this.#bucket(key);
@@ -161,6 +167,7 @@ export class SyncGate implements ChangeGate {
     const seenKey = `${key}@${n.startedAt}#${isTerminal(n.phase) ? 'end' : 'run'}`;
     if (this.#seen.has(seenKey)) return { outcome: 'duplicate' };
     this.#remember(seenKey);
+    this.#notifying.add(key);
     if (this.#o.watched(n.app.namespace) && this.#o.refresh) {
       try {
         const app = await this.#o.refresh(n.app);
@@ -180,7 +187,6 @@ export class SyncGate implements ChangeGate {
     if (this.#o.watched(n.app.namespace) && prev?.operation?.startedAt === n.startedAt) {
       if (isTerminal(prev.operation.phase)) return { outcome: 'accepted', action: 'sync already ended' };
     }
-    this.#endedAt.set(key, this.#timers.now());
     this.#addFromResources(key, n);
     this.#ended(key, n.phase, n.startedAt, 'notification');
     return { outcome: 'accepted', action: `sync ${n.phase}` };
@@ -236,10 +242,14 @@ export class SyncGate implements ChangeGate {
   #addFromResources(key: string, n: SyncNotification): void {
     const held = this.#bucket(key);
     const now = this.#timers.now();
+    const seen = new Set([...held.changes.values()].map((c) => c.config));
+    for (const [c, until] of this.#lateUntil) if (until <= now) this.#lateUntil.delete(c);
     for (const r of n.resources) {
       if (r.group !== '' || (r.kind !== 'ConfigMap' && r.kind !== 'Secret') || r.namespace === '') continue;
       const ref: ConfigRef = { kind: r.kind as ConfigKind, namespace: r.namespace, name: r.name };
       const config = configId(ref);
+      if (!seen.has(config))
+        this.#lateUntil.set(config, now + (this.#o.unwatchedGraceMs ?? UNWATCHED_GRACE_MS));
       for (const u of this.#o.usersOf(ref)) {
         const id = `${u.workload}\u0000${config}`;
         // A change we saw keeps its own observation time (the reload's cutoff); one we did not see

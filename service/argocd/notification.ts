@@ -47,7 +47,8 @@ function text(v: unknown, field: string, o: { max: number; required: boolean; pa
   if (o.required && v === '') throw new InvalidNotification(field, 'must not be empty');
   if (v.length > o.max) throw new InvalidNotification(field, `is longer than ${o.max} characters`);
   if (!TEXT.test(v)) throw new InvalidNotification(field, 'contains control characters');
-  if (o.pattern && !o.pattern.test(v)) throw new InvalidNotification(field, `${JSON.stringify(v)} is not valid`);
+  if (o.pattern && !o.pattern.test(v))
+    throw new InvalidNotification(field, `${JSON.stringify(v)} is not valid`);
   return v;
 }
 

@@ -21,7 +21,14 @@ function app(phase?: string, startedAt?: string, extra: Record<string, unknown> 
               syncResult: {
                 revision: 'abc',
                 resources: [
-                  { group: '', version: 'v1', kind: 'ConfigMap', namespace: 'web', name: 'cfg', status: 'Synced' },
+                  {
+                    group: '',
+                    version: 'v1',
+                    kind: 'ConfigMap',
+                    namespace: 'web',
+                    name: 'cfg',
+                    status: 'Synced',
+                  },
                   { kind: 'Broken' },
                 ],
               },
@@ -45,7 +52,9 @@ describe('appFromObject', () => {
       finishedAt: '2026-12-02T10:00:09Z',
       revision: 'abc',
       message: undefined,
-      resources: [{ group: '', version: 'v1', kind: 'ConfigMap', namespace: 'web', name: 'cfg', status: 'Synced' }],
+      resources: [
+        { group: '', version: 'v1', kind: 'ConfigMap', namespace: 'web', name: 'cfg', status: 'Synced' },
+      ],
     });
     expect(a.sources).toEqual([
       { repoURL: 'https://git.example/shop.git', path: 'deploy', chart: undefined, targetRevision: 'main' },
@@ -66,7 +75,9 @@ describe('SyncTracker', () => {
     expect(t.observe(read(app()))).toBeUndefined();
     expect(t.observe(read(app(undefined, undefined, { operation: { sync: {} } })))?.kind).toBe('started');
     expect(t.isSyncing('argocd/shop')).toBe(true);
-    expect(t.observe(read(app('Running', '2026-12-02T10:00:00Z', { operation: { sync: {} } })))).toBeUndefined();
+    expect(
+      t.observe(read(app('Running', '2026-12-02T10:00:00Z', { operation: { sync: {} } }))),
+    ).toBeUndefined();
     expect(t.observe(read(app('Succeeded', '2026-12-02T10:00:00Z')))?.kind).toBe('ended');
     expect(t.isSyncing('argocd/shop')).toBe(false);
     // The same ended operation seen again (a relist) is not a new end.

@@ -8,7 +8,10 @@ import {
   trackedBy,
 } from './tracking.ts';
 
-const cm = (annotations: Record<string, string> = {}, labels: Record<string, string> = {}): TrackedObject => ({
+const cm = (
+  annotations: Record<string, string> = {},
+  labels: Record<string, string> = {},
+): TrackedObject => ({
   group: '',
   kind: 'ConfigMap',
   namespace: 'web',
@@ -16,7 +19,11 @@ const cm = (annotations: Record<string, string> = {}, labels: Record<string, str
   annotations,
   labels,
 });
-const opts: TrackingOptions = { method: 'annotation+label', labelKey: 'app.kubernetes.io/instance', controlNamespace: 'argocd' };
+const opts: TrackingOptions = {
+  method: 'annotation+label',
+  labelKey: 'app.kubernetes.io/instance',
+  controlNamespace: 'argocd',
+};
 const ID = 'argocd.argoproj.io/tracking-id';
 
 describe('parseTrackingId', () => {
@@ -103,7 +110,9 @@ describe('trackedBy', () => {
     const both = cm({ [ID]: 'a:/ConfigMap:web/app-config' }, { 'app.kubernetes.io/instance': 'b' });
     expect(trackedBy(both, { ...opts, method: 'annotation' }).app?.name).toBe('a');
     expect(trackedBy(both, { ...opts, method: 'label' }).app?.name).toBe('b');
-    expect(trackedBy(cm({}, { 'app.kubernetes.io/instance': 'b' }), { ...opts, method: 'annotation' }).app).toBeUndefined();
+    expect(
+      trackedBy(cm({}, { 'app.kubernetes.io/instance': 'b' }), { ...opts, method: 'annotation' }).app,
+    ).toBeUndefined();
     expect(trackedBy(cm({}, { team: 'b' }), { ...opts, labelKey: 'team' }).app?.name).toBe('b');
   });
 });

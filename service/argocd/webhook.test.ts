@@ -69,7 +69,11 @@ afterAll(async () => {
   await new Promise((r) => server.close(r));
 });
 
-async function post(body: string | Uint8Array | undefined, headers: Record<string, string> = {}, method = 'POST') {
+async function post(
+  body: string | Uint8Array | undefined,
+  headers: Record<string, string> = {},
+  method = 'POST',
+) {
   const res = await fetch(url, {
     method,
     headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', ...headers },
@@ -96,7 +100,11 @@ describe('Argo CD notification webhook', () => {
     const body = withField({ startedAt: '2026-12-02T09:00:00Z' });
     const first = await send(body);
     expect(first.status).toBe(202);
-    expect(first.json).toMatchObject({ status: 'accepted', app: 'argocd/shop', startedAt: '2026-12-02T09:00:00Z' });
+    expect(first.json).toMatchObject({
+      status: 'accepted',
+      app: 'argocd/shop',
+      startedAt: '2026-12-02T09:00:00Z',
+    });
     const n = received.length;
     const again = await send(body);
     expect(again.status).toBe(202);
@@ -114,7 +122,9 @@ describe('Argo CD notification webhook', () => {
 
   it('accepts a charset parameter, unknown fields and nulls for optional fields', async () => {
     const r = await post(
-      JSON.stringify(withField({ startedAt: '2026-12-02T09:01:00Z', finishedAt: null, revision: null, extra: { a: 1 } })),
+      JSON.stringify(
+        withField({ startedAt: '2026-12-02T09:01:00Z', finishedAt: null, revision: null, extra: { a: 1 } }),
+      ),
       { 'content-type': 'application/json; charset=utf-8' },
     );
     expect(r.status).toBe(202);
@@ -162,9 +172,15 @@ describe('Argo CD notification webhook', () => {
 
     it('answers 413 to a body just over 1 MiB, and accepts one just under', async () => {
       const base = JSON.stringify(withField({ startedAt: '2026-12-02T09:02:00Z', padding: '' }));
-      const under = base.replace('"padding":""', `"padding":"${'x'.repeat(MAX_BODY_BYTES - base.length - 10)}"`);
+      const under = base.replace(
+        '"padding":""',
+        `"padding":"${'x'.repeat(MAX_BODY_BYTES - base.length - 10)}"`,
+      );
       expect((await post(under)).status).toBe(202);
-      const over = base.replace('"padding":""', `"padding":"${'x'.repeat(MAX_BODY_BYTES - base.length + 10)}"`);
+      const over = base.replace(
+        '"padding":""',
+        `"padding":"${'x'.repeat(MAX_BODY_BYTES - base.length + 10)}"`,
+      );
       expect((await post(over)).status).toBe(413);
     });
 
@@ -238,7 +254,11 @@ describe('Argo CD notification webhook', () => {
       ['a revision of 2000 characters', withField({ revision: 'a'.repeat(2000) }), 'revision'],
       ['revisions as a string', withField({ revisions: 'abc' }), 'revisions'],
       ['a numeric entry in revisions', withField({ revisions: ['abc', 7] }), 'revisions[1]'],
-      ['101 revisions', withField({ revisions: Array.from({ length: 101 }, (_, i) => `r${i}`) }), 'revisions'],
+      [
+        '101 revisions',
+        withField({ revisions: Array.from({ length: 101 }, (_, i) => `r${i}`) }),
+        'revisions',
+      ],
       ['resources as an object', withField({ resources: { kind: 'ConfigMap' } }), 'resources'],
       ['a resource that is a string', withField({ resources: ['ConfigMap/web/a'] }), 'resources[0]'],
       ['a resource that is null', withField({ resources: [null] }), 'resources[0]'],
@@ -272,7 +292,9 @@ describe('Argo CD notification webhook', () => {
   });
 
   it('still serves good notifications after all the bad ones', async () => {
-    const r = await send(withField({ startedAt: '2026-12-02T09:59:00Z', app: { name: 'shop.v2', namespace: 'team-a' } }));
+    const r = await send(
+      withField({ startedAt: '2026-12-02T09:59:00Z', app: { name: 'shop.v2', namespace: 'team-a' } }),
+    );
     expect(r.status).toBe(202);
     expect(received.at(-1)?.app).toEqual({ namespace: 'team-a', name: 'shop.v2' });
   });

@@ -88,11 +88,13 @@ export function argocdWebhookRouter(o: WebhookOptions): Router {
         { app, phase: n.phase, startedAt: n.startedAt, outcome: r.outcome, resources: n.resources.length },
         r.outcome === 'duplicate' ? 'Argo CD notification was a duplicate' : 'Argo CD notification accepted',
       );
-      res.status(202).json(
-        r.outcome === 'duplicate'
-          ? { status: 'duplicate', app, startedAt: n.startedAt }
-          : { status: 'accepted', app, startedAt: n.startedAt, action: r.action },
-      );
+      res
+        .status(202)
+        .json(
+          r.outcome === 'duplicate'
+            ? { status: 'duplicate', app, startedAt: n.startedAt }
+            : { status: 'accepted', app, startedAt: n.startedAt, action: r.action },
+        );
     } catch (err) {
       o.log.error({ app, err: (err as Error).message }, 'Argo CD notification failed');
       problem(res, 500, 'the notification could not be processed');

@@ -1,0 +1,56 @@
+// Manifests for the Argo CD suites, as a git repo would hold them, and observation helpers.
+
+import type { Manifest } from '../support/argocd-player.ts';
+import type { Kube } from '../support/kube.ts';
+import { events } from '../support/observe.ts';
+import { deployment } from '../support/workloads.ts';
+
+export const AUTO = { 'reloader.stakater.com/auto': 'true' };
+
+export function cm(name: string, data: Record<string, string>): Manifest {
+  return { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data };
+}
+
+export function secret(name: string, data: Record<string, string>): Manifest {
+  const b64 = Object.fromEntries(
+    Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString('base64')]),
+  );
+  return { apiVersion: 'v1', kind: 'Secret', metadata: { name }, type: 'Opaque', data: b64 };
+}
+
+/** A Deployment that reads each ConfigMap by envFrom and each Secret as a volume. */
+export function web(
+  name: string,
+  o: { configMaps?: string[]; secrets?: string[]; replicas?: number; image?: string } = {},
+): Manifest {
+  const d = deployment(name, {
+    replicas: o.replicas ?? 1,
+    annotations: AUTO,
+    container: {
+      image: o.image ?? 'registry.invalid/app:1',
+      envFrom: (o.configMaps ?? []).map((c) => ({ configMapRef: { name: c } })),
+      volumeMounts: (o.secrets ?? []).map((s) => ({ name: s, mountPath: `/etc/${s}` })),
+    },
+    volumes: (o.secrets ?? []).map((s) => ({ name: s, secret: { secretName: s } })),
+  });
+  return d as unknown as Manifest;
+}
+
+export async function reloadedCount(kube: Kube, namespace: string, name: string): Promise<number> {
+  return (await events(kube, namespace, 'Reloaded', name)).length;
+}
+
+/**
+ * Observes for `ms` that `check` finds nothing wrong, failing at the first violation. This is the
+ * assertion "nothing happened during a window longer than the debounce", not a sleep: it polls like
+ * waitFor and ends as soon as something goes wrong.
+ */
+export async function stayQuiet(ms: number, check: () => Promise<string | undefined>): Promise<void> {
+  const until = Date.now() + ms;
+  for (;;) {
+    const bad = await check();
+    if (bad) throw new Error(`expected nothing to happen for ${ms} ms, but ${bad}`);
+    if (Date.now() >= until) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
