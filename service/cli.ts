@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs';
 import { CHECKSUM_USAGE, checksum } from '../git/checksum-command.ts';
+import { WEBHOOK_PATH } from './argocd/webhook.ts';
 // gitops-reloader: `serve` runs the service; `plan` shows what a config change would reload.
 import { loadConfig, serveFlags } from './config/config.ts';
 import { FlagError, usage } from './config/flags.ts';
@@ -43,11 +44,12 @@ async function runServe(argv: string[]): Promise<number> {
     watchesProgressing: () => svc.watchesProgressing(),
   });
   if (svc.argocdWebhook) {
-    http.mount(
-      '/',
+    // Count only webhook requests; the router carries its full path, so it is mounted at the root.
+    http.routes.use(
+      WEBHOOK_PATH,
       countResponses((code) => metrics.webhookRequest(code)),
-      svc.argocdWebhook,
     );
+    http.routes.use(svc.argocdWebhook);
   }
   log.info({ url: http.url }, 'http listening');
   let stopping = false;
