@@ -18,6 +18,7 @@ import type { Ledger } from './kube/ledger.ts';
 import type { Logger } from './log.ts';
 import type { Metrics } from './metrics.ts';
 import type { ClusterState, TrackedWorkload } from './state.ts';
+import type { GitCommitter } from './strategies/git-commit.ts';
 import { SURGE_LABEL } from './strategies/restart-deployment.ts';
 import { runStrategy } from './strategies/run.ts';
 import { StrategyUnsupported } from './strategies/types.ts';
@@ -63,6 +64,8 @@ export interface ReconcilerDeps {
   inScope(namespace: string): boolean;
   gate?: ChangeGate;
   metrics?: Metrics;
+  /** The git strategy (one GitWriter per process). */
+  git?: GitCommitter;
 }
 
 const RETRY_MS = [2_000, 5_000, 15_000, 30_000, 60_000];
@@ -79,6 +82,9 @@ export class Reconciler {
   readonly #failures = new Map<string, number>();
   readonly #retryTimers = new Set<ReturnType<typeof setTimeout>>();
   #live = false;
+  /** Changes seen while start() judges the world; replayed once it is done, so none is lost. */
+  #starting = false;
+  readonly #buffered: Array<() => void> = [];
 
   constructor(d: ReconcilerDeps) {
     this.#d = d;
@@ -100,6 +106,7 @@ export class Reconciler {
   /** Judges every known workload against the ledger once the caches are synced (invariant I6). */
   async start(): Promise<void> {
     const { state, ledger, log } = this.#d;
+    this.#starting = true;
     await ledger.load();
     const baselines: Array<[string, LedgerEntry]> = [];
     const now = Date.now();
@@ -141,7 +148,10 @@ export class Reconciler {
     await this.#cleanUpSurgePods();
     const gone = [...ledger.entries().keys()].filter((id) => !state.workloads.has(id));
     if (gone.length > 0) await ledger.removeMany(gone);
+    if (this.#abort.signal.aborted) return; // stopped (leadership lost) while starting
     this.#live = true;
+    this.#starting = false;
+    for (const replay of this.#buffered.splice(0)) replay();
   }
 
   /**
@@ -172,7 +182,10 @@ export class Reconciler {
 
   /** A ConfigMap or Secret was added, changed or deleted after the initial sync. */
   configChanged(old: ConfigRecord | undefined, now: ConfigRecord | undefined): void {
-    if (!this.#live) return;
+    if (!this.#live) {
+      if (this.#starting) this.#buffered.push(() => this.configChanged(old, now));
+      return;
+    }
     const rec = (now ?? old) as ConfigRecord;
     if (old && now && old.digest.all === now.digest.all && same(old.annotations, now.annotations)) return;
     if (!this.#d.inScope(rec.ref.namespace)) return;
@@ -193,7 +206,10 @@ export class Reconciler {
 
   /** A workload was added or changed after the initial sync. */
   workloadChanged(old: TrackedWorkload | undefined, now: TrackedWorkload): void {
-    if (!this.#live) return;
+    if (!this.#live) {
+      if (this.#starting) this.#buffered.push(() => this.workloadChanged(old, now));
+      return;
+    }
     this.#reportPolicy(now, old);
     const req = now.rec.annotations[KEYS.reloadRequestedAt];
     if (req && req !== old?.rec.annotations[KEYS.reloadRequestedAt]) {
@@ -214,6 +230,8 @@ export class Reconciler {
 
   async stop(): Promise<void> {
     this.#live = false;
+    this.#starting = false;
+    this.#buffered.length = 0;
     this.#batcher.clear();
     for (const t of this.#retryTimers) clearTimeout(t);
     this.#abort.abort(new Error('the service is stopping'));
@@ -343,6 +361,8 @@ export class Reconciler {
         },
         cutoffMs: a.cutoffMs,
         configHash: setDigest(a.target, this.#d.hashKey),
+        ...(this.#d.git ? { git: this.#d.git } : {}),
+        changed,
         templateChangedSince: () => {
           const rv = this.#d.state.workloads.get(a.workload)?.templateRV ?? '0';
           return a.changeRV !== '0' && (compareResourceVersions(rv, a.changeRV) ?? -1) > 0;

@@ -20,6 +20,7 @@ import type { Logger } from './log.ts';
 import { Metrics } from './metrics.ts';
 import { Reconciler } from './reconciler.ts';
 import { ClusterState } from './state.ts';
+import { createGitCommitter } from './strategies/git-commit.ts';
 
 interface Resource<K extends string> {
   kind: K;
@@ -143,6 +144,8 @@ export async function serve(
     batch: kc.makeApiClient(BatchV1Api),
     custom: kc.makeApiClient(CustomObjectsApi),
   };
+  // One writer for the process: its per-repository queue is what merges a batch into one commit.
+  const git = await createGitCommitter(cfg, { core, custom: apis.custom, log, metrics });
   // Every replica watches (a standby has a warm cache); only the leader has a Reconciler, one per
   // leadership term, which alone runs reloads and writes the ledger.
   let reconciler: Reconciler | undefined;
@@ -159,6 +162,7 @@ export async function serve(
       inScope,
       gate: argocd.gate,
       metrics,
+      git,
     });
   // A live watch reports a relist at least every relist interval, so two intervals of silence means stuck.
   const progress = new WatchProgress(2 * cfg.relistIntervalMs + 60_000);

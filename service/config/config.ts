@@ -189,6 +189,39 @@ export const serveFlags: readonly FlagSpec[] = [
     min: 100,
   },
   {
+    name: 'git-credentials-dir',
+    type: 'string',
+    help: 'Git strategy: a directory (a mounted Secret) holding `username` and `token` (or `password`) for HTTPS, or `ssh-privatekey` (and optional `known_hosts`) for SSH. Read at every write. Used when no Argo CD repository Secret matches.',
+  },
+  {
+    name: 'git-argocd-credentials',
+    type: 'bool',
+    help: "Git strategy: use Argo CD's repository Secrets (secret-type repository-write, repo-write-creds, repository, repo-creds) in the first --argocd-namespaces namespace, matched by URL as Argo CD matches them.",
+    default: 'false',
+  },
+  {
+    name: 'git-branch',
+    type: 'string',
+    help: "Git strategy: the branch to push to, or base:target to push to a review branch target built on base. Unset: the Application's targetRevision.",
+  },
+  {
+    name: 'git-author-name',
+    type: 'string',
+    help: 'Git strategy: commit author and committer name.',
+    default: 'gitops-reloader',
+  },
+  {
+    name: 'git-author-email',
+    type: 'string',
+    help: 'Git strategy: commit author and committer email.',
+    default: 'gitops-reloader@localhost',
+  },
+  {
+    name: 'git-message-template',
+    type: 'string',
+    help: 'Git strategy: commit message; placeholders {{namespace}} {{workload}} {{kind}} {{configs}} {{hash}}. Unset: "chore(reload): {{namespace}}/{{workload}} config changed ({{configs}})".',
+  },
+  {
     name: 'dry-run',
     type: 'bool',
     help: 'Log and emit Events for what would be done; change nothing.',
@@ -223,6 +256,12 @@ export interface Config {
   argocdTrackingLabel: string;
   argocdOnFailedSync: FailedSyncPolicy;
   webhookTokenFile?: string;
+  gitCredentialsDir?: string;
+  gitArgocdCredentials: boolean;
+  gitBranch?: string;
+  gitAuthorName: string;
+  gitAuthorEmail: string;
+  gitMessageTemplate?: string;
   httpAddress: string;
   leaderElect: boolean;
   leaderIdentity?: string;
@@ -280,6 +319,12 @@ export function buildConfig(
     argocdTrackingLabel: str(values['argocd-tracking-label']) ?? 'app.kubernetes.io/instance',
     argocdOnFailedSync: values['argocd-on-failed-sync'] as FailedSyncPolicy,
     webhookTokenFile: str(values['webhook-token-file']),
+    gitCredentialsDir: str(values['git-credentials-dir']),
+    gitArgocdCredentials: values['git-argocd-credentials'] === true,
+    gitBranch: str(values['git-branch']),
+    gitAuthorName: str(values['git-author-name']) ?? 'gitops-reloader',
+    gitAuthorEmail: str(values['git-author-email']) ?? 'gitops-reloader@localhost',
+    gitMessageTemplate: str(values['git-message-template']),
     httpAddress: str(values['http-address']) ?? ':8080',
     leaderElect: values['leader-elect'] === true,
     leaderIdentity: str(values['leader-identity']),

@@ -60,6 +60,8 @@ export const KEYS = {
   configHash: 'gitops-reloader.io/config-hash',
   /** Written on workload metadata by the Argo CD "reload (drift-free)" resource action. */
   reloadRequestedAt: 'gitops-reloader.io/reload-requested-at',
+  /** Git strategy, Helm sources: the values map that holds pod annotations (default podAnnotations). */
+  gitValuesPath: 'gitops-reloader.io/git-values-path',
 } as const;
 
 /** The longest debounce accepted; longer would overflow Node timers long before it was useful. */
@@ -405,6 +407,7 @@ function reportUnread(
     KEYS.rolloutStrategy,
     KEYS.configHash,
     KEYS.reloadRequestedAt,
+    KEYS.gitValuesPath,
   ];
   for (const [ann, source] of [
     [meta, 'metadata'],

@@ -3,6 +3,7 @@
 import type { WorkloadRecord } from '../core/records.ts';
 import type { ReloadStrategy } from '../core/types.ts';
 import { annotate } from './annotate.ts';
+import type { GitCommitter } from './git-commit.ts';
 import { restartDaemonSet } from './restart-daemonset.ts';
 import { restartDeployment } from './restart-deployment.ts';
 import { restartRollout } from './restart-rollout.ts';
@@ -14,10 +15,16 @@ import {
   StrategyUnsupported,
 } from './types.ts';
 
+/** What the git strategy needs besides the common context: the committer, and what changed (for the message). */
+export interface GitStrategyContext {
+  git?: GitCommitter;
+  changed?: readonly string[];
+}
+
 export async function runStrategy(
   strategy: ReloadStrategy,
   workload: WorkloadRecord,
-  ctx: StrategyContext & Omit<ReloadRequest, 'workload'>,
+  ctx: StrategyContext & Omit<ReloadRequest, 'workload'> & GitStrategyContext,
 ): Promise<StrategyResult> {
   const req: ReloadRequest = {
     workload,
@@ -30,7 +37,10 @@ export async function runStrategy(
     case 'annotate':
       return annotate(ctx, req);
     case 'git':
-      throw new StrategyUnsupported('the git strategy is not enabled in this release; nothing was changed');
+      if (!ctx.git) {
+        throw new StrategyUnsupported('the git strategy is not configured here; nothing was changed');
+      }
+      return ctx.git.reload(ctx, req, ctx.changed);
     case 'restart':
       if (kind === 'Deployment') return restartDeployment(ctx, req);
       if (kind === 'StatefulSet') return restartStatefulSet(ctx, req);

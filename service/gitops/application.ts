@@ -1,0 +1,110 @@
+// The git source a workload's checksum is committed to, read from the Argo CD Application that
+// tracks the workload: repoURL, the branch (targetRevision), the path, and for Helm the values file.
+// `gitSourceOf` is pure; `readGitSource` reads the Application from the API server at write time, so
+// a changed Application is honoured without waiting for a watch.
+import type { CustomObjectsApi } from '@kubernetes/client-node';
+import type { AppKey } from '../argocd/tracking.ts';
+
+export interface GitSource {
+  app: AppKey;
+  /** spec.project: selects project-scoped Argo CD repository Secrets. */
+  project: string;
+  repoURL: string;
+  /** spec.source.targetRevision; 'HEAD' (the remote's default branch) when unset. */
+  targetRevision: string;
+  /** The source path in the repository ('' for the root). */
+  path: string;
+  /** Helm: the values file to edit, relative to `path`: the last of helm.valueFiles (the one that wins). */
+  valuesFile?: string;
+}
+
+/** The Application cannot give the git strategy a source to write to; the message says why. */
+export class GitSourceError extends Error {
+  override name = 'GitSourceError';
+}
+
+type Obj = Record<string, unknown>;
+const obj = (v: unknown): Obj | undefined =>
+  typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : undefined;
+const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+
+/** A source Argo CD renders manifests from, out of git: not a Helm-repository chart, not OCI, not values-only. */
+function rendersFromGit(s: Obj): boolean {
+  const repoURL = str(s.repoURL) ?? '';
+  if (str(s.chart) || /^oci:\/\//i.test(repoURL)) return false;
+  // A `ref` source without a path only lends files ($ref/values.yaml) to another source.
+  return str(s.path) !== undefined || str(s.ref) === undefined;
+}
+
+function describe(s: Obj): string {
+  const chart = str(s.chart);
+  const repo = str(s.repoURL) ?? '?';
+  if (chart) return `the chart ${chart} from the Helm repository ${repo}`;
+  if (/^oci:\/\//i.test(repo)) return `the OCI artifact ${repo}`;
+  return `${repo} (ref ${str(s.ref)}, no path)`;
+}
+
+/**
+ * The git source of an Application object (as the API returns it). With `spec.sources` (which wins
+ * over `spec.source`, as in Argo CD) exactly one source may render from git. Throws GitSourceError
+ * with a reason a person can act on.
+ */
+export function gitSourceOf(raw: unknown, app: AppKey): GitSource {
+  const name = `Application ${app.namespace}/${app.name}`;
+  const spec = obj(obj(raw)?.spec);
+  if (!spec) throw new GitSourceError(`${name} has no spec`);
+  const multi = Array.isArray(spec.sources) ? spec.sources.map(obj).filter((s) => s !== undefined) : [];
+  const single = obj(spec.source);
+  const all = multi.length > 0 ? multi : single ? [single] : [];
+  if (all.length === 0) throw new GitSourceError(`${name} has no source`);
+  const git = all.filter(rendersFromGit);
+  if (git.length === 0) {
+    throw new GitSourceError(
+      `${name} renders ${all.map(describe).join(' and ')}, not a git directory; the git strategy needs a git source`,
+    );
+  }
+  if (git.length > 1) {
+    throw new GitSourceError(
+      `${name} has ${git.length} git sources (${git.map((s) => `${str(s.repoURL)} ${str(s.path) ?? ''}`.trim()).join(', ')}); the git strategy writes to an Application with one`,
+    );
+  }
+  const s = git[0] as Obj;
+  const repoURL = (str(s.repoURL) ?? '').trim();
+  if (repoURL === '') throw new GitSourceError(`${name} has a source without repoURL`);
+  const valueFiles = obj(s.helm)?.valueFiles;
+  const last = Array.isArray(valueFiles) ? str(valueFiles[valueFiles.length - 1]) : undefined;
+  if (last !== undefined && (last.startsWith('$') || /^[a-z][a-z0-9+.-]*:\/\//i.test(last))) {
+    throw new GitSourceError(
+      `${name}: its last Helm values file ${JSON.stringify(last)} is not in the source's own repository path; the git strategy edits only a values file there`,
+    );
+  }
+  return {
+    app,
+    project: str(spec.project) ?? 'default',
+    repoURL,
+    targetRevision: str(s.targetRevision)?.trim() || 'HEAD',
+    path: (str(s.path) ?? '').replace(/^\.\/?$/, ''),
+    ...(last !== undefined ? { valuesFile: last } : {}),
+  };
+}
+
+/** Reads the Application and returns its git source. */
+export async function readGitSource(custom: CustomObjectsApi, app: AppKey): Promise<GitSource> {
+  let raw: unknown;
+  try {
+    raw = await custom.getNamespacedCustomObject({
+      group: 'argoproj.io',
+      version: 'v1alpha1',
+      namespace: app.namespace,
+      plural: 'applications',
+      name: app.name,
+    });
+  } catch (err) {
+    const code = (err as { code?: unknown }).code;
+    if (code === 404) throw new GitSourceError(`Application ${app.namespace}/${app.name} does not exist`);
+    throw new Error(
+      `cannot read Application ${app.namespace}/${app.name}: ${typeof code === 'number' ? `HTTP ${code}` : (err as Error).message}`,
+    );
+  }
+  return gitSourceOf(raw, app);
+}
