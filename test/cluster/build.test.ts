@@ -23,7 +23,15 @@ describe('the control-plane build cache key', () => {
   it('pins Kubernetes 1.36 and builds every component the tests and people need', async () => {
     expect(await kubernetesVersion(clusterPaths())).toMatch(/^v1\.36\.\d+$/);
     expect(targets.map((t) => t.binary).sort()).toEqual(
-      ['etcd', 'helm', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kubectl', 'kwok'].sort(),
+      [
+        'etcd',
+        'helm',
+        'kube-apiserver',
+        'kube-controller-manager',
+        'kube-scheduler',
+        'kubectl',
+        'kwok',
+      ].sort(),
     );
   });
 
