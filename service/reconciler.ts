@@ -111,8 +111,9 @@ export class Reconciler {
     const baselines: Array<[string, LedgerEntry]> = [];
     const now = Date.now();
     for (const t of state.workloads.values()) {
+      if (!this.#d.inScope(t.rec.ref.namespace)) continue;
       this.#reportPolicy(t);
-      if (!this.#d.inScope(t.rec.ref.namespace) || t.parsed.problems.length > 0) continue;
+      if (t.parsed.problems.length > 0) continue;
       const set = this.#set(t);
       if (!set) continue;
       const entry = ledger.get(t.id);
@@ -210,6 +211,7 @@ export class Reconciler {
       if (this.#starting) this.#buffered.push(() => this.workloadChanged(old, now));
       return;
     }
+    if (!this.#d.inScope(now.rec.ref.namespace)) return;
     this.#reportPolicy(now, old);
     const req = now.rec.annotations[KEYS.reloadRequestedAt];
     if (req && req !== old?.rec.annotations[KEYS.reloadRequestedAt]) {

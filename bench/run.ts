@@ -1,0 +1,442 @@
+// npm run bench -- [--scale small|full|tiny] [--out FILE] [--keep] [--skip PHASE,...]
+//
+// Builds the fixture in the run's own namespaces on the local control plane (or TEST_KUBECONFIG),
+// runs gitops-reloader as a real child process through each phase, and prints ONE JSON object with
+// the figures of the benchmarks issue (also written to --out). Progress goes to stderr. Timings are
+// reported, never asserted; see bench/README.md for what each figure means and how it is measured.
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { repoRoot } from '../test/cluster/paths.ts';
+import { startApiProxy } from './api-proxy.ts';
+import { cleanUp, connect, ensureApplicationCrd, removeStale, serverVersion } from './cluster.ts';
+import { type Context, SERVICE_DEFAULTS, startService } from './context.ts';
+import { allocate, expectedPods, names } from './fixture.ts';
+import { type BulkRun, bulk } from './phases/bulk.ts';
+import { type FlapResult, flap } from './phases/flap.ts';
+import { type LatencySample, latency } from './phases/latency.ts';
+import { type PrecisionResult, precision } from './phases/precision.ts';
+import { type RestartPair, restart } from './phases/restart.ts';
+import { type SetupResult, setUp } from './phases/setup.ts';
+import { type StartupRun, startup } from './phases/startup.ts';
+import { type SteadyResult, steady } from './phases/steady.ts';
+import { PodObserver } from './pods.ts';
+import { ReloadLog } from './reloads.ts';
+import { layout, SCALES, type ScaleName, scales } from './scale.ts';
+import { hasHttpAddressFlag, type ServiceProcess } from './service.ts';
+import { percentile, round, spread } from './stats.ts';
+
+const PHASES = ['steady', 'latency-default', 'precision', 'bulk', 'flap', 'latency', 'restart'] as const;
+type Phase = (typeof PHASES)[number];
+
+const USAGE = `usage: npm run bench -- [--scale small|full|tiny] [--out FILE] [--keep] [--skip PHASE,...]
+  --scale   fixture size (default small; full is the issue's fixture: do not run it on a shared machine)
+  --out     also write the JSON to FILE
+  --keep    leave the namespaces and nodes in place afterwards (for debugging)
+  --skip    phases to leave out: ${PHASES.join(', ')}`;
+
+interface Args {
+  scale: ScaleName;
+  out?: string;
+  keep: boolean;
+  skip: Set<Phase>;
+}
+
+function parseArgs(argv: string[]): Args {
+  const a: Args = { scale: 'small', keep: false, skip: new Set() };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    const [flag, inline] = arg.includes('=')
+      ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)]
+      : [arg, undefined];
+    const value = () => {
+      const v = inline ?? argv[++i];
+      if (v === undefined) throw new Error(`${flag} needs a value\n${USAGE}`);
+      return v;
+    };
+    switch (flag) {
+      case '--scale': {
+        const v = value();
+        if (!(SCALES as readonly string[]).includes(v))
+          throw new Error(`invalid --scale ${JSON.stringify(v)}\n${USAGE}`);
+        a.scale = v as ScaleName;
+        break;
+      }
+      case '--out':
+        a.out = path.resolve(value());
+        break;
+      case '--keep':
+        a.keep = true;
+        break;
+      case '--skip':
+        for (const p of value().split(',').filter(Boolean)) {
+          if (!(PHASES as readonly string[]).includes(p))
+            throw new Error(`unknown phase ${JSON.stringify(p)}\n${USAGE}`);
+          a.skip.add(p as Phase);
+        }
+        break;
+      case '--help':
+      case '-h':
+        process.stderr.write(`${USAGE}\n`);
+        process.exit(0);
+        break;
+      default:
+        throw new Error(`unknown argument ${JSON.stringify(arg)}\n${USAGE}`);
+    }
+  }
+  return a;
+}
+
+const t0 = Date.now();
+const say = (msg: string) =>
+  process.stderr.write(`[bench +${((Date.now() - t0) / 1000).toFixed(1)}s] ${msg}\n`);
+
+function gitCommit(): string | undefined {
+  try {
+    return execFileSync('git', ['rev-parse', 'HEAD'], { cwd: repoRoot, encoding: 'utf8' }).trim();
+  } catch {
+    return undefined;
+  }
+}
+
+function target(value: number | null | undefined, op: '<=' | '=', limit: number) {
+  const met =
+    value === null || value === undefined || Number.isNaN(value)
+      ? null
+      : op === '<='
+        ? value <= limit
+        : value === limit;
+  return { target: `${op} ${limit}`, value: value ?? null, met };
+}
+
+async function main(): Promise<number> {
+  const args = parseArgs(process.argv.slice(2));
+  const scale = scales[args.scale];
+  const { configsPerNs, deploymentsPerNs } = layout(scale);
+  const run = randomBytes(3).toString('hex');
+  const workDir = path.join(os.tmpdir(), `gitops-reloader-bench-${run}`);
+  mkdirSync(workDir, { recursive: true });
+  const hashKeyFile = path.join(workDir, 'hash-key');
+  writeFileSync(hashKeyFile, randomBytes(32).toString('hex'), { mode: 0o600 });
+  say(`run ${run}, scale ${scale.name}; service logs in ${workDir}`);
+
+  const kube = await connect(say);
+  await removeStale(kube, say);
+  await ensureApplicationCrd(kube);
+  const proxy = await startApiProxy(kube.kubeconfigPath);
+  const n = names(run, scale);
+  const ctx: Context = {
+    kube,
+    scale,
+    names: n,
+    alloc: allocate(scale),
+    pods: new PodObserver(kube.kc, run),
+    reloads: new ReloadLog(),
+    proxy,
+    workDir,
+    hashKeyFile,
+    readyz: hasHttpAddressFlag(),
+    say,
+    services: [],
+  };
+  const loadStart = os.loadavg();
+  const errors: Array<{ phase: string; error: string }> = [];
+  const phaseSeconds: Record<string, number> = {};
+  let cleanedUp = false;
+  let cleanup: { seconds: number; complete: boolean } | undefined;
+  const tearDown = async () => {
+    if (cleanedUp) return;
+    cleanedUp = true;
+    for (const s of ctx.services) s.kill();
+    ctx.pods.stop();
+    await proxy.stop();
+    if (args.keep) say(`--keep: leaving namespaces grb-${run}-* and nodes grb-${run}-node-* in place`);
+    else {
+      say('cleaning up: deleting the run namespaces, then its nodes');
+      cleanup = await cleanUp(kube, run, say, scale.name === 'full' ? 20 * 60_000 : 5 * 60_000);
+      say(`cleanup took ${cleanup.seconds.toFixed(1)}s${cleanup.complete ? '' : ' (incomplete)'}`);
+    }
+  };
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(sig, () => {
+      say(`${sig}: stopping`);
+      void tearDown().finally(() => process.exit(130));
+    });
+  }
+
+  const phase = async <T>(name: string, fn: () => Promise<T>): Promise<T | undefined> => {
+    const start = Date.now();
+    say(`— ${name}`);
+    try {
+      return await fn();
+    } catch (err) {
+      const msg = err instanceof Error ? err.message : String(err);
+      errors.push({ phase: name, error: msg });
+      say(`${name} FAILED: ${msg}`);
+      return undefined;
+    } finally {
+      phaseSeconds[name] = round((Date.now() - start) / 1000, 1);
+    }
+  };
+  const skip = (p: Phase) => args.skip.has(p);
+
+  let setup: SetupResult | undefined;
+  let startupRuns: StartupRun[] = [];
+  let steadyResult: SteadyResult | undefined;
+  let latencyDefault: LatencySample[] | undefined;
+  let precisionResult: PrecisionResult | undefined;
+  const bulkRuns: BulkRun[] = [];
+  let flapResult: FlapResult | undefined;
+  let latency0: LatencySample[] | undefined;
+  let restartPairs: RestartPair[] | undefined;
+  const exitCodes: Record<string, number | null> = {};
+  const stopService = async (label: string, svc: ServiceProcess) => {
+    exitCodes[label] = await svc.stop();
+    if (exitCodes[label] !== 0)
+      errors.push({ phase: label, error: `the service exited with ${exitCodes[label]} on SIGTERM` });
+  };
+
+  try {
+    setup = await phase('setup', () => setUp(ctx));
+    // Without a fixture there is nothing to measure; the JSON still reports the error.
+    const started = setup ? await phase('startup', () => startup(ctx)) : undefined;
+    // A start-up that failed half-way may have left a process behind (holding the lease).
+    if (!started) for (const s of ctx.services) s.kill();
+    if (started) {
+      startupRuns = started.runs;
+      const svc = started.service;
+      if (!skip('steady')) steadyResult = await phase('steady', () => steady(ctx, svc));
+      if (!skip('latency-default'))
+        latencyDefault = await phase('latency-default', () =>
+          latency(ctx, ctx.alloc.latencyDefault, 120_000),
+        );
+      if (!skip('precision')) precisionResult = await phase('precision', () => precision(ctx));
+      if (!skip('bulk')) {
+        for (const [r, indices] of ctx.alloc.bulk.entries()) {
+          const b = await phase(`bulk-${r + 1}`, () => bulk(ctx, indices));
+          if (b) bulkRuns.push(b);
+        }
+      }
+      if (!skip('flap')) flapResult = await phase('flap', () => flap(ctx));
+      await stopService('default-service', svc);
+    }
+
+    if (setup && (!skip('latency') || !skip('restart'))) {
+      const svc0 = await phase('start debounce-0 service', async () => {
+        const s = await startService(ctx, {
+          label: 'debounce-0',
+          proxied: false,
+          flags: ['--debounce=0s', '--min-reload-interval=0s'],
+        });
+        await s.waitReady(15 * 60_000);
+        await s.waitActing(15 * 60_000);
+        return s;
+      });
+      if (svc0) {
+        if (!skip('latency'))
+          latency0 = await phase('latency', () => latency(ctx, ctx.alloc.latency, 60_000));
+        if (!skip('restart')) restartPairs = await phase('restart', () => restart(ctx));
+        await stopService('debounce-0-service', svc0);
+      }
+    }
+  } finally {
+    await tearDown();
+  }
+
+  const spurious = ctx.reloads.spurious();
+  const doubles = ctx.reloads.doubleRecycles(ctx.pods);
+  const restarts = startupRuns.filter((r) => !r.first_install);
+  const direct = restarts.filter((r) => !r.proxied);
+  const proxied = restarts.filter((r) => r.proxied);
+  const firstInstall = startupRuns.find((r) => r.first_install);
+  const lat0 = latency0?.map((x) => x.latency_ms) ?? [];
+  const latD = latencyDefault?.map((x) => x.latency_ms) ?? [];
+  const ratio = spread(restartPairs?.map((p) => p.ratio) ?? []);
+  const perPod = spread(bulkRuns.map((b) => b.api_requests_per_pod));
+  const pkg = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { version: string };
+  const clientPkg = JSON.parse(
+    readFileSync(path.join(repoRoot, 'node_modules', '@kubernetes', 'client-node', 'package.json'), 'utf8'),
+  ) as { version: string };
+  const cpus = os.cpus();
+
+  const result = {
+    bench: 'gitops-reloader',
+    scale: scale.name,
+    run,
+    started_at: new Date(t0).toISOString(),
+    duration_s: round((Date.now() - t0) / 1000, 1),
+    startup_ready_s: spread(direct.map((r) => r.ready_s)),
+    rss_ready_mib: spread(
+      direct.map((r) => r.rss_ready_mib),
+      1,
+    ),
+    rss_steady_mib: spread(steadyResult?.steady_samples_mib ?? [], 1),
+    steady_after_s: steadyResult?.after_s ?? null,
+    startup_api_requests: spread(proxied.flatMap((r) => r.api_requests ?? [])),
+    latency_p50_ms: lat0.length ? percentile(lat0, 50) : null,
+    latency_p99_ms: lat0.length ? percentile(lat0, 99) : null,
+    latency_samples: lat0.length,
+    latency_default_p50_ms: latD.length ? percentile(latD, 50) : null,
+    latency_default_samples: latD.length,
+    reloads_per_sync: precisionResult ? round(precisionResult.sync_reloads / precisionResult.syncs, 3) : null,
+    double_recycles: doubles.length,
+    spurious_reloads: spurious.length,
+    api_requests_per_pod: perPod,
+    restart_vs_native_ratio: ratio,
+    bulk_100_s: spread(
+      bulkRuns.map((b) => b.seconds),
+      2,
+    ),
+    bulk_deployments: scale.bulkDeployments,
+    flap_reloads: flapResult?.reloads ?? null,
+    targets: {
+      applies_at: 'full',
+      startup_ready_s: target(spread(direct.map((r) => r.ready_s))?.median, '<=', 15),
+      rss_steady_mib: target(spread(steadyResult?.steady_samples_mib ?? [])?.median, '<=', 150),
+      latency_p99_ms: target(lat0.length ? percentile(lat0, 99) : null, '<=', 250),
+      reloads_per_sync: target(
+        precisionResult ? precisionResult.sync_reloads / precisionResult.syncs : null,
+        '=',
+        1,
+      ),
+      double_recycles: target(doubles.length, '=', 0),
+      spurious_reloads: target(spurious.length, '=', 0),
+      api_requests_per_pod: target(perPod?.median, '<=', 4),
+      restart_vs_native_ratio: target(ratio?.median, '<=', 1.3),
+    },
+    details: {
+      fixture: {
+        namespaces: scale.namespaces,
+        configmaps: scale.configsPerKind,
+        secrets: scale.configsPerKind,
+        config_bytes: scale.configBytes,
+        configs_per_namespace: configsPerNs * 2,
+        deployments: scale.deployments,
+        deployments_per_namespace: deploymentsPerNs,
+        replicas: scale.replicas,
+        pods: expectedPods(scale),
+        references: 'per Deployment: envFrom (every key), a valueFrom key ref (k0), a volume (every key)',
+        kwok_nodes: setup?.nodes ?? null,
+        setup_s: setup ? round(setup.total_s, 1) : null,
+        setup,
+      },
+      service: {
+        flags_default:
+          'defaults (debounce 3s, min-reload-interval 10s, max-concurrent-reloads 5, leader election on)',
+        flags_debounce0: '--debounce=0s --min-reload-interval=0s',
+        scope: 'cluster-wide watches, --namespace-selector for the run namespaces',
+        ready_signal: startupRuns[0]?.ready_signal ?? null,
+        exit_codes: exitCodes,
+        defaults_assumed: SERVICE_DEFAULTS,
+      },
+      startup: {
+        readyz_means: 'caches synced (leader election on: acting comes later, see acting_s)',
+        acting_s: spread(direct.map((r) => r.acting_s)),
+        rss_acting_mib: spread(
+          direct.map((r) => r.rss_acting_mib),
+          1,
+        ),
+        proxied_ready_s: spread(proxied.map((r) => r.ready_s)),
+        proxied_acting_s: spread(proxied.map((r) => r.acting_s)),
+        first_install: firstInstall ?? null,
+        restarts,
+      },
+      steady: steadyResult
+        ? {
+            churn: `${scale.churnPerS} updates/s of unreferenced ConfigMaps and Secrets`,
+            churn_updates: steadyResult.churn_updates,
+            rss_peak_mib: round(steadyResult.peak_mib, 1),
+            rss_samples_mib: steadyResult.samples_mib,
+          }
+        : null,
+      latency: latency0
+        ? {
+            service: 'debounce 0, straight to the API server (no proxy)',
+            p90_ms: percentile(lat0, 90),
+            max_ms: Math.max(...lat0),
+            to_reload_started_p50_ms: percentile(
+              latency0.flatMap((x) => x.to_reload_started_ms ?? []),
+              50,
+            ),
+            samples: latency0,
+          }
+        : null,
+      latency_default: latencyDefault
+        ? {
+            service: 'default flags (debounce 3s), through the counting proxy',
+            to_reload_started_p50_ms: percentile(
+              latencyDefault.flatMap((x) => x.to_reload_started_ms ?? []),
+              50,
+            ),
+            samples: latencyDefault,
+          }
+        : null,
+      precision: precisionResult
+        ? {
+            ...precisionResult,
+            reloads_per_burst_without_argocd: round(
+              precisionResult.burst_reloads / Math.max(1, precisionResult.bursts),
+              3,
+            ),
+            double_recycled_pods: doubles,
+            spurious: spurious.map((w) => ({ workload: w.key, process: w.process })),
+          }
+        : {
+            double_recycled_pods: doubles,
+            spurious: spurious.map((w) => ({ workload: w.key, process: w.process })),
+          },
+      bulk: bulkRuns,
+      restart: restartPairs
+        ? {
+            replicas: scale.restartReplicas,
+            ours_s: spread(restartPairs.map((p) => p.ours_s)),
+            native_s: spread(restartPairs.map((p) => p.native_s)),
+            ours_from_first_action_s: spread(restartPairs.map((p) => p.ours_from_first_action_s)),
+            ratio_from_first_action: spread(restartPairs.map((p) => p.ours_from_first_action_s / p.native_s)),
+            pairs: restartPairs,
+          }
+        : null,
+      flap: flapResult,
+      reloads_total: ctx.reloads.windows.length,
+      reload_failures: ctx.reloads.windows.filter((w) => w.failedAt !== undefined).length,
+      pod_watch_restarts: ctx.pods.restarts,
+      phase_seconds: phaseSeconds,
+      cleanup: cleanup ?? null,
+      service_logs: workDir,
+    },
+    machine: {
+      cpus: cpus.length,
+      cpu_model: cpus[0]?.model ?? null,
+      memory_gib: round(os.totalmem() / 2 ** 30, 1),
+      kernel: os.release(),
+      loadavg_start: loadStart.map((x) => round(x, 2)),
+      loadavg_end: os.loadavg().map((x) => round(x, 2)),
+    },
+    versions: {
+      'gitops-reloader': pkg.version,
+      commit: gitCommit() ?? null,
+      node: process.version,
+      'kube-apiserver': await serverVersion(kube).catch(() => null),
+      '@kubernetes/client-node': clientPkg.version,
+    },
+    errors,
+  };
+  const text = `${JSON.stringify(result, null, 2)}\n`;
+  if (args.out) {
+    mkdirSync(path.dirname(args.out), { recursive: true });
+    writeFileSync(args.out, text);
+    say(`written to ${args.out}`);
+  }
+  process.stdout.write(text);
+  return errors.length > 0 ? 1 : 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    say(`failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    process.exit(1);
+  },
+);
