@@ -23,5 +23,7 @@ if (errors.length > 0) {
   failed++;
   process.stdout.write(`bench: errors: ${JSON.stringify(errors)}\n`);
 }
-process.stdout.write(failed === 0 ? "bench: every exact figure as expected\n" : `bench: ${failed} exact figure(s) wrong\n`);
+process.stdout.write(
+  failed === 0 ? 'bench: every exact figure as expected\n' : `bench: ${failed} exact figure(s) wrong\n`,
+);
 process.exit(failed === 0 ? 0 : 1);
