@@ -63,6 +63,26 @@ export class PodEvictor {
     return true;
   }
 
+  /** Evicts the named pods (as the planner chose them from `pods`), stopping at the first refusal. */
+  async evictNamed(names: readonly string[], pods: readonly V1Pod[]): Promise<boolean> {
+    const byName = new Map(pods.map((p) => [p.metadata?.name, p.metadata?.uid]));
+    return this.evict(
+      names.flatMap((name) => {
+        const uid = byName.get(name);
+        return uid ? [{ name, uid }] : [];
+      }),
+    );
+  }
+
+  /**
+   * The planner's wait: waiting out the cutoff or a pod's minReadySeconds (a `retryAfterMs`) is
+   * progress; anything else counts towards a stall.
+   */
+  async wait(step: { reason: string; retryAfterMs?: number }): Promise<void> {
+    if (step.retryAfterMs === undefined) this.blocked(`waiting: ${step.reason}`);
+    await this.next(step.retryAfterMs !== undefined ? Math.min(step.retryAfterMs, 5_000) : undefined);
+  }
+
   /** Notes that the reload cannot progress; reports a stall once it lasts --stall-after. */
   blocked(why: string): void {
     this.#blockedSince ??= Date.now();

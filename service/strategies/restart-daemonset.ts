@@ -89,25 +89,16 @@ export async function restartDaemonSet(ctx: StrategyContext, req: ReloadRequest)
         };
       }
       case 'evict': {
-        const byName = new Map(pods.map((p) => [p.metadata?.name, p]));
-        const chosen = step.pods.flatMap((n) => {
-          const p = byName.get(n);
-          return p?.metadata?.uid ? [{ name: n, uid: p.metadata.uid }] : [];
-        });
-        await evictor.evict(chosen);
+        await evictor.evictNamed(step.pods, pods);
         for (const p of pods) {
           if (p.spec?.nodeName && evictor.evicted.has(p.metadata?.uid ?? '')) nodesDone.add(p.spec.nodeName);
         }
         await evictor.next();
         continue;
       }
-      case 'wait': {
-        const retry = step.reason === 'rollout-in-progress' ? undefined : step.retryAfterMs;
-        // Waiting out the cutoff or a pod's minReadySeconds is progress, not a block.
-        if (retry === undefined) evictor.blocked(`waiting: ${step.reason}`);
-        await evictor.next(retry !== undefined ? Math.min(retry, 5_000) : undefined);
+      case 'wait':
+        await evictor.wait(step);
         continue;
-      }
     }
   }
 }
