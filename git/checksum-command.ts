@@ -4,6 +4,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { FlagError, type FlagSpec, parseFlags, usage } from '../service/config/flags.ts';
+import { readKeyFile } from '../service/config/hash-key.ts';
 import { KEYS } from '../service/core/annotations.ts';
 import { injectChecksums, isKubernetesObject, type ManifestSource } from './checksums.ts';
 import { listYamlFiles } from './locate.ts';
@@ -86,7 +87,7 @@ export async function checksum(
     return 2;
   }
   try {
-    const key = await readKey(keyFile);
+    const key = readKeyFile(keyFile, '--key-file');
     const sources = stream ? [{ name: '-', text: await io.readStdin() }] : await readDir(input, io);
     const result = injectChecksums(sources, key, {
       annotation: values.annotation as string,
@@ -121,22 +122,6 @@ export async function checksum(
     io.err(`gitops-reloader checksum: ${(err as Error).message}\n`);
     return 1;
   }
-}
-
-async function readKey(file: string): Promise<Buffer> {
-  let raw: Buffer;
-  try {
-    raw = await readFile(file);
-  } catch (err) {
-    throw new Error(
-      `cannot read --key-file ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
-    );
-  }
-  // As serve reads --hash-key-file: trailing whitespace (a newline from echo) is not part of the key.
-  const key = Buffer.from(raw.toString('utf8').replace(/\s+$/, ''), 'utf8');
-  if (key.length < 32)
-    throw new Error(`--key-file ${file} holds ${key.length} bytes; at least 32 are needed`);
-  return key;
 }
 
 /** The manifest files of a directory; files that are not YAML (Helm templates, say) are skipped with a note. */

@@ -4,8 +4,9 @@ import { randomBytes } from 'node:crypto';
 import type { FlagSpec } from './config/flags.ts';
 import { FlagError, parseFlags } from './config/flags.ts';
 import { compileGlobals, decide } from './core/annotations.ts';
-import type { ConfigKind, ConfigRef, WorkloadKind } from './core/types.ts';
+import type { ConfigKind, ConfigRef } from './core/types.ts';
 import { configId } from './core/types.ts';
+import { collectionPath, WORKLOAD_RESOURCES } from './kube/resources.ts';
 import { configRecord, type RawObject, workloadRecord } from './kube/to-record.ts';
 import { getJson, KubeHttpError } from './kube/watch-http.ts';
 import { kubeConfigFrom } from './kubeconfig.ts';
@@ -30,14 +31,6 @@ export const planFlags: readonly FlagSpec[] = [
     help: 'As for serve.',
     default: 'restart',
   },
-];
-
-const SOURCES: Array<{ kind: WorkloadKind; path: string }> = [
-  { kind: 'Deployment', path: '/apis/apps/v1/namespaces/NS/deployments' },
-  { kind: 'StatefulSet', path: '/apis/apps/v1/namespaces/NS/statefulsets' },
-  { kind: 'DaemonSet', path: '/apis/apps/v1/namespaces/NS/daemonsets' },
-  { kind: 'CronJob', path: '/apis/batch/v1/namespaces/NS/cronjobs' },
-  { kind: 'Rollout', path: '/apis/argoproj.io/v1alpha1/namespaces/NS/rollouts' },
 ];
 
 const HOW: Record<string, Record<string, string>> = {
@@ -93,9 +86,9 @@ export async function plan(
       if (rec) state.putConfig(rec);
     }
   }
-  for (const s of SOURCES) {
-    for (const raw of await list(kc, s.path.replace('NS', namespace))) {
-      const rec = workloadRecord(s.kind, raw);
+  for (const r of WORKLOAD_RESOURCES) {
+    for (const raw of await list(kc, collectionPath(r, namespace))) {
+      const rec = workloadRecord(r.kind, raw);
       if (rec) state.putWorkload(rec);
     }
   }

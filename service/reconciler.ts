@@ -10,7 +10,7 @@ import { setDigest } from './core/config-hash.ts';
 import { effectiveCutoff } from './core/cutoff.ts';
 import type { LedgerEntry } from './core/ledger-entry.ts';
 import { isTracked, REQUEST, verdict, watchedSet } from './core/plan.ts';
-import { type ConfigRecord, compareResourceVersions, type WorkloadRecord } from './core/records.ts';
+import { type ConfigRecord, compareResourceVersions } from './core/records.ts';
 import { configId } from './core/types.ts';
 import { WorkQueue } from './core/work-queue.ts';
 import { apiVersionOf, type EventReason, type EventRecorder } from './kube/events.ts';
@@ -440,5 +440,3 @@ function sorted(m: Record<string, string>): Array<[string, string]> {
 function same(a: Record<string, string>, b: Record<string, string>): boolean {
   return JSON.stringify(sorted(a)) === JSON.stringify(sorted(b));
 }
-
-export type { WorkloadRecord };

@@ -1,5 +1,4 @@
 // `gitops-reloader serve`: watches configs and workloads, and reloads what changed.
-import { readFileSync } from 'node:fs';
 import { AppsV1Api, BatchV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import type { Router } from 'express';
 import { startArgoCd } from './argocd/argocd.ts';
@@ -8,11 +7,11 @@ import { FlagError } from './config/flags.ts';
 import { compileGlobals } from './core/annotations.ts';
 import { MIN_HMAC_KEY_BYTES } from './core/config-hash.ts';
 import type { ConfigRecord, WorkloadRecord } from './core/records.ts';
-import type { ConfigKind, WorkloadKind } from './core/types.ts';
 import { WatchProgress } from './http.ts';
 import { EventRecorder } from './kube/events.ts';
 import { type LeaderElection, startLeaderElection } from './kube/leader.ts';
 import { Ledger } from './kube/ledger.ts';
+import { CONFIG_RESOURCES, collectionPath, type Resource, WORKLOAD_RESOURCES } from './kube/resources.ts';
 import { configRecord, type RawObject, workloadRecord } from './kube/to-record.ts';
 import { startWatch, type Watch, type WatchFailure } from './kube/watch.ts';
 import { getJson } from './kube/watch-http.ts';
@@ -21,31 +20,6 @@ import { Metrics } from './metrics.ts';
 import { Reconciler } from './reconciler.ts';
 import { ClusterState } from './state.ts';
 import { createGitCommitter } from './strategies/git-commit.ts';
-
-interface Resource<K extends string> {
-  kind: K;
-  group: string; // '' for core
-  version: string;
-  plural: string;
-}
-
-const CONFIGS: Resource<ConfigKind>[] = [
-  { kind: 'ConfigMap', group: '', version: 'v1', plural: 'configmaps' },
-  { kind: 'Secret', group: '', version: 'v1', plural: 'secrets' },
-];
-
-const WORKLOADS: Resource<WorkloadKind>[] = [
-  { kind: 'Deployment', group: 'apps', version: 'v1', plural: 'deployments' },
-  { kind: 'StatefulSet', group: 'apps', version: 'v1', plural: 'statefulsets' },
-  { kind: 'DaemonSet', group: 'apps', version: 'v1', plural: 'daemonsets' },
-  { kind: 'CronJob', group: 'batch', version: 'v1', plural: 'cronjobs' },
-  { kind: 'Rollout', group: 'argoproj.io', version: 'v1alpha1', plural: 'rollouts' },
-];
-
-function collectionPath(r: Resource<string>, namespace?: string): string {
-  const base = r.group === '' ? `/api/${r.version}` : `/apis/${r.group}/${r.version}`;
-  return namespace ? `${base}/namespaces/${namespace}/${r.plural}` : `${base}/${r.plural}`;
-}
 
 /** Reads the HMAC key: --hash-key-file, else the Secret <release-name>-hash-key in the release namespace. */
 async function hashKey(cfg: Config, core: CoreV1Api): Promise<Buffer> {
@@ -225,7 +199,7 @@ export async function serve(
   }
 
   for (const ns of scopes) {
-    for (const r of CONFIGS) {
+    for (const r of CONFIG_RESOURCES) {
       watch<ConfigRecord>(collectionPath(r, ns), {
         labelSelector: cfg.resourceLabelSelector,
         // Our own ledger shards are ConfigMaps too; they never reload anything.
@@ -241,7 +215,7 @@ export async function serve(
       });
     }
   }
-  for (const r of WORKLOADS) {
+  for (const r of WORKLOAD_RESOURCES) {
     if (r.group === 'argoproj.io' && !(await served(kc, r))) {
       log.info({ resource: `${r.plural}.${r.group}` }, 'not served by the API server; not watched');
       continue;
@@ -341,8 +315,4 @@ export async function serve(
       await Promise.all(watches.map((w) => w.stop()));
     },
   };
-}
-
-export function readFileText(file: string): string {
-  return readFileSync(file, 'utf8');
 }

@@ -1,10 +1,10 @@
 // The service's configuration: one validated object built at start-up from flags and env, then
 // passed to every part. No module reads process.env on its own.
-import { readFileSync } from 'node:fs';
 import { FAILED_SYNC_POLICIES, type FailedSyncPolicy } from '../argocd/gate.ts';
 import { TRACKING_METHODS, type TrackingMethod } from '../argocd/tracking.ts';
 import { RELOAD_STRATEGIES, type ReloadStrategy } from '../core/types.ts';
 import { FlagError, type FlagSpec, type FlagValue, parseFlags } from './flags.ts';
+import { readKeyFile } from './hash-key.ts';
 
 export type Strategy = ReloadStrategy;
 
@@ -385,16 +385,11 @@ export function loadConfig(
   return buildConfig(values, env);
 }
 
-/** Reads the HMAC key file. The key must be at least 32 bytes; trailing newlines are ignored. */
+/** Reads --hash-key-file; a bad file stops start-up with a message naming the flag. */
 export function readHashKeyFile(file: string): Buffer {
-  let raw: Buffer;
   try {
-    raw = readFileSync(file);
+    return readKeyFile(file, '--hash-key-file');
   } catch (err) {
-    throw new FlagError(`cannot read --hash-key-file ${file}: ${(err as Error).message}`);
+    throw new FlagError((err as Error).message);
   }
-  const key = Buffer.from(raw.toString('utf8').replace(/\s+$/, ''), 'utf8');
-  if (key.length < 32)
-    throw new FlagError(`--hash-key-file ${file} holds ${key.length} bytes; at least 32 are needed`);
-  return key;
 }
