@@ -5,7 +5,7 @@
 import { afterEach, describe, expect } from 'vitest';
 import { APPLY_MODES, type ApplyMode, ArgoCdPlayer, type Manifest } from '../support/argocd-player.ts';
 import { it, type Kube } from '../support/kube.ts';
-import { livePods, PodTracker, waitForEvent, waitReadyPods } from '../support/observe.ts';
+import { livePods, PodTracker, waitAllReplaced, waitForEvent, waitReadyPods } from '../support/observe.ts';
 import { hashKeyFile, killAll, type RunningService, serviceArgs, startService } from '../support/service.ts';
 import { pending, waitFor } from '../support/wait-for.ts';
 import { cm, reloadedCount, secret, stayQuiet, web } from './fixtures.ts';
@@ -41,24 +41,6 @@ const noReload = (kube: Kube, namespace: string, names: string[]) => async () =>
   for (const n of names) if ((await reloadedCount(kube, namespace, n)) > 0) return `${n} was reloaded`;
   return undefined;
 };
-
-/** Every pod of `app` replaced and Ready, none of `before` left. */
-async function waitReplaced(
-  kube: Kube,
-  namespace: string,
-  app: string,
-  before: { uid: string }[],
-  count: number,
-) {
-  const old = new Set(before.map((p) => p.uid));
-  return waitFor(
-    async () => {
-      const pods = await livePods(kube, namespace, app);
-      return pods.length === count && pods.every((p) => p.ready && !old.has(p.uid)) ? pods : pending(pods);
-    },
-    { describe: `every pod of ${app} replaced and Ready`, timeout: 60_000 },
-  );
-}
 
 describe('sync-aware batching', () => {
   it('reloads each Deployment once, after the sync ends, when a sync changes three ConfigMaps and a Secret across waves', async ({
@@ -113,8 +95,8 @@ describe('sync-aware batching', () => {
 
     const webEvent = await waitForEvent(kube, namespace, 'Reloaded', 'web');
     const apiEvent = await waitForEvent(kube, namespace, 'Reloaded', 'api');
-    await waitReplaced(kube, namespace, 'web', webBefore, 2);
-    await waitReplaced(kube, namespace, 'api', apiBefore, 1);
+    await waitAllReplaced(kube, namespace, 'web', webBefore, 2);
+    await waitAllReplaced(kube, namespace, 'api', apiBefore, 1);
     for (const w of ['web', 'api']) {
       await svc.waitForLog(
         `${w} reload complete`,
@@ -170,7 +152,7 @@ describe('sync-aware batching', () => {
       (l) => l.msg === 'reload complete' && l.workload === 'Deployment/web',
       60_000,
     );
-    await waitReplaced(kube, namespace, 'web', before, 2);
+    await waitAllReplaced(kube, namespace, 'web', before, 2);
     tracker.stop();
 
     // The template rollout replaced the pods; we evicted none and made no surge pod.
@@ -194,7 +176,7 @@ describe('sync-aware batching', () => {
     const svc = await start(namespace);
     await player.sync([[cm('app', { k: '2' })]], { phase: 'Failed' });
     await waitForEvent(kube, namespace, 'Reloaded', 'web');
-    await waitReplaced(kube, namespace, 'web', before, 1);
+    await waitAllReplaced(kube, namespace, 'web', before, 1);
     await svc.waitForLog(
       'released',
       (l) =>
@@ -232,7 +214,7 @@ describe('sync-aware batching', () => {
     // A later sync that succeeds (here: the same revision again, nothing new) releases them.
     await player.sync([[cm('app', { k: '2' })]], { phase: 'Succeeded' });
     await waitForEvent(kube, namespace, 'Reloaded', 'web');
-    await waitReplaced(kube, namespace, 'web', before, 1);
+    await waitAllReplaced(kube, namespace, 'web', before, 1);
     expect(await reloadedCount(kube, namespace, 'web')).toBe(1);
   });
 
@@ -267,7 +249,7 @@ describe('sync-aware batching', () => {
           },
           { describe: `reload ${i}`, timeout: 60_000 },
         );
-        pods = await waitReplaced(kube, namespace, 'web', pods, 1);
+        pods = await waitAllReplaced(kube, namespace, 'web', pods, 1);
         const live = await kube.apps.readNamespacedDeployment({ name: 'web', namespace });
         expect(live.metadata?.generation, `sync ${i}: the reload moved the generation`).toBe(settled);
         expect(canonicalJson(live.spec?.template), `sync ${i}`).toBe(canonicalJson(expected));

@@ -5,7 +5,14 @@ import path from 'node:path';
 import { afterEach, describe, expect, inject } from 'vitest';
 import { repoRoot } from '../cluster/paths.ts';
 import { it, type Kube } from '../support/kube.ts';
-import { events, livePods, PodTracker, waitForEvent, waitReadyPods } from '../support/observe.ts';
+import {
+  events,
+  livePods,
+  PodTracker,
+  waitAllReplaced,
+  waitForEvent,
+  waitReadyPods,
+} from '../support/observe.ts';
 import { hashKeyFile, killAll, serviceArgs, startService } from '../support/service.ts';
 import { pending, waitFor } from '../support/wait-for.ts';
 import { configMap, deployment } from '../support/workloads.ts';
@@ -21,25 +28,6 @@ async function setCm(kube: Kube, namespace: string, name: string, data: Record<s
 async function generation(kube: Kube, namespace: string, name: string) {
   const d = await kube.apps.readNamespacedDeployment({ name, namespace });
   return { generation: d.metadata?.generation, resourceVersion: d.metadata?.resourceVersion };
-}
-
-/** Waits until every pod of `app` is Ready and none of `before` is left. */
-async function waitAllReplaced(
-  kube: Kube,
-  namespace: string,
-  app: string,
-  before: { uid: string }[],
-  count: number,
-) {
-  const old = new Set(before.map((p) => p.uid));
-  return waitFor(
-    async () => {
-      const pods = await livePods(kube, namespace, app);
-      const done = pods.length === count && pods.every((p) => p.ready && !old.has(p.uid));
-      return done ? pods : pending(pods);
-    },
-    { describe: `every pod of ${app} replaced and Ready`, timeout: 60_000 },
-  );
 }
 
 describe('reload engine', () => {

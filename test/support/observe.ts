@@ -45,6 +45,25 @@ export async function waitReadyPods(
   );
 }
 
+/** Waits until the app has `count` pods, all Ready and none of `before` (surge pods still count). */
+export async function waitAllReplaced(
+  kube: Kube,
+  namespace: string,
+  app: string,
+  before: readonly { uid: string }[],
+  count: number,
+): Promise<PodView[]> {
+  const old = new Set(before.map((p) => p.uid));
+  return waitFor(
+    async () => {
+      const pods = await livePods(kube, namespace, app);
+      const done = pods.length === count && pods.every((p) => p.ready && !old.has(p.uid));
+      return done ? pods : pending(pods);
+    },
+    { describe: `every pod of ${app} replaced and Ready`, timeout: 60_000 },
+  );
+}
+
 export async function events(
   kube: Kube,
   namespace: string,
