@@ -347,7 +347,12 @@ describe('startWatch', () => {
       expect(f.message).toMatch(/LIST .*: HTTP 403 Forbidden: configmaps is forbidden/);
     }
     expect(r.failures.slice(0, 4).map((f) => f.attempt)).toEqual([1, 2, 3, 4]);
-    expect(r.failures[3]?.retryInMs).toBeGreaterThanOrEqual(500); // 100 ms doubling, capped at 1 s, jittered
+    // Equal-jitter backoff from 100 ms: attempt n waits between half and all of 100·2^(n-1) ms.
+    r.failures.slice(0, 4).forEach((f, i) => {
+      const ceiling = 100 * 2 ** i;
+      expect(f.retryInMs).toBeGreaterThanOrEqual(ceiling / 2);
+      expect(f.retryInMs).toBeLessThanOrEqual(ceiling);
+    });
 
     await grant(kube, namespace, 'watcher', ['list', 'watch']);
     await waitFor(() => (w.synced ? true : pending(r.failures.at(-1))), {
