@@ -2,7 +2,7 @@
 // Batcher; each batch is judged against the ledger (watchedSet + verdict); a reload becomes an
 // action in the WorkQueue, whose runner writes the pending action to the ledger, runs the
 // strategy, records the result, and reports it as an Event.
-import type { AppsV1Api, BatchV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import type { AppsV1Api, BatchV1Api, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import type { Config } from './config/config.ts';
 import { type AnnotationGlobals, KEYS } from './core/annotations.ts';
 import { type Batch, Batcher, type Change, type ChangeSink } from './core/batcher.ts';
@@ -35,6 +35,8 @@ export interface ReloadAction {
   changeRV: string;
   /** True when resuming a pending action found in the ledger (after a crash or leader change). */
   resumed?: boolean;
+  /** The pods a resumed restart replaces: the snapshot its first run recorded. */
+  targets?: readonly string[];
 }
 
 /**
@@ -61,6 +63,7 @@ export interface ReconcilerDeps {
   apps: AppsV1Api;
   batch: BatchV1Api;
   custom: CustomObjectsApi;
+  kc: KubeConfig;
   inScope(namespace: string): boolean;
   gate?: ChangeGate;
   metrics?: Metrics;
@@ -126,6 +129,7 @@ export class Reconciler {
           target: set,
           changeRV: this.#changeRV(Object.keys(set)),
           resumed: same,
+          ...(same && entry.pending.targets ? { targets: entry.pending.targets } : {}),
         });
         continue;
       }
@@ -336,11 +340,24 @@ export class Reconciler {
     }
     const previous = ledger.get(t.id);
     const cutoff = new Date(a.cutoffMs).toISOString();
-    await ledger.put(t.id, {
-      configs: previous?.configs ?? {},
-      pending: { cutoff, target: a.target, changed: a.changed, startedAt: new Date().toISOString() },
-      ...(previous?.reloadedAt ? { reloadedAt: previous.reloadedAt } : {}),
-    });
+    const startedAt = new Date().toISOString();
+    // The strategy calls begin() before its first write: the pending entry then names the pods it
+    // replaces, at no extra request. A retry after a failure replaces the same pods.
+    let targets = a.targets;
+    const begin = async (snapshot?: readonly string[]) => {
+      targets = snapshot;
+      await ledger.put(t.id, {
+        configs: previous?.configs ?? {},
+        pending: {
+          cutoff,
+          target: a.target,
+          changed: a.changed,
+          startedAt,
+          ...(snapshot ? { targets: [...snapshot] } : {}),
+        },
+        ...(previous?.reloadedAt ? { reloadedAt: previous.reloadedAt } : {}),
+      });
+    };
     log.info({ ...f, cutoff, resumed: a.resumed ?? false }, 'reload started');
     try {
       const result = await runStrategy(strategy, t.rec, {
@@ -348,6 +365,8 @@ export class Reconciler {
         apps: this.#d.apps,
         batch: this.#d.batch,
         custom: this.#d.custom,
+        kc: this.#d.kc,
+        begin,
         log,
         signal: this.#abort.signal,
         stallAfterMs: cfg.stallAfterMs,
@@ -362,6 +381,7 @@ export class Reconciler {
           );
         },
         cutoffMs: a.cutoffMs,
+        ...(a.targets ? { targets: a.targets } : {}),
         configHash: setDigest(a.target, this.#d.hashKey),
         ...(this.#d.git ? { git: this.#d.git } : {}),
         changed,
@@ -404,7 +424,7 @@ export class Reconciler {
       );
       const timer = setTimeout(() => {
         this.#retryTimers.delete(timer);
-        this.#submit({ ...a, resumed: true });
+        this.#submit({ ...a, resumed: true, ...(targets ? { targets } : {}) });
       }, retryMs);
       this.#retryTimers.add(timer);
     }

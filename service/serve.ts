@@ -133,6 +133,7 @@ export async function serve(
       globals,
       hashKey: key,
       ...apis,
+      kc,
       inScope,
       gate: argocd.gate,
       metrics,

@@ -79,3 +79,24 @@ export function waitBeforeActingMs(
   assertMargin(skewMarginMs);
   return Math.max(0, cutoffMs + skewMarginMs - nowMs);
 }
+
+/**
+ * What makes a pod "old" for one restart: membership in `targets` (the uids of the pods that existed
+ * when the restart began, persisted with the pending reload) when given, else the cutoff rule.
+ * A target set needs no wait at all: a pod created after the snapshot has a uid outside it, so a
+ * replacement can never look old, whatever its whole-second creationTimestamp says.
+ */
+export type OldPodRule =
+  | { targets: ReadonlySet<string> }
+  | { cutoffMs: number; nowMs: number; skewMarginMs?: number };
+
+/** How long to wait before acting under `rule` (0: act now). */
+export function waitUnderRule(rule: OldPodRule): number {
+  if ('targets' in rule) return 0;
+  return waitBeforeActingMs(rule.nowMs, rule.cutoffMs, rule.skewMarginMs ?? DEFAULT_SKEW_MARGIN_MS);
+}
+
+/** Whether the pod must be replaced under `rule`. */
+export function isOldUnderRule(p: { uid: string; createdAt: string }, rule: OldPodRule): boolean {
+  return 'targets' in rule ? rule.targets.has(p.uid) : isBeforeCutoff(p.createdAt, rule.cutoffMs);
+}

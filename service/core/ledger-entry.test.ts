@@ -7,6 +7,8 @@ import {
   LedgerEntryError,
   ledgerKey,
   MAX_KEY_CHARS,
+  MAX_TARGETS,
+  type PendingReload,
   shardOf,
   storedBytes,
 } from './ledger-entry.ts';
@@ -52,6 +54,21 @@ describe('ledger entry encoding', () => {
       expect(d.id).toBe(W);
       expect(d.entry).toEqual(entry);
     }
+  });
+
+  it('round-trips the snapshotted pod uids of a pending restart as a sorted set under "u"', () => {
+    const withTargets: LedgerEntry = {
+      ...inFlight,
+      pending: { ...(inFlight.pending as PendingReload), targets: ['uid-b', 'uid-a', 'uid-b'] },
+    };
+    const encoded = encodeEntry(W, withTargets);
+    expect(JSON.parse(encoded).p.u).toEqual(['uid-a', 'uid-b']);
+    expect(decodeOk(ledgerKey(W), encoded).entry.pending?.targets).toEqual(['uid-a', 'uid-b']);
+    const bad = (u: unknown) => JSON.stringify({ c: {}, p: { ...JSON.parse(encoded).p, u } });
+    expect(reason(ledgerKey(W), bad('uid-a'))).toBe('pending.targets is not an array');
+    expect(reason(ledgerKey(W), bad([7]))).toBe('pending.targets holds something that is not a pod uid');
+    const many = Array.from({ length: MAX_TARGETS + 1 }, (_, i) => `uid-${i}`);
+    expect(reason(ledgerKey(W), bad(many))).toBe(`pending.targets has more than ${MAX_TARGETS} uids`);
   });
 
   it('writes short keys, sorted maps and a sorted set of changed configs, so equal entries are equal bytes', () => {

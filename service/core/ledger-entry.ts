@@ -6,7 +6,8 @@
 //   {"id": workloadId  (only when the data key is a hash, see ledgerKey)
 //    "c":  {configId: digest}                        configs: digests last applied to the workload
 //    "p":  {"t": cutoff, "g": {configId: digest},    pending: reload in progress, its cutoff T, target
-//           "ch": [configId], "s": startedAt}                 digests, changed configs, start time
+//           "ch": [configId], "s": startedAt,                 digests, changed configs, start time,
+//           "u": [podUid]}                                    and the pods to replace (when snapshotted)
 //    "r":  reloadedAt}                               time of the last completed reload
 // Times are ISO-8601 UTC with milliseconds, exactly as Date#toISOString writes them.
 
@@ -20,7 +21,17 @@ export interface PendingReload {
   /** The configIds whose change caused the reload. A set: stored sorted and without duplicates. */
   changed: string[];
   startedAt: string;
+  /**
+   * The uids of the pods the restart replaces, snapshotted before its first eviction. A resumed
+   * reload replaces exactly the ones still there. Absent: the cutoff rule decides.
+   */
+  targets?: string[];
 }
+
+/** More pods than this are not snapshotted (a shard must stay well under 1 MiB): the cutoff rule decides. */
+export const MAX_TARGETS = 1000;
+/** A uid is 36 characters; this bound only catches something that is not one. */
+const MAX_UID_CHARS = 128;
 
 export interface LedgerEntry {
   /** configId → digest (an HMAC computed elsewhere; never config data). */
@@ -104,6 +115,7 @@ export function encodeEntry(id: string, entry: LedgerEntry): string {
       g: sortedRecord(p.target),
       ch: [...new Set(p.changed)].sort(compare),
       s: p.startedAt,
+      ...(p.targets ? { u: [...new Set(p.targets)].sort(compare) } : {}),
     };
   }
   if (entry.reloadedAt !== undefined) value.r = entry.reloadedAt;
@@ -139,13 +151,14 @@ export function decodeEntry(key: string, value: string): DecodedEntry {
   const entry: LedgerEntry = { configs: raw.c as Record<string, string> };
   if (raw.p !== undefined) {
     if (!isPlainObject(raw.p)) return fail('field "p" (pending) is not an object');
-    const pExtra = Object.keys(raw.p).filter((k) => !['t', 'g', 'ch', 's'].includes(k));
+    const pExtra = Object.keys(raw.p).filter((k) => !['t', 'g', 'ch', 's', 'u'].includes(k));
     if (pExtra.length > 0) return fail(`unknown pending field(s) ${pExtra.join(', ')}`);
     entry.pending = {
       cutoff: raw.p.t as string,
       target: raw.p.g as Record<string, string>,
       changed: raw.p.ch as string[],
       startedAt: raw.p.s as string,
+      ...(raw.p.u !== undefined ? { targets: raw.p.u as string[] } : {}),
     };
   }
   if (raw.r !== undefined) entry.reloadedAt = raw.r as string;
@@ -169,7 +182,9 @@ export function checkEntry(entry: unknown): string | undefined {
   if (entry.pending !== undefined) {
     const p = entry.pending;
     if (!isPlainObject(p)) return 'pending is not an object';
-    const pExtra = Object.keys(p).filter((k) => !['cutoff', 'target', 'changed', 'startedAt'].includes(k));
+    const pExtra = Object.keys(p).filter(
+      (k) => !['cutoff', 'target', 'changed', 'startedAt', 'targets'].includes(k),
+    );
     if (pExtra.length > 0) return `unknown pending field(s) ${pExtra.join(', ')}`;
     const cutoff = checkTime(p.cutoff, 'pending.cutoff');
     if (cutoff) return cutoff;
@@ -181,6 +196,14 @@ export function checkEntry(entry: unknown): string | undefined {
     for (const c of p.changed) {
       const bad = checkConfigId(c, 'pending.changed');
       if (bad) return bad;
+    }
+    if (p.targets !== undefined) {
+      if (!Array.isArray(p.targets)) return 'pending.targets is not an array';
+      if (p.targets.length > MAX_TARGETS) return `pending.targets has more than ${MAX_TARGETS} uids`;
+      for (const u of p.targets) {
+        if (typeof u !== 'string' || u.length === 0 || u.length > MAX_UID_CHARS)
+          return 'pending.targets holds something that is not a pod uid';
+      }
     }
   }
   if (entry.reloadedAt !== undefined) return checkTime(entry.reloadedAt, 'reloadedAt');

@@ -162,6 +162,14 @@ describe('planDaemonSetRestartStep', () => {
     });
   });
 
+  it('with a snapshot of target uids, acts at once and is done when none of them is left', () => {
+    const old = [pod(0, -60), pod(1, -60)];
+    const targets = new Set(old.map((p) => p.uid));
+    expect(plan({ desired: 2, nowMs: T - 1500, pods: old, targets })).toMatchObject({ kind: 'evict' });
+    const replaced = [pod(0, -60, { uid: 'new-0' }), pod(1, -60, { uid: 'new-1' })];
+    expect(plan({ desired: 2, nowMs: T - 1500, pods: replaced, targets })).toEqual({ kind: 'done' });
+  });
+
   it('is done when nothing predates the cutoff, terminating pods aside', () => {
     expect(plan({ pods: [pod(0, 0), pod(1, 1), pod(2, 1), pod(2, -60, { terminating: true })] })).toEqual({
       kind: 'done',

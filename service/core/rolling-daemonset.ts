@@ -3,7 +3,7 @@
 // one node the replacement must be Ready (for minReadySeconds) on its node before the next node's
 // pod goes. Pure: the same input always yields the same step.
 
-import { DEFAULT_SKEW_MARGIN_MS, isBeforeCutoff, waitBeforeActingMs } from './cutoff.ts';
+import { isOldUnderRule, type OldPodRule, waitUnderRule } from './cutoff.ts';
 import { type IntOrPercent, scaledValue } from './rolling.ts';
 import { type AvailabilityPod, availableInMs } from './rolling-statefulset.ts';
 
@@ -68,6 +68,8 @@ export interface DaemonSetRestartInput {
   pods: readonly NodePod[];
   nowMs: number;
   skewMarginMs?: number;
+  /** The uids to replace, snapshotted when the restart began; when given, no cutoff wait (OldPodRule). */
+  targets?: ReadonlySet<string>;
 }
 
 export type DaemonSetRestartStep =
@@ -90,7 +92,10 @@ export function planDaemonSetRestartStep(input: DaemonSetRestartInput): DaemonSe
     throw new RangeError(`desired must be a non-negative integer, got ${desired}`);
   }
   if (input.rolloutInProgress) return { kind: 'wait', reason: 'rollout-in-progress' };
-  const retryAfterMs = waitBeforeActingMs(nowMs, cutoffMs, input.skewMarginMs ?? DEFAULT_SKEW_MARGIN_MS);
+  const rule: OldPodRule = input.targets
+    ? { targets: input.targets }
+    : { cutoffMs, nowMs, ...(input.skewMarginMs !== undefined ? { skewMarginMs: input.skewMarginMs } : {}) };
+  const retryAfterMs = waitUnderRule(rule);
   if (retryAfterMs > 0) return { kind: 'wait', reason: 'before-cutoff', retryAfterMs };
 
   const live = input.pods.filter((p) => !p.terminating);
@@ -101,7 +106,7 @@ export function planDaemonSetRestartStep(input: DaemonSetRestartInput): DaemonSe
     const key = nodeKey(p);
     const n = nodes.get(key) ?? { old: [], availableNow: false, availableAfter: false };
     nodes.set(key, n);
-    const isOld = isBeforeCutoff(p.createdAt, cutoffMs);
+    const isOld = isOldUnderRule(p, rule);
     if (isOld) n.old.push(p);
     const inMs = availableInMs(p, minReady, nowMs);
     if (inMs === 0) {

@@ -214,6 +214,15 @@ describe('planStatefulSetRestartStep', () => {
     expect(plan({ nowMs: T + 200, skewMarginMs: 0, pods })).toEqual({ kind: 'evict', pods: ['web-2'] });
   });
 
+  it('with a snapshot of target uids, acts at once and never counts a recreated pod as old', () => {
+    const old = [pod(0, -60), pod(1, -60), pod(2, -60)];
+    const targets = new Set(old.map((p) => p.uid));
+    expect(plan({ nowMs: T - 1500, pods: old, targets })).toEqual({ kind: 'evict', pods: ['web-2'] });
+    // web-2 came back under the same name in the same second: a new uid, so it is not old.
+    const recreated = [pod(0, -60), pod(1, -60), pod(2, -60, { uid: 'uid-2-new' })];
+    expect(plan({ nowMs: T - 1500, pods: recreated, targets })).toEqual({ kind: 'evict', pods: ['web-1'] });
+  });
+
   it('leaves pods outside the ordinal range to the controller (a scale-down in progress)', () => {
     expect(plan({ replicas: 2, pods: [pod(0, 5), pod(1, 5), pod(2, -60)] })).toEqual({ kind: 'done' });
     expect(plan({ replicas: 0, pods: [pod(0, -60)] })).toEqual({ kind: 'done' });

@@ -5,7 +5,7 @@
 // A StatefulSet recreates an evicted pod under the same name, so "old" is always judged on the pod
 // that exists now: a recreated pod has a new uid and a creationTimestamp after the cutoff.
 
-import { DEFAULT_SKEW_MARGIN_MS, isBeforeCutoff, waitBeforeActingMs } from './cutoff.ts';
+import { isOldUnderRule, type OldPodRule, waitUnderRule } from './cutoff.ts';
 import { type IntOrPercent, type RestartPod, scaledValue } from './rolling.ts';
 
 /** A pod with what availability needs: when it became Ready (for minReadySeconds). */
@@ -97,6 +97,8 @@ export interface StatefulSetRestartInput {
   nowMs: number;
   /** Must match the margin given to effectiveCutoff. Default 1 s. */
   skewMarginMs?: number;
+  /** The uids to replace, snapshotted when the restart began; when given, no cutoff wait (OldPodRule). */
+  targets?: ReadonlySet<string>;
 }
 
 export type StatefulSetRestartStep =
@@ -134,14 +136,17 @@ export function planStatefulSetRestartStep(input: StatefulSetRestartInput): Stat
   const minReadySeconds = input.minReadySeconds ?? 0;
   if (input.rolloutInProgress) return { kind: 'wait', reason: 'rollout-in-progress' };
 
-  const retryAfterMs = waitBeforeActingMs(nowMs, cutoffMs, input.skewMarginMs ?? DEFAULT_SKEW_MARGIN_MS);
+  const rule: OldPodRule = input.targets
+    ? { targets: input.targets }
+    : { cutoffMs, nowMs, ...(input.skewMarginMs !== undefined ? { skewMarginMs: input.skewMarginMs } : {}) };
+  const retryAfterMs = waitUnderRule(rule);
   if (retryAfterMs > 0) return { kind: 'wait', reason: 'before-cutoff', retryAfterMs };
 
   const start = input.ordinalStart ?? 0;
   const inSet = input.pods.filter(
     (p) => !p.terminating && p.ordinal !== undefined && p.ordinal >= start && p.ordinal < start + replicas,
   );
-  const old = inSet.filter((p) => isBeforeCutoff(p.createdAt, cutoffMs)).sort(byOrdinalDesc);
+  const old = inSet.filter((p) => isOldUnderRule(p, rule)).sort(byOrdinalDesc);
   if (old.length === 0) return { kind: 'done' };
 
   let soonest = Number.POSITIVE_INFINITY;

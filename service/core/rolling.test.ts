@@ -280,6 +280,18 @@ describe('planDeploymentRestartStep', () => {
     expect(plan({ pods, nowMs: T, skewMarginMs: 0 })).toEqual({ kind: 'evict', pods: ['a'] });
   });
 
+  it('with a snapshot of target uids, replaces exactly those, at once, whatever the timestamps say', () => {
+    // Replacement 'r' was stamped in the same second as the old pods: the cutoff rule alone could not
+    // tell it apart, the snapshot can.
+    const pods = [pod('a', -10), pod('b', -10), pod('r', -10, { ready: false })];
+    const targets = new Set(['uid-a', 'uid-b']);
+    expect(plan({ pods, nowMs: T - 200 })).toMatchObject({ kind: 'wait', reason: 'before-cutoff' });
+    expect(plan({ pods, nowMs: T - 200, targets })).toEqual({ kind: 'wait', reason: 'waiting-for-ready' });
+    const allReady = [pod('a', -10), pod('b', -10), pod('r', -10)];
+    expect(plan({ pods: allReady, nowMs: T - 200, targets })).toEqual({ kind: 'evict', pods: ['a'] });
+    expect(plan({ pods: [pod('r', -10), pod('s', -10), pod('t', -10)], targets })).toEqual({ kind: 'done' });
+  });
+
   it('refuses a cutoff that is not a whole second', () => {
     expect(() => plan({ cutoffMs: T + 1, pods: [pod('a', -1)] })).toThrow(/whole second/);
   });

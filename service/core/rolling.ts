@@ -43,6 +43,11 @@ export interface DeploymentRestartInput {
   nowMs?: number;
   /** The skew margin used with nowMs; must match the one given to effectiveCutoff. Default 1 s. */
   skewMarginMs?: number;
+  /**
+   * The uids of the pods to replace, snapshotted when the restart began. When given, they alone are
+   * old (cutoffMs is not consulted) and there is no before-cutoff wait: see OldPodRule in cutoff.ts.
+   */
+  targets?: ReadonlySet<string>;
 }
 
 export type DeploymentRestartStep =
@@ -136,7 +141,7 @@ export function planDeploymentRestartStep(input: DeploymentRestartInput): Deploy
   }
   if (input.rolloutInProgress) return { kind: 'wait', reason: 'rollout-in-progress' };
 
-  if (input.nowMs !== undefined) {
+  if (input.nowMs !== undefined && !input.targets) {
     const retryAfterMs = waitBeforeActingMs(
       input.nowMs,
       cutoffMs,
@@ -148,7 +153,10 @@ export function planDeploymentRestartStep(input: DeploymentRestartInput): Deploy
   // Terminating pods are already on their way out: neither old (their replacement is coming) nor
   // available (Services stop routing to them).
   const live = pods.filter((p) => !p.terminating);
-  const old = live.filter((p) => isBeforeCutoff(p.createdAt, cutoffMs)).sort(byAge);
+  const targets = input.targets;
+  const old = live
+    .filter((p) => (targets ? targets.has(p.uid) : isBeforeCutoff(p.createdAt, cutoffMs)))
+    .sort(byAge);
   if (old.length === 0) return { kind: 'done' };
 
   // An old pod that is not Ready serves nobody, so evicting it costs no availability.

@@ -17,7 +17,13 @@ export class KubeHttpError extends Error {
   }
 }
 
-async function open(kc: KubeConfig, pathAndQuery: string, signal: AbortSignal): Promise<http.ClientRequest> {
+async function open(
+  kc: KubeConfig,
+  pathAndQuery: string,
+  signal: AbortSignal,
+  method = 'GET',
+  contentType?: string,
+): Promise<http.ClientRequest> {
   const server = kc.getCurrentCluster()?.server;
   if (!server) throw new Error('the kubeconfig has no current cluster');
   const opts: https.RequestOptions = {};
@@ -28,8 +34,12 @@ async function open(kc: KubeConfig, pathAndQuery: string, signal: AbortSignal): 
   const request = url.protocol === 'http:' ? http.request : https.request;
   return request(url, {
     ...opts,
-    method: 'GET',
-    headers: { ...opts.headers, Accept: 'application/json' },
+    method,
+    headers: {
+      ...opts.headers,
+      Accept: 'application/json',
+      ...(contentType ? { 'Content-Type': contentType } : {}),
+    },
     signal,
   });
 }
@@ -53,38 +63,64 @@ function statusError(method: string, path: string, status: number, body: string)
 }
 
 /** GETs a path and parses the JSON body. Rejects with KubeHttpError on a non-2xx status. */
-export async function getJson(
+export function getJson(
   kc: KubeConfig,
   pathAndQuery: string,
   signal: AbortSignal,
   timeoutMs: number,
 ): Promise<unknown> {
+  return requestJson(kc, 'GET', pathAndQuery, undefined, signal, timeoutMs);
+}
+
+const VERB: Record<string, string> = { GET: 'LIST', POST: 'CREATE', DELETE: 'DELETE', PATCH: 'PATCH' };
+
+/**
+ * Sends one request with an optional JSON body (POST for a create, PATCH with a merge patch) and
+ * parses the JSON answer. Rejects with KubeHttpError on a non-2xx status.
+ */
+export async function requestJson(
+  kc: KubeConfig,
+  method: 'GET' | 'POST' | 'DELETE' | 'PATCH',
+  pathAndQuery: string,
+  body: unknown,
+  signal: AbortSignal,
+  timeoutMs: number,
+): Promise<unknown> {
+  const verb = VERB[method] ?? method;
+  const bare = pathAndQuery.split('?')[0];
   const timeout = new AbortController();
   const timer = setTimeout(
-    () => timeout.abort(new Error(`LIST ${pathAndQuery.split('?')[0]} took longer than ${timeoutMs} ms`)),
+    () => timeout.abort(new Error(`${verb} ${bare} took longer than ${timeoutMs} ms`)),
     timeoutMs,
   );
   try {
     const both = AbortSignal.any([signal, timeout.signal]);
-    const req = await open(kc, pathAndQuery, both);
-    const { status, body } = await new Promise<{ status: number; body: Buffer }>((resolve, reject) => {
-      const fail = (err: unknown) => reject(both.aborted ? both.reason : err);
-      req.on('error', fail);
-      req.on('response', (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('error', fail);
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
-        res.on('close', () => {
-          if (!res.complete)
-            fail(new Error(`LIST ${pathAndQuery.split('?')[0]}: connection closed mid-body`));
+    const contentType =
+      body === undefined
+        ? undefined
+        : method === 'PATCH'
+          ? 'application/merge-patch+json'
+          : 'application/json';
+    const req = await open(kc, pathAndQuery, both, method, contentType);
+    const { status, body: answer } = await new Promise<{ status: number; body: Buffer }>(
+      (resolve, reject) => {
+        const fail = (err: unknown) => reject(both.aborted ? both.reason : err);
+        req.on('error', fail);
+        req.on('response', (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('error', fail);
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
+          res.on('close', () => {
+            if (!res.complete) fail(new Error(`${verb} ${bare}: connection closed mid-body`));
+          });
         });
-      });
-      req.end();
-    });
-    const text = body.toString('utf8');
-    if (status < 200 || status > 299) throw statusError('LIST', pathAndQuery, status, text);
-    return JSON.parse(text);
+        req.end(body === undefined ? undefined : JSON.stringify(body));
+      },
+    );
+    const text = answer.toString('utf8');
+    if (status < 200 || status > 299) throw statusError(verb, pathAndQuery, status, text);
+    return text ? JSON.parse(text) : undefined;
   } finally {
     clearTimeout(timer);
   }

@@ -3,9 +3,9 @@
 // --stall-after, and pace the level-triggered loop.
 import type { V1Pod } from '@kubernetes/client-node';
 import { evictPod } from '../kube/eviction.ts';
+import { IDLE_REPLAN_MS } from './restart-session.ts';
 import { pause, type StrategyContext } from './types.ts';
 
-export const POLL_MS = 250;
 const MAX_BACKOFF_MS = 16_000;
 
 export function readiness(p: V1Pod): { ready: boolean; readySince?: string } {
@@ -25,14 +25,22 @@ export class PodEvictor {
   readonly #ctx: StrategyContext;
   readonly #namespace: string;
   readonly #workload: string;
+  readonly #wake: (ms: number) => Promise<void>;
   #blockedSince: number | undefined;
   #stalled = false;
   #backoffMs = 0;
 
-  constructor(ctx: StrategyContext, namespace: string, workload: string) {
+  /** `wake(ms)` waits for the next change of what the restart watches, or at most `ms`. */
+  constructor(
+    ctx: StrategyContext,
+    namespace: string,
+    workload: string,
+    wake: (ms: number) => Promise<void>,
+  ) {
     this.#ctx = ctx;
     this.#namespace = namespace;
     this.#workload = workload;
+    this.#wake = wake;
   }
 
   /**
@@ -92,10 +100,13 @@ export class PodEvictor {
     }
   }
 
-  /** Waits before the next step: `retryAfterMs` when the planner gave one, else the poll or backoff. */
+  /**
+   * Waits before the next step: out the backoff after a refused eviction; else until something
+   * watched changes, or `retryAfterMs` when the planner gave one (else IDLE_REPLAN_MS).
+   */
   async next(retryAfterMs?: number): Promise<void> {
-    const ms = retryAfterMs !== undefined ? Math.max(50, retryAfterMs) : Math.max(POLL_MS, this.#backoffMs);
-    await pause(ms, this.#ctx.signal);
+    if (this.#backoffMs > 0) await pause(this.#backoffMs, this.#ctx.signal);
+    else await this.#wake(retryAfterMs !== undefined ? Math.max(50, retryAfterMs) : IDLE_REPLAN_MS);
   }
 }
 

@@ -2,8 +2,8 @@
 // within maxUnavailable (default 1), and let the DaemonSet controller recreate each on its node.
 // The DaemonSet object is never written (invariant I1). We do not surge: a DaemonSet that asks for
 // maxUnavailable 0 still has each node briefly without its pod, and the summary says so.
-import type { V1Pod } from '@kubernetes/client-node';
-import { selectorString } from '../core/records.ts';
+import type { V1DaemonSet, V1Pod } from '@kubernetes/client-node';
+import { isBeforeCutoff } from '../core/cutoff.ts';
 import {
   isDaemonSetRolloutInProgress,
   type NodePod,
@@ -11,6 +11,7 @@ import {
   resolveDaemonSetBudget,
 } from '../core/rolling-daemonset.ts';
 import { controlledBy, PodEvictor, plural, readiness } from './evictor.ts';
+import { RestartSession } from './restart-session.ts';
 import type { ReloadRequest, StrategyContext, StrategyResult } from './types.ts';
 
 // The API server bumps this annotation on each template change; the controller stamps the value on
@@ -22,34 +23,49 @@ const TEMPLATE_GENERATION = 'deprecated.daemonset.template.generation';
  * config change) sees the change, so it counts as created at the cutoff, whatever its whole-second
  * creationTimestamp says.
  */
-function toNodePod(p: V1Pod, cutoffMs: number, freshGeneration?: string): NodePod {
+function toNodePod(
+  p: V1Pod,
+  cutoffMs: number,
+  evicted: ReadonlySet<string>,
+  freshGeneration?: string,
+): NodePod {
   const fresh =
     freshGeneration !== undefined && p.metadata?.labels?.['pod-template-generation'] === freshGeneration;
   return {
     name: p.metadata?.name ?? '',
     uid: p.metadata?.uid ?? '',
     createdAt: new Date(fresh ? cutoffMs : (p.metadata?.creationTimestamp ?? 0)).toISOString(),
-    terminating: Boolean(p.metadata?.deletionTimestamp),
+    // A pod this reload evicted counts as terminating before the watch shows it.
+    terminating: Boolean(p.metadata?.deletionTimestamp) || evicted.has(p.metadata?.uid ?? ''),
     node: p.spec?.nodeName || undefined,
     ...readiness(p),
   };
 }
 
 export async function restartDaemonSet(ctx: StrategyContext, req: ReloadRequest): Promise<StrategyResult> {
+  const session = await RestartSession.open<V1DaemonSet>(ctx, req);
+  try {
+    return await restartWith(session, ctx, req);
+  } finally {
+    await session.close();
+  }
+}
+
+async function restartWith(
+  session: RestartSession<V1DaemonSet>,
+  ctx: StrategyContext,
+  req: ReloadRequest,
+): Promise<StrategyResult> {
   const { namespace, name } = req.workload.ref;
-  const evictor = new PodEvictor(ctx, namespace, `DaemonSet/${name}`);
+  const evictor = new PodEvictor(ctx, namespace, `DaemonSet/${name}`, (ms) => session.changed(ms));
   const nodesDone = new Set<string>();
   let surgeIgnored = false;
 
   for (;;) {
     ctx.signal.throwIfAborted();
-    const ds = await ctx.apps.readNamespacedDaemonSet({ name, namespace });
-    const uid = ds.metadata?.uid;
-    if (!uid || uid !== req.workload.ref.uid) throw new Error(`DaemonSet ${namespace}/${name} was replaced`);
-    const labelSelector = selectorString(ds.spec?.selector);
-    const pods = (await ctx.core.listNamespacedPod({ namespace, labelSelector })).items.filter((p) =>
-      controlledBy(p, uid),
-    );
+    const ds = session.workload();
+    const uid = ds.metadata?.uid as string;
+    const pods = session.pods().filter((p) => controlledBy(p, uid));
     const freshGeneration = req.templateChangedSince()
       ? ds.metadata?.annotations?.[TEMPLATE_GENERATION]
       : undefined;
@@ -58,11 +74,16 @@ export async function restartDaemonSet(ctx: StrategyContext, req: ReloadRequest)
     const maxUnavailable =
       strategy?.type === 'OnDelete' ? undefined : strategy?.rollingUpdate?.maxUnavailable;
     surgeIgnored ||= resolveDaemonSetBudget(maxUnavailable, desired).surgeIgnored;
+    const view = pods.map((p) => toNodePod(p, req.cutoffMs, evictor.evicted, freshGeneration));
+    const targets = await session.targets(() =>
+      view.filter((p) => !p.terminating && isBeforeCutoff(p.createdAt, req.cutoffMs)).map((p) => p.uid),
+    );
     const step = planDaemonSetRestartStep({
       desired,
       maxUnavailable,
       minReadySeconds: ds.spec?.minReadySeconds,
       cutoffMs: req.cutoffMs,
+      ...(targets ? { targets } : {}),
       rolloutInProgress: isDaemonSetRolloutInProgress({
         generation: ds.metadata?.generation,
         observedGeneration: ds.status?.observedGeneration,
@@ -70,9 +91,11 @@ export async function restartDaemonSet(ctx: StrategyContext, req: ReloadRequest)
         desiredNumberScheduled: ds.status?.desiredNumberScheduled,
         updatedNumberScheduled: ds.status?.updatedNumberScheduled,
       }),
-      pods: pods.map((p) => toNodePod(p, req.cutoffMs, freshGeneration)),
+      pods: view,
       nowMs: Date.now(),
     });
+    const stale = session.failing;
+    if (stale) evictor.blocked(`watch failing: ${stale}`);
 
     switch (step.kind) {
       case 'done': {
@@ -89,11 +112,12 @@ export async function restartDaemonSet(ctx: StrategyContext, req: ReloadRequest)
         };
       }
       case 'evict': {
-        await evictor.evictNamed(step.pods, pods);
+        const before = evictor.evicted.size;
+        const all = await evictor.evictNamed(step.pods, pods);
         for (const p of pods) {
           if (p.spec?.nodeName && evictor.evicted.has(p.metadata?.uid ?? '')) nodesDone.add(p.spec.nodeName);
         }
-        await evictor.next();
+        if (!all || evictor.evicted.size === before) await evictor.next();
         continue;
       }
       case 'wait':

@@ -4,14 +4,26 @@
 // eviction (maxUnavailable 0, or one replica), a temporary surge pod, a copy of the pod template
 // that no ReplicaSet adopts, keeps the Ready count up while the old pod goes (invariant I4).
 import type { V1Deployment, V1Pod } from '@kubernetes/client-node';
+import { isBeforeCutoff } from '../core/cutoff.ts';
 import { selectorString } from '../core/records.ts';
 import { isRolloutInProgress, planDeploymentRestartStep, type RestartPod } from '../core/rolling.ts';
+import { requestJson } from '../kube/watch-http.ts';
 import { PodEvictor, plural } from './evictor.ts';
+import { RestartSession } from './restart-session.ts';
 import type { ReloadRequest, StrategyContext, StrategyResult } from './types.ts';
 
 export const SURGE_LABEL = 'gitops-reloader.io/surge';
 
-function toRestartPod(p: V1Pod, freshHash?: string, cutoffMs?: number): RestartPod {
+/**
+ * The pod as the planner sees it. `evicted` holds the uids this reload evicted: they count as
+ * terminating before the watch shows their deletionTimestamp.
+ */
+function toRestartPod(
+  p: V1Pod,
+  evicted: ReadonlySet<string>,
+  freshHash?: string,
+  cutoffMs?: number,
+): RestartPod {
   // A pod of a template rolled out after the config change sees the change: count it as new.
   const fresh = freshHash !== undefined && p.metadata?.labels?.['pod-template-hash'] === freshHash;
   const created = fresh && cutoffMs !== undefined ? cutoffMs : (p.metadata?.creationTimestamp ?? 0);
@@ -20,7 +32,7 @@ function toRestartPod(p: V1Pod, freshHash?: string, cutoffMs?: number): RestartP
     uid: p.metadata?.uid ?? '',
     createdAt: new Date(created).toISOString(),
     ready: Boolean(p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')),
-    terminating: Boolean(p.metadata?.deletionTimestamp),
+    terminating: Boolean(p.metadata?.deletionTimestamp) || evicted.has(p.metadata?.uid ?? ''),
   };
 }
 
@@ -66,27 +78,54 @@ async function currentTemplateHash(ctx: StrategyContext, d: V1Deployment): Promi
 }
 
 export async function restartDeployment(ctx: StrategyContext, req: ReloadRequest): Promise<StrategyResult> {
+  const session = await RestartSession.open<V1Deployment>(ctx, req);
+  try {
+    return await restartWith(session, ctx, req);
+  } finally {
+    await session.close();
+  }
+}
+
+async function restartWith(
+  session: RestartSession<V1Deployment>,
+  ctx: StrategyContext,
+  req: ReloadRequest,
+): Promise<StrategyResult> {
   const { namespace, name } = req.workload.ref;
-  const evictor = new PodEvictor(ctx, namespace, `Deployment/${name}`);
+  const evictor = new PodEvictor(ctx, namespace, `Deployment/${name}`, (ms) => session.changed(ms));
   let recreateNoted = false;
+  let freshHash: string | undefined;
+  let freshChecked = false;
 
   for (;;) {
     ctx.signal.throwIfAborted();
-    const d = await ctx.apps.readNamespacedDeployment({ name, namespace });
-    if (d.metadata?.uid !== req.workload.ref.uid)
-      throw new Error(`Deployment ${namespace}/${name} was replaced`);
-    const labelSelector = selectorString(d.spec?.selector);
-    const pods = (await ctx.core.listNamespacedPod({ namespace, labelSelector })).items;
-    const surge = pods.filter((p) => p.metadata?.labels?.[SURGE_LABEL] === d.metadata?.uid);
+    const d = session.workload();
+    const uid = d.metadata?.uid as string;
+    const pods = session.pods();
+    const surge = pods.filter((p) => p.metadata?.labels?.[SURGE_LABEL] === uid);
     const replicas = d.spec?.replicas ?? 1;
-    const freshHash = req.templateChangedSince() ? await currentTemplateHash(ctx, d) : undefined;
-    const view = (p: V1Pod) => toRestartPod(p, freshHash, req.cutoffMs);
+    if (!freshChecked && req.templateChangedSince()) {
+      freshHash = await currentTemplateHash(ctx, d);
+      freshChecked = true;
+    }
+    const view = (p: V1Pod) => toRestartPod(p, evictor.evicted, freshHash, req.cutoffMs);
+    // The pods to replace: those the cutoff rule finds old in the first complete view.
+    const targets = await session.targets(() =>
+      pods
+        .filter((p) => !surge.includes(p))
+        .map(view)
+        .filter((p) => !p.terminating && isBeforeCutoff(p.createdAt, req.cutoffMs))
+        .map((p) => p.uid),
+    );
+    const isOld = (p: RestartPod) =>
+      !p.terminating && (targets ? targets.has(p.uid) : isBeforeCutoff(p.createdAt, req.cutoffMs));
     const recreate = d.spec?.strategy?.type === 'Recreate';
     const step = planDeploymentRestartStep({
       replicas,
       maxUnavailable: recreate ? '100%' : (d.spec?.strategy?.rollingUpdate?.maxUnavailable ?? '25%'),
       maxSurge: recreate ? 0 : (d.spec?.strategy?.rollingUpdate?.maxSurge ?? '25%'),
       cutoffMs: req.cutoffMs,
+      ...(targets ? { targets } : {}),
       rolloutInProgress: isRolloutInProgress({
         generation: d.metadata?.generation,
         observedGeneration: d.status?.observedGeneration,
@@ -98,7 +137,9 @@ export async function restartDeployment(ctx: StrategyContext, req: ReloadRequest
       pods: pods.map(view),
       nowMs: Date.now(),
     });
-    const old = () => pods.map(view).filter((p) => !p.terminating && Date.parse(p.createdAt) < req.cutoffMs);
+    const old = () => pods.map(view).filter(isOld);
+    const stale = session.failing;
+    if (stale) evictor.blocked(`watch failing: ${stale}`);
 
     switch (step.kind) {
       case 'done': {
@@ -127,8 +168,11 @@ export async function restartDeployment(ctx: StrategyContext, req: ReloadRequest
       }
       case 'evict': {
         const byName = new Map(pods.map((p) => [p.metadata?.name, view(p)]));
-        await evictor.evict(step.pods.flatMap((n) => byName.get(n) ?? []));
-        await evictor.next();
+        const before = evictor.evicted.size;
+        const all = await evictor.evict(step.pods.flatMap((n) => byName.get(n) ?? []));
+        // Evicted pods count as terminating at once, so the next step plans without waiting; if none
+        // was evicted (refused, or already gone), wait for the views to move first.
+        if (!all || evictor.evicted.size === before) await evictor.next();
         continue;
       }
       case 'wait': {
@@ -140,12 +184,25 @@ export async function restartDeployment(ctx: StrategyContext, req: ReloadRequest
               'Recreate strategy: downtime accepted',
             );
           recreateNoted = true;
-          await evictor.evict(old());
-        } else if (step.reason === 'needs-surge') {
+          const before = evictor.evicted.size;
+          if (!(await evictor.evict(old())) || evictor.evicted.size === before) await evictor.next();
+          continue;
+        }
+        if (step.reason === 'needs-surge') {
           const live = surge.filter((s) => !s.metadata?.deletionTimestamp);
           const want = Math.min(Math.max(1, step.maxSurge), old().length);
           for (let i = live.length; i < want; i++) {
-            await ctx.core.createNamespacedPod({ namespace, body: surgePod(d) });
+            const created = (await requestJson(
+              ctx.kc,
+              'POST',
+              `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`,
+              surgePod(d),
+              ctx.signal,
+              30_000,
+            )) as V1Pod;
+            const surgeName = created.metadata?.name as string;
+            // Read our own write before planning again, or the next step would create another.
+            await session.untilPods((all) => all.has(surgeName), 30_000);
           }
         } else if (step.reason !== 'before-cutoff') {
           evictor.blocked(`waiting: ${step.reason}`);

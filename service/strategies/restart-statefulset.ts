@@ -2,8 +2,8 @@
 // ordinal first, within maxUnavailable (default 1), and let the StatefulSet controller recreate each
 // under the same name. The StatefulSet object is never written (invariant I1), so this works the
 // same for the RollingUpdate and OnDelete update strategies.
-import type { V1Pod } from '@kubernetes/client-node';
-import { selectorString } from '../core/records.ts';
+import type { V1Pod, V1StatefulSet } from '@kubernetes/client-node';
+import { isBeforeCutoff } from '../core/cutoff.ts';
 import {
   isStatefulSetRolloutInProgress,
   type OrdinalPod,
@@ -11,6 +11,7 @@ import {
   podOrdinal,
 } from '../core/rolling-statefulset.ts';
 import { controlledBy, PodEvictor, readiness } from './evictor.ts';
+import { RestartSession } from './restart-session.ts';
 import type { ReloadRequest, StrategyContext, StrategyResult } from './types.ts';
 
 /**
@@ -18,7 +19,13 @@ import type { ReloadRequest, StrategyContext, StrategyResult } from './types.ts'
  * the config change) sees the change, so it counts as created at the cutoff, whatever its
  * whole-second creationTimestamp says.
  */
-function toOrdinalPod(setName: string, p: V1Pod, cutoffMs: number, freshRevision?: string): OrdinalPod {
+function toOrdinalPod(
+  setName: string,
+  p: V1Pod,
+  cutoffMs: number,
+  evicted: ReadonlySet<string>,
+  freshRevision?: string,
+): OrdinalPod {
   const name = p.metadata?.name ?? '';
   const fresh =
     freshRevision !== undefined && p.metadata?.labels?.['controller-revision-hash'] === freshRevision;
@@ -26,36 +33,60 @@ function toOrdinalPod(setName: string, p: V1Pod, cutoffMs: number, freshRevision
     name,
     uid: p.metadata?.uid ?? '',
     createdAt: new Date(fresh ? cutoffMs : (p.metadata?.creationTimestamp ?? 0)).toISOString(),
-    terminating: Boolean(p.metadata?.deletionTimestamp),
+    // A pod this reload evicted counts as terminating before the watch shows it.
+    terminating: Boolean(p.metadata?.deletionTimestamp) || evicted.has(p.metadata?.uid ?? ''),
     ordinal: podOrdinal(setName, name, p.metadata?.labels),
     ...readiness(p),
   };
 }
 
 export async function restartStatefulSet(ctx: StrategyContext, req: ReloadRequest): Promise<StrategyResult> {
+  const session = await RestartSession.open<V1StatefulSet>(ctx, req);
+  try {
+    return await restartWith(session, ctx, req);
+  } finally {
+    await session.close();
+  }
+}
+
+async function restartWith(
+  session: RestartSession<V1StatefulSet>,
+  ctx: StrategyContext,
+  req: ReloadRequest,
+): Promise<StrategyResult> {
   const { namespace, name } = req.workload.ref;
-  const evictor = new PodEvictor(ctx, namespace, `StatefulSet/${name}`);
+  const evictor = new PodEvictor(ctx, namespace, `StatefulSet/${name}`, (ms) => session.changed(ms));
 
   for (;;) {
     ctx.signal.throwIfAborted();
-    const s = await ctx.apps.readNamespacedStatefulSet({ name, namespace });
-    const uid = s.metadata?.uid;
-    if (!uid || uid !== req.workload.ref.uid)
-      throw new Error(`StatefulSet ${namespace}/${name} was replaced`);
-    const labelSelector = selectorString(s.spec?.selector);
-    const pods = (await ctx.core.listNamespacedPod({ namespace, labelSelector })).items.filter((p) =>
-      controlledBy(p, uid),
-    );
+    const s = session.workload();
+    const uid = s.metadata?.uid as string;
+    const pods = session.pods().filter((p) => controlledBy(p, uid));
     // Pods carry their revision in the controller-revision-hash label; status.updateRevision is its name.
     const freshRevision = req.templateChangedSince() ? s.status?.updateRevision : undefined;
     const replicas = s.spec?.replicas ?? 1;
     const rolling = s.spec?.updateStrategy?.rollingUpdate;
+    const view = pods.map((p) => toOrdinalPod(name, p, req.cutoffMs, evictor.evicted, freshRevision));
+    const start = s.spec?.ordinals?.start ?? 0;
+    const targets = await session.targets(() =>
+      view
+        .filter(
+          (p) =>
+            !p.terminating &&
+            p.ordinal !== undefined &&
+            p.ordinal >= start &&
+            p.ordinal < start + replicas &&
+            isBeforeCutoff(p.createdAt, req.cutoffMs),
+        )
+        .map((p) => p.uid),
+    );
     const step = planStatefulSetRestartStep({
       replicas,
       ordinalStart: s.spec?.ordinals?.start,
       maxUnavailable: rolling?.maxUnavailable,
       minReadySeconds: s.spec?.minReadySeconds,
       cutoffMs: req.cutoffMs,
+      ...(targets ? { targets } : {}),
       rolloutInProgress: isStatefulSetRolloutInProgress({
         generation: s.metadata?.generation,
         observedGeneration: s.status?.observedGeneration,
@@ -66,9 +97,11 @@ export async function restartStatefulSet(ctx: StrategyContext, req: ReloadReques
         updateRevision: s.status?.updateRevision,
         updatedReplicas: s.status?.updatedReplicas,
       }),
-      pods: pods.map((p) => toOrdinalPod(name, p, req.cutoffMs, freshRevision)),
+      pods: view,
       nowMs: Date.now(),
     });
+    const stale = session.failing;
+    if (stale) evictor.blocked(`watch failing: ${stale}`);
 
     switch (step.kind) {
       case 'done': {
@@ -82,8 +115,9 @@ export async function restartStatefulSet(ctx: StrategyContext, req: ReloadReques
         };
       }
       case 'evict': {
-        await evictor.evictNamed(step.pods, pods);
-        await evictor.next();
+        const before = evictor.evicted.size;
+        const all = await evictor.evictNamed(step.pods, pods);
+        if (!all || evictor.evicted.size === before) await evictor.next();
         continue;
       }
       case 'wait':

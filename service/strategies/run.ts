@@ -29,23 +29,30 @@ export async function runStrategy(
   const req: ReloadRequest = {
     workload,
     cutoffMs: ctx.cutoffMs,
+    ...(ctx.targets ? { targets: ctx.targets } : {}),
     configHash: ctx.configHash,
     templateChangedSince: ctx.templateChangedSince,
   };
   const kind = workload.ref.kind;
   switch (strategy) {
     case 'annotate':
+      await ctx.begin();
       return annotate(ctx, req);
     case 'git':
       if (!ctx.git) {
         throw new StrategyUnsupported('the git strategy is not configured here; nothing was changed');
       }
+      await ctx.begin();
       return ctx.git.reload(ctx, req, ctx.changed);
     case 'restart':
+      // The pod-evicting restarts call begin() themselves, with the pods they will replace.
       if (kind === 'Deployment') return restartDeployment(ctx, req);
       if (kind === 'StatefulSet') return restartStatefulSet(ctx, req);
       if (kind === 'DaemonSet') return restartDaemonSet(ctx, req);
-      if (kind === 'Rollout') return restartRollout(ctx, req);
+      if (kind === 'Rollout') {
+        await ctx.begin();
+        return restartRollout(ctx, req);
+      }
       if (kind === 'CronJob') {
         throw new StrategyUnsupported('a CronJob has nothing to restart: its next Job reads the new config');
       }

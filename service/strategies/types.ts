@@ -1,5 +1,5 @@
 // What every reload strategy gets and returns.
-import type { AppsV1Api, BatchV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import type { AppsV1Api, BatchV1Api, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import type { WorkloadRecord } from '../core/records.ts';
 import type { Logger } from '../log.ts';
 
@@ -8,18 +8,28 @@ export interface StrategyContext {
   apps: AppsV1Api;
   batch: BatchV1Api;
   custom: CustomObjectsApi;
+  /** For the raw watches and requests of a restart (service/kube/live-view.ts). */
+  kc: KubeConfig;
   log: Logger;
   /** Aborted when the service stops or loses leadership: stop acting at once. */
   signal: AbortSignal;
   stallAfterMs: number;
   /** Called once when a reload has been blocked for stallAfterMs (e.g. by a PodDisruptionBudget). */
   onStall(reason: string): void;
+  /**
+   * Records the reload as pending in the ledger, with the uids of the pods it will replace when it
+   * snapshotted them. A strategy calls it once, before its first write to the cluster; a crash after
+   * it resumes the same reload, and one before it re-detects the change instead.
+   */
+  begin(targets?: readonly string[]): Promise<void>;
 }
 
 export interface ReloadRequest {
   workload: WorkloadRecord;
   /** Every pod created before this (ms since epoch) must be replaced. */
   cutoffMs: number;
+  /** The pods to replace, when resuming a reload that snapshotted them (see StrategyContext.begin). */
+  targets?: readonly string[];
   /** A digest of everything the workload now sees, for strategies that write it (annotate, git). */
   configHash: string;
   /**

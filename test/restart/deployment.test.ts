@@ -37,7 +37,8 @@ async function setUp(
     body: deployment('web', { annotations: AUTO, container: USES, ...opts }),
   });
   const before = await waitReadyPods(kube, namespace, 'web', opts.replicas ?? 1);
-  const svc = startService(serviceArgs(namespace, await hashKeyFile(), ['--debounce=0s', ...extra]));
+  const debounce = extra.some((a) => a.startsWith('--debounce=')) ? [] : ['--debounce=0s'];
+  const svc = startService(serviceArgs(namespace, await hashKeyFile(), [...debounce, ...extra]));
   await svc.waitForLog('ready', (l) => l.msg === 'ready');
   const d = await kube.apps.readNamespacedDeployment({ name: 'web', namespace });
   return { before, generation: d.metadata?.generation };
@@ -173,7 +174,9 @@ describe('restart strategy for Deployments', () => {
     kube,
     namespace,
   }) => {
-    const s = await setUp(kube, namespace, { replicas: 2, maxUnavailable: 1 });
+    // One apply is two requests (the ConfigMap, then the Deployment); the debounce is what lets the
+    // reload see both. With --debounce=0 it acts within milliseconds of the first.
+    const s = await setUp(kube, namespace, { replicas: 2, maxUnavailable: 1 }, ['--debounce=1s']);
     const tracker = await PodTracker.start(kube, namespace, 'web');
     const d = await kube.apps.readNamespacedDeployment({ name: 'web', namespace });
     const next: V1Deployment = JSON.parse(JSON.stringify(d));

@@ -2,6 +2,7 @@
 // control plane, collects its JSON log lines, and can stop it gracefully or kill it outright.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -47,7 +48,14 @@ export function startService(args: string[], env: Record<string, string> = {}): 
   const logs: LogLine[] = [];
   const text: string[] = [];
   let buf = '';
+  // TEST_SERVICE_LOG_DIR=dir keeps each service's output in a file there, for debugging a test.
+  const keep = process.env.TEST_SERVICE_LOG_DIR
+    ? createWriteStream(path.join(process.env.TEST_SERVICE_LOG_DIR, `service-${Date.now()}-${proc.pid}.log`))
+    : undefined;
+  proc.stderr?.on('data', (d: Buffer) => keep?.write(d));
+  proc.on('exit', () => keep?.end());
   proc.stdout?.on('data', (d: Buffer) => {
+    keep?.write(d);
     buf += d.toString();
     let i = buf.indexOf('\n');
     while (i >= 0) {

@@ -1,0 +1,143 @@
+// What the three pod-evicting restarts (Deployment, StatefulSet, DaemonSet) share besides eviction:
+//  - a live view of the workload and one of its pods, each kept by a single watch that opens with the
+//    current state, so a step reads memory instead of sending a GET and a LIST every poll;
+//  - the snapshot of the pods to replace, taken from the first complete view and written with the
+//    pending reload before the first eviction, so neither a replacement nor a crash can make a pod
+//    count twice, and nothing waits for creationTimestamp's whole seconds (OldPodRule in core/cutoff.ts);
+//  - the pacing between steps: the next change of either view, or a deadline.
+import type { V1Pod } from '@kubernetes/client-node';
+import { MAX_TARGETS } from '../core/ledger-entry.ts';
+import { selectorString } from '../core/records.ts';
+import { type LiveView, openLiveView } from '../kube/live-view.ts';
+import type { RawObject } from '../kube/watch-logic.ts';
+import type { ReloadRequest, StrategyContext } from './types.ts';
+
+/** Re-plan at least this often even when nothing changed: a safety net, not the pace. */
+export const IDLE_REPLAN_MS = 5_000;
+/** How long a view may take to show the current state before the reload fails (and is retried). */
+const VIEW_READY_MS = 30_000;
+
+const PLURAL = { Deployment: 'deployments', StatefulSet: 'statefulsets', DaemonSet: 'daemonsets' } as const;
+
+/**
+ * Objects as the watch delivers them: plain JSON, typed with the client's model interfaces. Their
+ * timestamps are RFC 3339 strings, not Dates; every reader here goes through `new Date(...)` or
+ * Date.parse, which take both.
+ */
+const asIs = <T>(raw: RawObject): T => raw as unknown as T;
+
+export class RestartSession<W extends { metadata?: { uid?: string } }> {
+  readonly #ctx: StrategyContext;
+  readonly #req: ReloadRequest;
+  readonly #workload: LiveView<W>;
+  readonly #pods: LiveView<V1Pod>;
+  #targets: ReadonlySet<string> | undefined;
+  #decided = false;
+
+  private constructor(
+    ctx: StrategyContext,
+    req: ReloadRequest,
+    workload: LiveView<W>,
+    pods: LiveView<V1Pod>,
+  ) {
+    this.#ctx = ctx;
+    this.#req = req;
+    this.#workload = workload;
+    this.#pods = pods;
+  }
+
+  /** Opens both views and waits until they hold the current state. */
+  static async open<W extends { metadata?: { uid?: string } }>(
+    ctx: StrategyContext,
+    req: ReloadRequest,
+  ): Promise<RestartSession<W>> {
+    const { kind, namespace, name } = req.workload.ref;
+    const plural = PLURAL[kind as keyof typeof PLURAL];
+    if (!plural) throw new Error(`no restart session for kind ${kind}`);
+    const workload = openLiveView<W>(ctx.kc, {
+      path: `/apis/apps/v1/namespaces/${encodeURIComponent(namespace)}/${plural}`,
+      fieldSelector: `metadata.name=${name}`,
+      transform: asIs,
+      signal: ctx.signal,
+    });
+    // The selector of an apps/v1 workload is immutable, so the one we cached is the one in force.
+    const pods = openLiveView<V1Pod>(ctx.kc, {
+      path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`,
+      labelSelector: selectorString(req.workload.selector),
+      transform: asIs,
+      signal: ctx.signal,
+    });
+    const session = new RestartSession<W>(ctx, req, workload, pods);
+    try {
+      const timeout = new Promise<never>((_, reject) => {
+        const t = setTimeout(
+          () =>
+            reject(
+              new Error(
+                `could not watch ${kind} ${namespace}/${name} and its pods within ${VIEW_READY_MS / 1000}s` +
+                  `${(workload.failing ?? pods.failing) ? `: ${workload.failing ?? pods.failing}` : ''}`,
+              ),
+            ),
+          VIEW_READY_MS,
+        );
+        Promise.all([workload.ready, pods.ready]).finally(() => clearTimeout(t));
+      });
+      await Promise.race([Promise.all([workload.ready, pods.ready]), timeout]);
+    } catch (err) {
+      await session.close();
+      throw err;
+    }
+    return session;
+  }
+
+  /** The workload as it is now; throws when it was deleted or replaced (another uid). */
+  workload(): W {
+    const { kind, namespace, name, uid } = this.#req.workload.ref;
+    const w = this.#workload.items.get(name);
+    if (!w) throw new Error(`${kind} ${namespace}/${name} was deleted`);
+    if (w.metadata?.uid !== uid) throw new Error(`${kind} ${namespace}/${name} was replaced`);
+    return w;
+  }
+
+  /** Every pod the workload's selector matches now (terminating ones included). */
+  pods(): V1Pod[] {
+    return [...this.#pods.items.values()];
+  }
+
+  /**
+   * The pods this restart replaces, decided once: the snapshot a resumed reload carries, else the
+   * uids `old` names now (at most MAX_TARGETS; beyond that the cutoff rule decides, and the result
+   * is undefined). The pending reload is written with them before anything is evicted.
+   */
+  async targets(old: () => string[]): Promise<ReadonlySet<string> | undefined> {
+    if (this.#decided) return this.#targets;
+    const resumed = this.#req.targets;
+    const uids = resumed ?? [...new Set(old())];
+    this.#targets = uids.length <= MAX_TARGETS ? new Set(uids) : undefined;
+    await this.#ctx.begin(this.#targets ? [...this.#targets] : undefined);
+    this.#decided = true;
+    return this.#targets;
+  }
+
+  /** Why the views are not current, for a stall report; undefined when both watch normally. */
+  get failing(): string | undefined {
+    return this.#workload.failing ?? this.#pods.failing;
+  }
+
+  /** Waits for the next change of either view, or `ms`. */
+  async changed(ms: number = IDLE_REPLAN_MS): Promise<void> {
+    const first = new AbortController();
+    await Promise.race([this.#workload.changed(ms, first.signal), this.#pods.changed(ms, first.signal)]);
+    first.abort();
+    this.#ctx.signal.throwIfAborted();
+  }
+
+  /** Waits until the pod view satisfies `pred` (read-your-writes after a create); false after `ms`. */
+  untilPods(pred: (pods: ReadonlyMap<string, V1Pod>) => boolean, ms: number): Promise<boolean> {
+    return this.#pods.until(pred, ms);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([this.#workload.stop(), this.#pods.stop()]);
+  }
+}
