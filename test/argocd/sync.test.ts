@@ -159,8 +159,11 @@ describe('sync-aware batching', () => {
     expect(done.replaced).toBe(0);
     expect(tracker.surgePods()).toEqual([]);
     expect(tracker.newSince(before)).toHaveLength(2);
+    // Every pod that serves runs the new template (the rollout's last old pod may still be terminating).
     const pods = await kube.core.listNamespacedPod({ namespace, labelSelector: 'app=web' });
-    for (const p of pods.items) expect(p.spec?.containers[0]?.image).toBe('registry.invalid/app:2');
+    const serving = pods.items.filter((p) => !p.metadata?.deletionTimestamp);
+    expect(serving).toHaveLength(2);
+    for (const p of serving) expect(p.spec?.containers[0]?.image).toBe('registry.invalid/app:2');
   });
 
   it('reloads after a failed sync by default', async ({ kube, namespace }) => {
