@@ -6,7 +6,7 @@ import { WEBHOOK_PATH } from './argocd/webhook.ts';
 import { loadConfig, serveFlags } from './config/config.ts';
 import { FlagError, usage } from './config/flags.ts';
 import { countResponses, startHttpServer } from './http.ts';
-import { kubeConfigFrom } from './kubeconfig.ts';
+import { loadClusterAccess } from './kube/access.ts';
 import { createLogger } from './log.ts';
 import { Metrics } from './metrics.ts';
 import { plan, planFlags } from './plan-command.ts';
@@ -35,7 +35,7 @@ async function runServe(argv: string[]): Promise<number> {
   const cfg = loadConfig(argv, process.env);
   const log = createLogger(cfg.logLevel);
   const metrics = new Metrics({ version: packageVersion() });
-  const svc = await serve(cfg, kubeConfigFrom(cfg.kubeconfig), log, metrics);
+  const svc = await serve(cfg, await loadClusterAccess(cfg.kubeconfig), log, metrics);
   const http = await startHttpServer({
     address: cfg.httpAddress,
     metrics,

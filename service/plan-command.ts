@@ -6,10 +6,10 @@ import { FlagError, parseFlags } from './config/flags.ts';
 import { compileGlobals, decide } from './core/annotations.ts';
 import type { ConfigKind, ConfigRef } from './core/types.ts';
 import { configId } from './core/types.ts';
+import { type ClusterAccess, loadClusterAccess } from './kube/access.ts';
 import { collectionPath, WORKLOAD_RESOURCES } from './kube/resources.ts';
 import { configRecord, type RawObject, workloadRecord } from './kube/to-record.ts';
 import { getJson, KubeHttpError } from './kube/watch-http.ts';
-import { kubeConfigFrom } from './kubeconfig.ts';
 import { ClusterState } from './state.ts';
 
 export const planFlags: readonly FlagSpec[] = [
@@ -42,7 +42,7 @@ const HOW: Record<string, Record<string, string>> = {
   git: { '*': 'commit a checksum bump to git (not enabled in this release)' },
 };
 
-async function list(kc: ReturnType<typeof kubeConfigFrom>, path: string): Promise<RawObject[]> {
+async function list(kc: ClusterAccess, path: string): Promise<RawObject[]> {
   const signal = new AbortController().signal;
   try {
     const body = (await getJson(kc, path, signal, 30_000)) as { items?: RawObject[] };
@@ -74,7 +74,7 @@ export async function plan(
   });
   if (problems.length > 0) throw new FlagError(problems.join('; '));
 
-  const kc = kubeConfigFrom(values.kubeconfig as string | undefined);
+  const kc = await loadClusterAccess(values.kubeconfig as string | undefined);
   const key = randomBytes(32); // digests are only compared within this run
   const state = new ClusterState(values['default-strategy'] as 'restart');
   for (const [k, plural] of [

@@ -2,7 +2,7 @@
 // Batcher; each batch is judged against the ledger (watchedSet + verdict); a reload becomes an
 // action in the WorkQueue, whose runner writes the pending action to the ledger, runs the
 // strategy, records the result, and reports it as an Event.
-import type { AppsV1Api, BatchV1Api, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+
 import type { Config } from './config/config.ts';
 import { type AnnotationGlobals, KEYS } from './core/annotations.ts';
 import { type Batch, Batcher, type Change, type ChangeSink } from './core/batcher.ts';
@@ -13,6 +13,8 @@ import { isTracked, REQUEST, verdict, watchedSet } from './core/plan.ts';
 import { type ConfigRecord, compareResourceVersions } from './core/records.ts';
 import { configId } from './core/types.ts';
 import { WorkQueue } from './core/work-queue.ts';
+import type { ClusterAccess } from './kube/access.ts';
+import type { AppsApi, BatchApi, CoreApi, CustomApi } from './kube/api.ts';
 import { apiVersionOf, type EventReason, type EventRecorder } from './kube/events.ts';
 import type { Ledger } from './kube/ledger.ts';
 import type { Logger } from './log.ts';
@@ -59,11 +61,11 @@ export interface ReconcilerDeps {
   log: Logger;
   globals: AnnotationGlobals;
   hashKey: Buffer;
-  core: CoreV1Api;
-  apps: AppsV1Api;
-  batch: BatchV1Api;
-  custom: CustomObjectsApi;
-  kc: KubeConfig;
+  core: CoreApi;
+  apps: AppsApi;
+  batch: BatchApi;
+  custom: CustomApi;
+  kc: ClusterAccess;
   inScope(namespace: string): boolean;
   gate?: ChangeGate;
   metrics?: Metrics;

@@ -1,5 +1,4 @@
 // `gitops-reloader serve`: watches configs and workloads, and reloads what changed.
-import { AppsV1Api, BatchV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import type { Router } from 'express';
 import { startArgoCd } from './argocd/argocd.ts';
 import { type Config, readHashKeyFile } from './config/config.ts';
@@ -8,6 +7,8 @@ import { compileGlobals } from './core/annotations.ts';
 import { MIN_HMAC_KEY_BYTES } from './core/config-hash.ts';
 import type { ConfigRecord, WorkloadRecord } from './core/records.ts';
 import { WatchProgress } from './http.ts';
+import type { ClusterAccess } from './kube/access.ts';
+import { appsApi, batchApi, type CoreApi, coreApi, customApi } from './kube/api.ts';
 import { EventRecorder } from './kube/events.ts';
 import { type LeaderElection, startLeaderElection } from './kube/leader.ts';
 import { Ledger } from './kube/ledger.ts';
@@ -22,7 +23,7 @@ import { ClusterState } from './state.ts';
 import { createGitCommitter } from './strategies/git-commit.ts';
 
 /** Reads the HMAC key: --hash-key-file, else the Secret <release-name>-hash-key in the release namespace. */
-async function hashKey(cfg: Config, core: CoreV1Api): Promise<Buffer> {
+async function hashKey(cfg: Config, core: CoreApi): Promise<Buffer> {
   if (cfg.hashKeyFile) return readHashKeyFile(cfg.hashKeyFile);
   const name = `${cfg.releaseName}-hash-key`;
   if (!cfg.releaseNamespace) {
@@ -49,7 +50,7 @@ async function hashKey(cfg: Config, core: CoreV1Api): Promise<Buffer> {
 }
 
 /** True when the API server serves this resource (Argo Rollouts may not be installed). */
-async function served(kc: KubeConfig, r: Resource<string>): Promise<boolean> {
+async function served(kc: ClusterAccess, r: Resource<string>): Promise<boolean> {
   try {
     const list = (await getJson(
       kc,
@@ -81,11 +82,11 @@ export interface RunningService {
 
 export async function serve(
   cfg: Config,
-  kc: KubeConfig,
+  kc: ClusterAccess,
   log: Logger,
   metrics: Metrics = new Metrics({ defaultMetrics: false }),
 ): Promise<RunningService> {
-  const core = kc.makeApiClient(CoreV1Api);
+  const core = coreApi(kc);
   if (!cfg.releaseNamespace) {
     throw new FlagError(
       '--release-namespace (or the POD_NAMESPACE env var) is required: it holds the ledger',
@@ -114,9 +115,9 @@ export async function serve(
   const events = new EventRecorder(core, log);
   const apis = {
     core,
-    apps: kc.makeApiClient(AppsV1Api),
-    batch: kc.makeApiClient(BatchV1Api),
-    custom: kc.makeApiClient(CustomObjectsApi),
+    apps: appsApi(kc),
+    batch: batchApi(kc),
+    custom: customApi(kc),
   };
   // One writer for the process: its per-repository queue is what merges a batch into one commit.
   const git = await createGitCommitter(cfg, { core, custom: apis.custom, log, metrics });

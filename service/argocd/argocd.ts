@@ -2,10 +2,11 @@
 // Applications can be listed) feeding the SyncGate, the refresh a notification asks for, and the
 // notification webhook router. serve.ts passes `gate` to the Reconciler and the router to the HTTP
 // server.
-import type { KubeConfig } from '@kubernetes/client-node';
+
 import type { Router } from 'express';
 import type { Config } from '../config/config.ts';
 import type { ConfigRecord } from '../core/records.ts';
+import type { ClusterAccess } from '../kube/access.ts';
 import { startWatch, type Watch, type WatchFailure } from '../kube/watch.ts';
 import { getJson, KubeHttpError } from '../kube/watch-http.ts';
 import type { Logger } from '../log.ts';
@@ -19,7 +20,7 @@ const GROUP_VERSION = '/apis/argoproj.io/v1alpha1';
 
 export interface ArgoCdDeps {
   cfg: Config;
-  kc: KubeConfig;
+  kc: ClusterAccess;
   state: ClusterState;
   log: Logger;
 }
@@ -46,7 +47,7 @@ export interface ArgoCd {
 const appPath = (ns: string, name?: string) =>
   `${GROUP_VERSION}/namespaces/${ns}/applications${name ? `/${encodeURIComponent(name)}` : ''}`;
 
-async function servesApplications(kc: KubeConfig, signal: AbortSignal): Promise<boolean> {
+async function servesApplications(kc: ClusterAccess, signal: AbortSignal): Promise<boolean> {
   try {
     const list = (await getJson(kc, GROUP_VERSION, signal, 10_000)) as {
       resources?: Array<{ name: string }>;
@@ -59,7 +60,7 @@ async function servesApplications(kc: KubeConfig, signal: AbortSignal): Promise<
 }
 
 /** Lists one Application to learn whether we may read them here. */
-async function readable(kc: KubeConfig, ns: string, signal: AbortSignal): Promise<true | string> {
+async function readable(kc: ClusterAccess, ns: string, signal: AbortSignal): Promise<true | string> {
   try {
     await getJson(kc, `${appPath(ns)}?limit=1`, signal, 10_000);
     return true;

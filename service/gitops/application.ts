@@ -2,8 +2,9 @@
 // tracks the workload: repoURL, the branch (targetRevision), the path, and for Helm the values file.
 // `gitSourceOf` is pure; `readGitSource` reads the Application from the API server at write time, so
 // a changed Application is honoured without waiting for a watch.
-import type { CustomObjectsApi } from '@kubernetes/client-node';
+
 import type { AppKey } from '../argocd/tracking.ts';
+import type { CustomApi } from '../kube/api.ts';
 
 export interface GitSource {
   app: AppKey;
@@ -89,7 +90,7 @@ export function gitSourceOf(raw: unknown, app: AppKey): GitSource {
 }
 
 /** Reads the Application and returns its git source. */
-export async function readGitSource(custom: CustomObjectsApi, app: AppKey): Promise<GitSource> {
+export async function readGitSource(custom: CustomApi, app: AppKey): Promise<GitSource> {
   let raw: unknown;
   try {
     raw = await custom.getNamespacedCustomObject({

@@ -10,8 +10,8 @@
 import { chmod, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { CoreV1Api } from '@kubernetes/client-node';
 import type { GitCredentials } from '../../git/writer.ts';
+import type { CoreApi } from '../kube/api.ts';
 
 export const SECRET_TYPE_LABEL = 'argocd.argoproj.io/secret-type';
 /** Write credentials first (they exist to push), then the read credentials Argo CD clones with. */
@@ -224,7 +224,7 @@ export async function credentialsFromSecret(
 }
 
 /** Lists Argo CD's repository Secrets in its namespace, decoded. */
-export async function listRepoSecrets(core: CoreV1Api, namespace: string): Promise<RepoSecret[]> {
+export async function listRepoSecrets(core: CoreApi, namespace: string): Promise<RepoSecret[]> {
   const list = await core.listNamespacedSecret({
     namespace,
     labelSelector: `${SECRET_TYPE_LABEL} in (${ALL_TYPES.join(',')})`,
@@ -240,7 +240,7 @@ export async function listRepoSecrets(core: CoreV1Api, namespace: string): Promi
 }
 
 /** Argo CD's known hosts (argocd-ssh-known-hosts-cm), for SSH keys taken from its Secrets. */
-export async function argoCdKnownHosts(core: CoreV1Api, namespace: string): Promise<string | undefined> {
+export async function argoCdKnownHosts(core: CoreApi, namespace: string): Promise<string | undefined> {
   try {
     const cm = await core.readNamespacedConfigMap({ name: 'argocd-ssh-known-hosts-cm', namespace });
     return cm.data?.ssh_known_hosts;
@@ -267,7 +267,7 @@ export interface CredentialCache {
 }
 
 export interface CredentialOptions {
-  core: CoreV1Api;
+  core: CoreApi;
   credentialsDir?: string;
   argocdCredentials: boolean;
   /** Argo CD's own namespace: where it keeps repository Secrets. */

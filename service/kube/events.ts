@@ -2,8 +2,8 @@
 // ReloadConfigInvalid, ReloadStalled. Repeats of the same event for the same object are
 // suppressed for a while, so a bad annotation does not produce an Event per config change.
 import os from 'node:os';
-import type { CoreV1Api } from '@kubernetes/client-node';
 import type { Logger } from '../log.ts';
+import type { CoreApi } from './api.ts';
 
 export type EventReason =
   | 'Reloaded'
@@ -35,13 +35,13 @@ export function apiVersionOf(kind: string): string {
 }
 
 export class EventRecorder {
-  readonly #core: CoreV1Api;
+  readonly #core: CoreApi;
   readonly #log: Logger;
   readonly #recent = new Map<string, number>();
   readonly #suppressMs: number;
   readonly #instance = os.hostname();
 
-  constructor(core: CoreV1Api, log: Logger, suppressMs = 10 * 60_000) {
+  constructor(core: CoreApi, log: Logger, suppressMs = 10 * 60_000) {
     this.#core = core;
     this.#log = log;
     this.#suppressMs = suppressMs;

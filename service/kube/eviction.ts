@@ -2,10 +2,11 @@
 // is retried with exponential backoff until a deadline and reported at each refusal; a pod that no
 // longer exists counts as evicted; anything else is an error that names the pod.
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { CoreV1Api, V1Eviction } from '@kubernetes/client-node';
+import type { V1Eviction } from '@kubernetes/client-node';
+import type { CoreApi } from './api.ts';
 
-/** What evictPod needs of a CoreV1Api (a CoreV1Api from KubeConfig.makeApiClient fits). */
-export type EvictionClient = Pick<CoreV1Api, 'createNamespacedPodEviction' | 'readNamespacedPod'>;
+/** What evictPod needs of a CoreApi (a CoreApi from KubeConfig.makeApiClient fits). */
+export type EvictionClient = Pick<CoreApi, 'createNamespacedPodEviction' | 'readNamespacedPod'>;
 
 /** Why the API server refused with 429. */
 export type BlockCause =
@@ -94,7 +95,7 @@ interface ApiFailure {
   status: ServerStatus;
 }
 
-// client-node 2.x throws ApiException with `code` and the raw response text as `body`.
+// Our KubeHttpError and client-node 2.x's ApiException both carry `code` and the raw answer as `body`.
 function apiFailure(err: unknown): ApiFailure {
   const e = err as { code?: unknown; body?: unknown } | null;
   const code = typeof e?.code === 'number' ? e.code : undefined;

@@ -5,14 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { setTimeout as sleepFor } from 'node:timers/promises';
-import {
-  type ConfigurationOptions,
-  CoordinationV1Api,
-  KubeConfig,
-  Observable,
-  type ObservableMiddleware,
-  type V1Lease,
-} from '@kubernetes/client-node';
+import type { V1Lease } from '@kubernetes/client-node';
 import {
   type CandidateDecision,
   candidateDelayMs,
@@ -31,6 +24,8 @@ import {
   takeRecord,
   timingProblems,
 } from '../core/lease-logic.ts';
+import type { ClusterAccess } from './access.ts';
+import { type CoordinationApi, coordinationApi, type RequestOptions } from './api.ts';
 
 /** Where the elector reports; a pino Logger fits. */
 export interface LeaderLog {
@@ -92,10 +87,10 @@ export function defaultIdentity(): string {
  * here, naming the option.
  */
 export function startLeaderElection(
-  client: KubeConfig | CoordinationV1Api,
+  client: ClusterAccess | CoordinationApi,
   opts: LeaderElectionOptions,
 ): LeaderElection {
-  const api = client instanceof KubeConfig ? client.makeApiClient(CoordinationV1Api) : client;
+  const api = 'applyToHTTPSOptions' in client ? coordinationApi(client) : client;
   return new Elector(api, opts);
 }
 
@@ -166,19 +161,9 @@ function specOf(w: LeaseWrite, base: V1Lease['spec']): NonNullable<V1Lease['spec
 }
 
 /** Per-call options that let `signal` abort the HTTP request itself. */
-function abortable(signal: AbortSignal): ConfigurationOptions<ObservableMiddleware> {
-  return {
-    middleware: [
-      {
-        pre: (ctx) => {
-          ctx.setSignal(signal);
-          return new Observable(Promise.resolve(ctx));
-        },
-        post: (res) => new Observable(Promise.resolve(res)),
-      },
-    ],
-    middlewareMergeStrategy: 'append',
-  };
+/** Lets our API client abort the request; `bounded` below settles the call either way. */
+function abortable(signal: AbortSignal): RequestOptions {
+  return { signal };
 }
 
 /** Runs `op`, rejecting with the signal's reason the moment it aborts, even if `op` is stuck elsewhere. */
@@ -209,7 +194,7 @@ async function sleep(ms: number, signal: AbortSignal): Promise<void> {
 
 class Elector implements LeaderElection {
   readonly identity: string;
-  readonly #api: CoordinationV1Api;
+  readonly #api: CoordinationApi;
   readonly #o: LeaderElectionOptions;
   readonly #t: LeaseTimings;
   readonly #fields: Record<string, string>;
@@ -224,7 +209,7 @@ class Elector implements LeaderElection {
   #loop: Promise<void>;
   #stopping: Promise<void> | undefined;
 
-  constructor(api: CoordinationV1Api, o: LeaderElectionOptions) {
+  constructor(api: CoordinationApi, o: LeaderElectionOptions) {
     this.#t = {
       leaseDurationMs: o.leaseDurationMs ?? DEFAULT_TIMINGS.leaseDurationMs,
       renewDeadlineMs: o.renewDeadlineMs ?? DEFAULT_TIMINGS.renewDeadlineMs,

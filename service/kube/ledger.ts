@@ -2,7 +2,7 @@
 // N shard ConfigMaps in the service's own namespace (docs/adr/0003). Only the leader writes it. Writes are
 // JSON merge patches of the changed keys only, so they never clobber other keys of the same shard.
 
-import { type CoreV1Api, PatchStrategy, setHeaderOptions, type V1ConfigMap } from '@kubernetes/client-node';
+import type { V1ConfigMap } from '@kubernetes/client-node';
 import {
   type DecodedEntry,
   decodeEntry,
@@ -12,6 +12,7 @@ import {
   shardOf,
   storedBytes,
 } from '../core/ledger-entry.ts';
+import type { CoreApi } from './api.ts';
 
 export const LEDGER_LABELS: Readonly<Record<string, string>> = Object.freeze({
   'app.kubernetes.io/name': 'gitops-reloader',
@@ -32,7 +33,7 @@ export const DEFAULT_SHARD_BUDGET = 1_000_000;
 export type LedgerLog = (level: 'info' | 'warn', msg: string, fields: Record<string, unknown>) => void;
 
 export interface LedgerOptions {
-  core: CoreV1Api;
+  core: CoreApi;
   /** The service's own (release) namespace. */
   namespace: string;
   log: LedgerLog;
@@ -99,7 +100,6 @@ type ShardChange = Map<string, string | null>;
 // Bounds the load's LIST responses to a few MiB each.
 const LIST_PAGE = 4;
 const WRITE_CONCURRENCY = 4;
-const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
 export class Ledger {
   readonly namespace: string;
@@ -107,7 +107,7 @@ export class Ledger {
   readonly shards: number;
   readonly budget: number;
   readonly dryRun: boolean;
-  readonly #core: CoreV1Api;
+  readonly #core: CoreApi;
   readonly #log: LedgerLog;
   #views = new Map<string, ShardView>();
   #entries = new Map<string, LedgerEntry>();
@@ -366,10 +366,12 @@ export class Ledger {
       const verb = view.exists ? 'patching' : 'creating';
       try {
         const cm = view.exists
-          ? await this.#core.patchNamespacedConfigMap(
-              { name: view.name, namespace: this.namespace, body: { metadata, data } },
-              mergePatch,
-            )
+          ? // A JSON merge patch: CoreApi patches are merge patches.
+            await this.#core.patchNamespacedConfigMap({
+              name: view.name,
+              namespace: this.namespace,
+              body: { metadata, data },
+            })
           : await this.#core.createNamespacedConfigMap({
               namespace: this.namespace,
               body: { metadata: { name: view.name, ...metadata }, data: sets },

@@ -5,7 +5,7 @@
 // WatchList, a LIST gives the state and the watch resumes from its resourceVersion; that choice is
 // remembered for the process. A view is short-lived: it never relists periodically, and it is
 // stopped when its reload ends.
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { ClusterAccess } from './access.ts';
 import { getJson, KubeHttpError, streamLines } from './watch-http.ts';
 import { listUrl, type RawObject, readWatchEvent } from './watch-logic.ts';
 
@@ -54,7 +54,7 @@ function message(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-export function openLiveView<T>(kc: KubeConfig, o: LiveViewOptions<T>): LiveView<T> {
+export function openLiveView<T>(kc: ClusterAccess, o: LiveViewOptions<T>): LiveView<T> {
   const items = new Map<string, T>();
   const stopper = new AbortController();
   const signal = AbortSignal.any([o.signal, stopper.signal]);

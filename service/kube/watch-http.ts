@@ -1,24 +1,32 @@
-// Raw HTTP to the API server for watch.ts: a LIST page as parsed JSON and a WATCH as a stream of lines.
+// Raw HTTP to the API server: one request with a JSON answer, and a WATCH as a stream of lines.
 // No typed client and no ObjectSerializer, so objects stay plain JSON and nothing is converted to models.
-// Credentials come from KubeConfig.applyToHTTPSOptions on every request, so rotated tokens are picked up.
+// Credentials come from ClusterAccess.applyToHTTPSOptions on every request, so rotated tokens are
+// picked up.
 import http from 'node:http';
 import https from 'node:https';
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { ClusterAccess } from './access.ts';
 
 /** A non-2xx answer from the API server, with the Status message when it sent one. */
 export class KubeHttpError extends Error {
   readonly status: number;
   readonly reason: string | undefined;
-  constructor(status: number, reason: string | undefined, message: string) {
+  /** The raw answer (a Status object, usually), at most 4 KiB. */
+  readonly body: string;
+  constructor(status: number, reason: string | undefined, message: string, body = '') {
     super(message);
     this.name = 'KubeHttpError';
     this.status = status;
     this.reason = reason;
+    this.body = body;
+  }
+  /** The HTTP status under the name client-node's ApiException uses, so callers handle both alike. */
+  get code(): number {
+    return this.status;
   }
 }
 
 async function open(
-  kc: KubeConfig,
+  kc: ClusterAccess,
   pathAndQuery: string,
   signal: AbortSignal,
   method = 'GET',
@@ -26,22 +34,18 @@ async function open(
 ): Promise<http.ClientRequest> {
   const server = kc.getCurrentCluster()?.server;
   if (!server) throw new Error('the kubeconfig has no current cluster');
-  const opts: https.RequestOptions = {};
-  await kc.applyToHTTPSOptions(opts);
-  signal.throwIfAborted();
   // server may carry a path prefix (API proxies such as Rancher's), so append rather than resolve.
   const url = new URL(server.replace(/\/+$/, '') + pathAndQuery);
+  const ours: Record<string, string> = {
+    Accept: 'application/json',
+    ...(contentType ? { 'Content-Type': contentType } : {}),
+  };
+  // The access sees the whole request (method, path, headers) and adds TLS options and credentials.
+  const opts: https.RequestOptions = { method, path: url.pathname + url.search, headers: { ...ours } };
+  await kc.applyToHTTPSOptions(opts);
+  signal.throwIfAborted();
   const request = url.protocol === 'http:' ? http.request : https.request;
-  return request(url, {
-    ...opts,
-    method,
-    headers: {
-      ...opts.headers,
-      Accept: 'application/json',
-      ...(contentType ? { 'Content-Type': contentType } : {}),
-    },
-    signal,
-  });
+  return request(url, { ...opts, method, headers: { ...opts.headers, ...ours }, signal });
 }
 
 function statusError(method: string, path: string, status: number, body: string): KubeHttpError {
@@ -59,12 +63,21 @@ function statusError(method: string, path: string, status: number, body: string)
     status,
     reason,
     `${method} ${bare}: HTTP ${status}${reason ? ` ${reason}` : ''}: ${detail}`,
+    body.slice(0, 4096),
   );
+}
+
+/** /api/v1/namespaces/ns/pods and /apis/g/v/pods are collections; /api/v1/namespaces/ns/pods/x is not. */
+function isCollection(p: string): boolean {
+  const parts = p.split('/').filter(Boolean);
+  const rest = parts[0] === 'api' ? parts.slice(2) : parts.slice(3);
+  const n = rest[0] === 'namespaces' && rest.length >= 3 ? rest.length - 2 : rest.length;
+  return n % 2 === 1;
 }
 
 /** GETs a path and parses the JSON body. Rejects with KubeHttpError on a non-2xx status. */
 export function getJson(
-  kc: KubeConfig,
+  kc: ClusterAccess,
   pathAndQuery: string,
   signal: AbortSignal,
   timeoutMs: number,
@@ -72,22 +85,23 @@ export function getJson(
   return requestJson(kc, 'GET', pathAndQuery, undefined, signal, timeoutMs);
 }
 
-const VERB: Record<string, string> = { GET: 'LIST', POST: 'CREATE', DELETE: 'DELETE', PATCH: 'PATCH' };
+const VERB: Record<string, string> = { POST: 'CREATE', DELETE: 'DELETE', PATCH: 'PATCH', PUT: 'UPDATE' };
 
 /**
  * Sends one request with an optional JSON body (POST for a create, PATCH with a merge patch) and
  * parses the JSON answer. Rejects with KubeHttpError on a non-2xx status.
  */
 export async function requestJson(
-  kc: KubeConfig,
-  method: 'GET' | 'POST' | 'DELETE' | 'PATCH',
+  kc: ClusterAccess,
+  method: 'GET' | 'POST' | 'DELETE' | 'PATCH' | 'PUT',
   pathAndQuery: string,
   body: unknown,
   signal: AbortSignal,
   timeoutMs: number,
 ): Promise<unknown> {
-  const verb = VERB[method] ?? method;
-  const bare = pathAndQuery.split('?')[0];
+  const bare = pathAndQuery.split('?')[0] ?? '';
+  // A GET of a collection is a LIST (the watch reports name it so); of one object, a GET.
+  const verb = VERB[method] ?? (isCollection(bare) ? 'LIST' : 'GET');
   const timeout = new AbortController();
   const timer = setTimeout(
     () => timeout.abort(new Error(`${verb} ${bare} took longer than ${timeoutMs} ms`)),
@@ -132,7 +146,7 @@ export async function requestJson(
  * network error.
  */
 export async function streamLines(
-  kc: KubeConfig,
+  kc: ClusterAccess,
   pathAndQuery: string,
   signal: AbortSignal,
   onLine: (line: string) => void,

@@ -2,7 +2,7 @@
 // read and only the result is kept, so a Secret's data never stays in memory. The loop never gives up:
 // it relists on 410 Gone, reconnects with backoff, restarts a silent watch, and relists periodically to
 // catch anything a watch missed. Decisions live in watch-logic.ts, raw HTTP in watch-http.ts.
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { ClusterAccess } from './access.ts';
 import { getJson, KubeHttpError, streamLines } from './watch-http.ts';
 import {
   type BackoffOptions,
@@ -181,7 +181,7 @@ function validate<S>(o: WatchOptions<S>): void {
 }
 
 /** Starts listing and watching at once. Throws only for invalid options; runtime failures are reported. */
-export function startWatch<S>(kc: KubeConfig, o: WatchOptions<S>): Watch<S> {
+export function startWatch<S>(kc: ClusterAccess, o: WatchOptions<S>): Watch<S> {
   validate(o);
   const pageSize = o.pageSize ?? watchDefaults.pageSize;
   const relistIntervalMs = o.relistIntervalMs ?? watchDefaults.relistIntervalMs;

@@ -5,7 +5,7 @@
 // So requests are gathered until none has arrived for a short while, then every write of the
 // gathering is handed to the one GitWriter in the same turn, where writes to one repository merge
 // into one clone and one commit.
-import type { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+
 import {
   type ChecksumWorkload,
   type CommitAuthor,
@@ -29,6 +29,7 @@ import {
   type ResolvedCredentials,
   resolveCredentials,
 } from '../gitops/credentials.ts';
+import type { CoreApi, CustomApi } from '../kube/api.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics.ts';
 import type { ReloadRequest, StrategyContext, StrategyResult } from './types.ts';
@@ -369,8 +370,8 @@ async function writerRejects(req: Pick<CommitChecksumRequest, 'branch' | 'messag
 }
 
 export interface GitCommitterDeps {
-  core: CoreV1Api;
-  custom: CustomObjectsApi;
+  core: CoreApi;
+  custom: CustomApi;
   log: Logger;
   metrics?: Metrics;
 }

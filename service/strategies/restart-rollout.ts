@@ -2,10 +2,8 @@
 // Argo Rollouts controller then evicts, one at a time, every pod created before that time, without
 // running the canary or blue-green steps, and records status.restartedAt when done. spec.restartAt
 // is the only field we write; the pod template is never touched.
-import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import type { ReloadRequest, StrategyContext, StrategyResult } from './types.ts';
 
-const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const ATTEMPTS = 5;
 
 interface RolloutObject {
@@ -54,13 +52,10 @@ export async function restartRollout(ctx: StrategyContext, req: ReloadRequest): 
     }
     try {
       // resourceVersion makes the patch conditional: a concurrent writer of restartAt is re-read, not overwritten.
-      await ctx.custom.patchNamespacedCustomObject(
-        {
-          ...coordinates,
-          body: { metadata: { resourceVersion: ro.metadata?.resourceVersion }, spec: { restartAt } },
-        },
-        mergePatch,
-      );
+      await ctx.custom.patchNamespacedCustomObject({
+        ...coordinates,
+        body: { metadata: { resourceVersion: ro.metadata?.resourceVersion }, spec: { restartAt } },
+      });
     } catch (err) {
       if ((err as { code?: number }).code === 409 && attempt < ATTEMPTS) continue;
       throw new Error(`setting spec.restartAt on Rollout ${namespace}/${name}: ${(err as Error).message}`, {

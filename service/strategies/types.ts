@@ -1,15 +1,17 @@
 // What every reload strategy gets and returns.
-import type { AppsV1Api, BatchV1Api, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+
 import type { WorkloadRecord } from '../core/records.ts';
+import type { ClusterAccess } from '../kube/access.ts';
+import type { AppsApi, BatchApi, CoreApi, CustomApi } from '../kube/api.ts';
 import type { Logger } from '../log.ts';
 
 export interface StrategyContext {
-  core: CoreV1Api;
-  apps: AppsV1Api;
-  batch: BatchV1Api;
-  custom: CustomObjectsApi;
+  core: CoreApi;
+  apps: AppsApi;
+  batch: BatchApi;
+  custom: CustomApi;
   /** For the raw watches and requests of a restart (service/kube/live-view.ts). */
-  kc: KubeConfig;
+  kc: ClusterAccess;
   log: Logger;
   /** Aborted when the service stops or loses leadership: stop acting at once. */
   signal: AbortSignal;

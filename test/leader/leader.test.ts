@@ -3,16 +3,10 @@
 // stops acting at once when its Lease is taken or within the renew deadline when it loses the API.
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import {
-  CoordinationV1Api,
-  createConfiguration,
-  KubeConfig,
-  type Middleware,
-  ServerConfiguration,
-  type V1Lease,
-} from '@kubernetes/client-node';
+import { CoordinationV1Api, KubeConfig, type V1Lease } from '@kubernetes/client-node';
 import { describe, expect, inject } from 'vitest';
 import { DEFAULT_TIMINGS, type LeaseTimings, microTime } from '../../service/core/lease-logic.ts';
+import { type CoordinationApi, coordinationApi } from '../../service/kube/api.ts';
 import {
   type LeaderElection,
   type LeaderElectionOptions,
@@ -59,7 +53,7 @@ function memoryLog(lines: LogLine[]): LeaderLog {
 type Start = (
   name: string,
   t: LeaseTimings,
-  extra?: Partial<LeaderElectionOptions> & { api?: CoordinationV1Api },
+  extra?: Partial<LeaderElectionOptions> & { api?: CoordinationApi },
 ) => Candidate;
 
 /** `kube` and `namespace`, plus `start`, whose electors are stopped before the namespace goes. */
@@ -385,7 +379,7 @@ describe('leader election on a Lease', () => {
   }) => {
     const kc = await serviceAccountKubeConfig(kube, namespace, 'elector');
     await grantLeases(kube, namespace, 'elector', ['get', 'create', 'update']);
-    const a = start('elector-a', FAST, { api: kc.makeApiClient(CoordinationV1Api) });
+    const a = start('elector-a', FAST, { api: coordinationApi(kc) });
     await waitFor(() => leading(a), { describe: 'a to lead with its narrow Role' });
     const renewals = new Set<string>();
     await waitFor(
@@ -479,26 +473,30 @@ function spawnElector(namespace: string, identity: string, t: LeaseTimings) {
   return { proc, out: () => out };
 }
 
-/** A CoordinationV1Api whose requests can be made to hang, as on a dead network path to the API server. */
+/** The service's lease API whose requests can be made to hang, as on a dead network path to the API server. */
 function switchableApi(kc: KubeConfig) {
-  const cluster = kc.getCurrentCluster();
-  if (!cluster) throw new Error('the admin kubeconfig has no current cluster');
+  const real = coordinationApi(kc);
   let mode: 'ok' | 'hang' = 'ok';
   const healed: Array<() => void> = [];
-  const gate: Middleware = {
-    pre: async (ctx) => {
-      if (mode === 'hang') await new Promise<void>((r) => healed.push(r));
-      return ctx;
-    },
-    post: async (res) => res,
+  const gate = async () => {
+    if (mode === 'hang') await new Promise<void>((r) => healed.push(r));
   };
-  const config = createConfiguration({
-    baseServer: new ServerConfiguration(cluster.server, {}),
-    authMethods: { default: kc },
-    promiseMiddleware: [gate],
-  });
+  const api: CoordinationApi = {
+    readNamespacedLease: async (a, o) => {
+      await gate();
+      return real.readNamespacedLease(a, o);
+    },
+    createNamespacedLease: async (a, o) => {
+      await gate();
+      return real.createNamespacedLease(a, o);
+    },
+    replaceNamespacedLease: async (a, o) => {
+      await gate();
+      return real.replaceNamespacedLease(a, o);
+    },
+  };
   return {
-    api: new CoordinationV1Api(config),
+    api,
     set(m: 'ok' | 'hang') {
       mode = m;
       if (m === 'ok') for (const r of healed.splice(0)) r();

@@ -1,15 +1,10 @@
 // The ledger against the real API server: what survives a restart, what each write costs, and that
 // nothing is lost or corrupted when shards are shared, full, foreign or only pretended to (dry-run).
-import {
-  CoreV1Api,
-  createConfiguration,
-  type KubeConfig,
-  type Middleware,
-  type RequestContext,
-  ServerConfiguration,
-} from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { describe, expect } from 'vitest';
 import { type LedgerEntry, ledgerKey, shardOf } from '../../service/core/ledger-entry.ts';
+import type { ClusterAccess } from '../../service/kube/access.ts';
+import { type CoreApi, coreApi } from '../../service/kube/api.ts';
 import {
   FORMAT_ANNOTATION,
   LEDGER_LABELS,
@@ -37,39 +32,42 @@ const pending = (n: number): LedgerEntry['pending'] => ({
   startedAt: '2026-12-02T14:39:23.000Z',
 });
 
+interface Sent {
+  method: string;
+  path: string;
+  contentType?: string;
+}
+
 /**
- * A CoreV1Api that records every request it sends, read as `METHOD /path` (plus the Content-Type of a
- * PATCH). The request context is kept and read later because call-time middleware, such as the ledger's
- * merge-patch header, runs after this one.
+ * The service's CoreApi over an access that records every request it sends, read as `METHOD /path`
+ * (plus the Content-Type of a PATCH): the access sees each request whole, just before it goes out.
  */
-function countingCore(kc: KubeConfig): { core: CoreV1Api; requests: Requests } {
-  const cluster = kc.getCurrentCluster();
-  if (!cluster) throw new Error('the admin kubeconfig has no current cluster');
+function countingCore(kc: KubeConfig): { core: CoreApi; requests: Requests } {
   const requests = new Requests();
-  const counter: Middleware = {
-    pre: async (ctx) => {
-      requests.sent.push(ctx);
-      return ctx;
+  const access: ClusterAccess = {
+    getCurrentCluster: () => kc.getCurrentCluster(),
+    applyToHTTPSOptions: async (opts) => {
+      const headers = (opts.headers ?? {}) as Record<string, string>;
+      requests.sent.push({
+        method: opts.method ?? 'GET',
+        path: opts.path ?? '',
+        contentType: headers['Content-Type'],
+      });
+      await kc.applyToHTTPSOptions(opts);
     },
-    post: async (res) => res,
   };
-  const config = createConfiguration({
-    baseServer: new ServerConfiguration(cluster.server, {}),
-    authMethods: { default: kc },
-    promiseMiddleware: [counter],
-  });
-  return { core: new CoreV1Api(config), requests };
+  return { core: coreApi(access), requests };
 }
 
 class Requests {
-  sent: RequestContext[] = [];
+  sent: Sent[] = [];
   clear(): void {
     this.sent = [];
   }
   lines(): string[] {
-    return this.sent.map((ctx) => {
-      const type = ctx.getHttpMethod() === 'PATCH' ? ` ${ctx.getHeaders()['Content-Type']}` : '';
-      return `${ctx.getHttpMethod()} ${new URL(ctx.getUrl()).pathname}${type}`;
+    return this.sent.map((r) => {
+      const type = r.method === 'PATCH' ? ` ${r.contentType}` : '';
+      return `${r.method} ${new URL(r.path, 'http://x').pathname}${type}`;
     });
   }
 }
