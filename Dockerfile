@@ -41,7 +41,10 @@ COPY --from=build /src/dist ./dist
 COPY package.json ./
 USER 65534:65534
 EXPOSE 8080
-# tini forwards SIGTERM to node (which drains and releases the Lease) and reaps zombies. The V8 flag
-# makes a pathological user regex (ignore lists, annotations) fall back to a linear-time engine.
-ENTRYPOINT ["/usr/bin/tini", "--", "node", "--enable-experimental-regexp-engine-on-excessive-backtracks", "dist/service/cli.js"]
+# tini forwards SIGTERM to node (which drains and releases the Lease) and reaps zombies. The V8 flags:
+# a pathological user regex (ignore lists, annotations) falls back to a linear-time engine, and the
+# young generation is capped with 8 MiB semi-spaces (by default Node 24 let it grow to 64 MiB under
+# start-up and churn and kept it: about 70-80 MiB of resident memory, docs/operations.md). The bench
+# starts the service with the same flags (bench/service.ts SERVICE_NODE_FLAGS): keep them in step.
+ENTRYPOINT ["/usr/bin/tini", "--", "node", "--enable-experimental-regexp-engine-on-excessive-backtracks", "--max-semi-space-size=8", "dist/service/cli.js"]
 CMD ["serve"]

@@ -25,7 +25,7 @@ import { type SteadyResult, steady } from './phases/steady.ts';
 import { PodObserver } from './pods.ts';
 import { ReloadLog } from './reloads.ts';
 import { layout, SCALES, type ScaleName, scales } from './scale.ts';
-import { hasHttpAddressFlag, type ServiceProcess } from './service.ts';
+import { buildService, hasHttpAddressFlag, type ServiceProcess } from './service.ts';
 import { percentile, round, spread } from './stats.ts';
 
 const PHASES = ['steady', 'latency-default', 'precision', 'bulk', 'flap', 'latency', 'restart'] as const;
@@ -122,6 +122,8 @@ async function main(): Promise<number> {
   writeFileSync(hashKeyFile, randomBytes(32).toString('hex'), { mode: 0o600 });
   say(`run ${run}, scale ${scale.name}; service logs in ${workDir}`);
 
+  say('building the service (dist/), which is what the bench runs, as the image does');
+  buildService();
   const kube = await connect(say);
   await removeStale(kube, say);
   await ensureApplicationCrd(kube);

@@ -15,7 +15,27 @@ export interface LogLine {
   [k: string]: unknown;
 }
 
-const CLI = path.join(repoRoot, 'service', 'cli.ts');
+/** The compiled service, as the image runs it (Node's type stripping alone adds ~40 MiB of RSS). */
+const CLI = path.join(repoRoot, 'dist', 'service', 'cli.js');
+
+/** Compiles the service into dist/ (tsc -p tsconfig.build.json), as the image's build stage does. */
+export function buildService(): void {
+  const tsc = path.join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc');
+  execFileSync(process.execPath, [tsc, '-p', path.join(repoRoot, 'tsconfig.build.json')], {
+    cwd: repoRoot,
+    stdio: 'inherit',
+  });
+}
+
+/**
+ * The node flags the image's ENTRYPOINT runs the service with (Dockerfile; keep the two in step), so
+ * the bench measures what ships: the linear-time regex fallback, and 8 MiB young-generation
+ * semi-spaces (Node 24's default lets the young generation grow to 64 MiB and keep it).
+ */
+export const SERVICE_NODE_FLAGS = [
+  '--enable-experimental-regexp-engine-on-excessive-backtracks',
+  '--max-semi-space-size=8',
+];
 
 /** Whether this build of the service has an HTTP port with /readyz (the flag appears in `help`). */
 export function hasHttpAddressFlag(): boolean {
@@ -51,7 +71,7 @@ export class ServiceProcess {
     const extra = httpPort !== undefined ? [`--http-address=127.0.0.1:${httpPort}`] : [];
     this.readyzUrl = httpPort !== undefined ? `http://127.0.0.1:${httpPort}/readyz` : undefined;
     this.startedAt = Date.now();
-    this.proc = spawn(process.execPath, [CLI, 'serve', ...args, ...extra], {
+    this.proc = spawn(process.execPath, [...SERVICE_NODE_FLAGS, CLI, 'serve', ...args, ...extra], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let buf = '';

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { CHECKSUM_USAGE, checksum } from '../git/checksum-command.ts';
 import { WEBHOOK_PATH } from './argocd/webhook.ts';
 // gitops-reloader: `serve` runs the service; `plan` shows what a config change would reload.
@@ -80,8 +80,14 @@ async function runServe(argv: string[]): Promise<number> {
 
 function packageVersion(): string {
   try {
-    const url = new URL('../package.json', import.meta.url);
-    return (JSON.parse(readFileSync(url, 'utf8')) as { version?: string }).version ?? 'unknown';
+    // service/cli.ts from source, dist/service/cli.js when compiled (the image): the first found wins.
+    for (const rel of ['../package.json', '../../package.json']) {
+      const url = new URL(rel, import.meta.url);
+      if (existsSync(url)) {
+        return (JSON.parse(readFileSync(url, 'utf8')) as { version?: string }).version ?? 'unknown';
+      }
+    }
+    return 'unknown';
   } catch {
     return 'unknown';
   }

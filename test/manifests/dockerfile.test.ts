@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
+import { SERVICE_NODE_FLAGS } from '../../bench/service.ts';
 import { repoRoot } from '../cluster/paths.ts';
 
 const exec = promisify(execFile);
@@ -127,6 +128,15 @@ describe('the Dockerfile', () => {
     const e = entrypoint(d);
     expect(e.slice(0, 3)).toEqual(['/usr/bin/tini', '--', 'node']);
     expect(e).toContain('--enable-experimental-regexp-engine-on-excessive-backtracks');
+  });
+
+  it('runs node with the flags the bench measures the service with', async () => {
+    // After `tini -- node`: node's own flags, up to the script.
+    const flags = entrypoint(await dockerfile())
+      .slice(3)
+      .filter((a) => a.startsWith('--'));
+    expect(flags).toEqual(SERVICE_NODE_FLAGS);
+    expect(flags).toContain('--max-semi-space-size=8');
   });
 
   it('runs an entrypoint that `npm run build` produces', async () => {
