@@ -20,6 +20,11 @@ export interface LiveViewOptions<T> {
   signal: AbortSignal;
   /** How long the initial state may take before the attempt counts as failed. Default 30 s. */
   initialTimeoutMs?: number;
+  /**
+   * How the view gets the current state: 'auto' (default) uses WatchList and falls back to a LIST
+   * for the rest of the process once the API server refuses it; 'list' always LISTs first.
+   */
+  initialState?: 'auto' | 'list';
 }
 
 export interface LiveView<T> {
@@ -119,7 +124,7 @@ export function openLiveView<T>(kc: ClusterAccess, o: LiveViewOptions<T>): LiveV
       let cause: string | undefined;
       let gone = false;
       try {
-        if (!rv && watchListServed === false) {
+        if (!rv && (watchListServed === false || o.initialState === 'list')) {
           const list = (await getJson(kc, listUrl(o.path, o, 0), attempt, o.initialTimeoutMs ?? 30_000)) as {
             metadata?: { resourceVersion?: string };
             items?: RawObject[];
@@ -133,10 +138,12 @@ export function openLiveView<T>(kc: ClusterAccess, o: LiveViewOptions<T>): LiveV
         // No resourceVersion yet: a WatchList that opens with the current state.
         let collecting: Map<string, T> | undefined = rv ? undefined : new Map<string, T>();
         const initialTimer = collecting
-          ? setTimeout(
-              () => local.abort(new Error('the initial state did not arrive in time')),
-              o.initialTimeoutMs ?? 30_000,
-            )
+          ? setTimeout(() => {
+              // An API server that ignores sendInitialEvents streams the objects but never the
+              // end-of-initial-events bookmark: if WatchList never worked here, LIST from now on.
+              if (watchListServed === undefined) watchListServed = false;
+              local.abort(new Error('the initial state did not arrive in time'));
+            }, o.initialTimeoutMs ?? 30_000)
           : undefined;
         const params: Record<string, string> = rv
           ? { watch: 'true', allowWatchBookmarks: 'true', resourceVersion: rv }
@@ -171,9 +178,12 @@ export function openLiveView<T>(kc: ClusterAccess, o: LiveViewOptions<T>): LiveV
               notify();
             }
           });
-          // The server ended the watch: resume from rv (or start over if the initial state never came).
-          if (collecting) rv = '';
-          else failures = 0;
+          // The server ended the watch: resume from rv, or start over, after a backoff, if it ended
+          // before the initial state was complete.
+          if (collecting) {
+            rv = '';
+            cause = 'the watch ended before the initial state was complete';
+          } else failures = 0;
         } finally {
           clearTimeout(initialTimer);
         }

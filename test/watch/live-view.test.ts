@@ -15,13 +15,14 @@ async function createCm(kube: Kube, namespace: string, name: string, v: string, 
   });
 }
 
-function viewOf(kube: Kube, namespace: string) {
+function viewOf(kube: Kube, namespace: string, initialState: 'auto' | 'list' = 'auto') {
   const stop = new AbortController();
   const view = openLiveView(kube.kc, {
     path: `/api/v1/namespaces/${namespace}/configmaps`,
     labelSelector: 'team=a',
     transform: keepV,
     signal: stop.signal,
+    initialState,
   });
   onTestFinished(() => view.stop());
   return { view, stop };
@@ -42,26 +43,26 @@ describe('openLiveView', () => {
     expect(view.failing).toBeUndefined();
   });
 
-  it('follows creates, updates and deletes, and until() resolves on the change it waits for', async ({
-    kube,
-    namespace,
-  }) => {
-    await createCm(kube, namespace, 'a-1', '1', 'a');
-    const { view } = viewOf(kube, namespace);
-    await view.ready;
-    await createCm(kube, namespace, 'a-2', '2', 'a');
-    expect(await view.until((m) => m.get('a-2') === '2', 20_000)).toBe(true);
-    await kube.core.replaceNamespacedConfigMap({
-      name: 'a-1',
-      namespace,
-      body: { metadata: { name: 'a-1', labels: { team: 'a' } }, data: { v: 'one' } },
-    });
-    expect(await view.until((m) => m.get('a-1') === 'one', 20_000)).toBe(true);
-    await kube.core.deleteNamespacedConfigMap({ name: 'a-2', namespace });
-    expect(await view.until((m) => !m.has('a-2'), 20_000)).toBe(true);
-    // A condition that never holds gives false at its deadline, not a hang.
-    expect(await view.until((m) => m.has('never'), 300)).toBe(false);
-  });
+  it.for(['auto', 'list'] as const)(
+    'follows creates, updates and deletes, and until() resolves on the change it waits for (%s)',
+    async (initialState, { kube, namespace }) => {
+      await createCm(kube, namespace, 'a-1', '1', 'a');
+      const { view } = viewOf(kube, namespace, initialState);
+      await view.ready;
+      await createCm(kube, namespace, 'a-2', '2', 'a');
+      expect(await view.until((m) => m.get('a-2') === '2', 20_000)).toBe(true);
+      await kube.core.replaceNamespacedConfigMap({
+        name: 'a-1',
+        namespace,
+        body: { metadata: { name: 'a-1', labels: { team: 'a' } }, data: { v: 'one' } },
+      });
+      expect(await view.until((m) => m.get('a-1') === 'one', 20_000)).toBe(true);
+      await kube.core.deleteNamespacedConfigMap({ name: 'a-2', namespace });
+      expect(await view.until((m) => !m.has('a-2'), 20_000)).toBe(true);
+      // A condition that never holds gives false at its deadline, not a hang.
+      expect(await view.until((m) => m.has('never'), 300)).toBe(false);
+    },
+  );
 
   it('changed() wakes on a change well before its deadline', async ({ kube, namespace }) => {
     const { view } = viewOf(kube, namespace);
