@@ -99,10 +99,14 @@ function assertUsableKey(key: Buffer): void {
 // boundary can shift and null (absent) differs from every string. JSON.stringify escapes lone surrogates,
 // so its output is well-formed Unicode and its UTF-8 bytes are injective too.
 function hmacHex(key: Buffer, tag: string, payload: unknown): string {
-  return createHmac('sha256', key)
-    .update(JSON.stringify([tag, payload]), 'utf8')
-    .digest('hex')
-    .slice(0, DIGEST_HEX_CHARS);
+  return (
+    createHmac('sha256', key)
+      .update(JSON.stringify([tag, payload]), 'utf8')
+      .digest()
+      // Hex of the leading bytes, not a slice of the full hex: a V8 slice would keep the 64-character
+      // parent string alive next to it, for every key of every cached config.
+      .toString('hex', 0, DIGEST_HEX_CHARS / 2)
+  );
 }
 
 // Own properties only: a ConfigMap key may be named `constructor` or `__proto__`, and a lookup must not

@@ -116,23 +116,23 @@ export async function requestJson(
           ? 'application/merge-patch+json'
           : 'application/json';
     const req = await open(kc, pathAndQuery, both, method, contentType);
-    const { status, body: answer } = await new Promise<{ status: number; body: Buffer }>(
-      (resolve, reject) => {
-        const fail = (err: unknown) => reject(both.aborted ? both.reason : err);
-        req.on('error', fail);
-        req.on('response', (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('error', fail);
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
-          res.on('close', () => {
-            if (!res.complete) fail(new Error(`${verb} ${bare}: connection closed mid-body`));
-          });
+    const { status, text } = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const fail = (err: unknown) => reject(both.aborted ? both.reason : err);
+      req.on('error', fail);
+      req.on('response', (res) => {
+        // Decoded chunk by chunk: a LIST page is about 1 MiB, and one Buffer of that size per page,
+        // freed at once, fragments the native heap for good (docs/operations.md, Sizing).
+        res.setEncoding('utf8');
+        const chunks: string[] = [];
+        res.on('data', (c: string) => chunks.push(c));
+        res.on('error', fail);
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: chunks.join('') }));
+        res.on('close', () => {
+          if (!res.complete) fail(new Error(`${verb} ${bare}: connection closed mid-body`));
         });
-        req.end(body === undefined ? undefined : JSON.stringify(body));
-      },
-    );
-    const text = answer.toString('utf8');
+      });
+      req.end(body === undefined ? undefined : JSON.stringify(body));
+    });
     if (status < 200 || status > 299) throw statusError(verb, pathAndQuery, status, text);
     return text ? JSON.parse(text) : undefined;
   } finally {
