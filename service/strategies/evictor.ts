@@ -19,28 +19,30 @@ export function controlledBy(p: V1Pod, ownerUid: string): boolean {
   return Boolean(p.metadata?.ownerReferences?.some((o) => o.controller && o.uid === ownerUid));
 }
 
+/** What the evictor paces on: the restart's watched views (a RestartSession). */
+export interface Views {
+  /** Waits for the next change of what the restart watches, or at most `ms`. */
+  changed(ms: number): Promise<void>;
+  /** Why the views are not current, if they are not: waiting on them then counts towards a stall. */
+  readonly failing: string | undefined;
+}
+
 export class PodEvictor {
   /** Uids of the pods this reload evicted. */
   readonly evicted = new Set<string>();
   readonly #ctx: StrategyContext;
   readonly #namespace: string;
   readonly #workload: string;
-  readonly #wake: (ms: number) => Promise<void>;
+  readonly #views: Views;
   #blockedSince: number | undefined;
   #stalled = false;
   #backoffMs = 0;
 
-  /** `wake(ms)` waits for the next change of what the restart watches, or at most `ms`. */
-  constructor(
-    ctx: StrategyContext,
-    namespace: string,
-    workload: string,
-    wake: (ms: number) => Promise<void>,
-  ) {
+  constructor(ctx: StrategyContext, namespace: string, workload: string, views: Views) {
     this.#ctx = ctx;
     this.#namespace = namespace;
     this.#workload = workload;
-    this.#wake = wake;
+    this.#views = views;
   }
 
   /**
@@ -71,10 +73,20 @@ export class PodEvictor {
     return true;
   }
 
-  /** Evicts the named pods (as the planner chose them from `pods`), stopping at the first refusal. */
-  async evictNamed(names: readonly string[], pods: readonly V1Pod[]): Promise<boolean> {
+  /**
+   * Evicts, then paces: after an eviction the next step plans at once (the evicted pods count as
+   * terminating); when none was evicted (refused, or already gone) it waits for the views to move.
+   */
+  async evictAndPace(pods: ReadonlyArray<{ name: string; uid: string }>): Promise<void> {
+    const before = this.evicted.size;
+    const all = await this.evict(pods);
+    if (!all || this.evicted.size === before) await this.next();
+  }
+
+  /** evictAndPace for the pods the planner named, as it chose them from `pods`. */
+  async evictNamedAndPace(names: readonly string[], pods: readonly V1Pod[]): Promise<void> {
     const byName = new Map(pods.map((p) => [p.metadata?.name, p.metadata?.uid]));
-    return this.evict(
+    await this.evictAndPace(
       names.flatMap((name) => {
         const uid = byName.get(name);
         return uid ? [{ name, uid }] : [];
@@ -105,8 +117,10 @@ export class PodEvictor {
    * watched changes, or `retryAfterMs` when the planner gave one (else IDLE_REPLAN_MS).
    */
   async next(retryAfterMs?: number): Promise<void> {
+    const failing = this.#views.failing;
+    if (failing) this.blocked(`watch failing: ${failing}`);
     if (this.#backoffMs > 0) await pause(this.#backoffMs, this.#ctx.signal);
-    else await this.#wake(retryAfterMs !== undefined ? Math.max(50, retryAfterMs) : IDLE_REPLAN_MS);
+    else await this.#views.changed(retryAfterMs !== undefined ? Math.max(50, retryAfterMs) : IDLE_REPLAN_MS);
   }
 }
 

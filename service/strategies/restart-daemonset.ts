@@ -42,13 +42,10 @@ function toNodePod(
   };
 }
 
-export async function restartDaemonSet(ctx: StrategyContext, req: ReloadRequest): Promise<StrategyResult> {
-  const session = await RestartSession.open<V1DaemonSet>(ctx, req);
-  try {
-    return await restartWith(session, ctx, req);
-  } finally {
-    await session.close();
-  }
+export function restartDaemonSet(ctx: StrategyContext, req: ReloadRequest): Promise<StrategyResult> {
+  return RestartSession.run<V1DaemonSet, StrategyResult>(ctx, req, (session) =>
+    restartWith(session, ctx, req),
+  );
 }
 
 async function restartWith(
@@ -57,7 +54,7 @@ async function restartWith(
   req: ReloadRequest,
 ): Promise<StrategyResult> {
   const { namespace, name } = req.workload.ref;
-  const evictor = new PodEvictor(ctx, namespace, `DaemonSet/${name}`, (ms) => session.changed(ms));
+  const evictor = new PodEvictor(ctx, namespace, `DaemonSet/${name}`, session);
   const nodesDone = new Set<string>();
   let surgeIgnored = false;
 
@@ -94,8 +91,6 @@ async function restartWith(
       pods: view,
       nowMs: Date.now(),
     });
-    const stale = session.failing;
-    if (stale) evictor.blocked(`watch failing: ${stale}`);
 
     switch (step.kind) {
       case 'done': {
@@ -112,12 +107,10 @@ async function restartWith(
         };
       }
       case 'evict': {
-        const before = evictor.evicted.size;
-        const all = await evictor.evictNamed(step.pods, pods);
+        await evictor.evictNamedAndPace(step.pods, pods);
         for (const p of pods) {
           if (p.spec?.nodeName && evictor.evicted.has(p.metadata?.uid ?? '')) nodesDone.add(p.spec.nodeName);
         }
-        if (!all || evictor.evicted.size === before) await evictor.next();
         continue;
       }
       case 'wait':

@@ -77,13 +77,10 @@ async function currentTemplateHash(ctx: StrategyContext, d: V1Deployment): Promi
   return current?.metadata?.labels?.['pod-template-hash'];
 }
 
-export async function restartDeployment(ctx: StrategyContext, req: ReloadRequest): Promise<StrategyResult> {
-  const session = await RestartSession.open<V1Deployment>(ctx, req);
-  try {
-    return await restartWith(session, ctx, req);
-  } finally {
-    await session.close();
-  }
+export function restartDeployment(ctx: StrategyContext, req: ReloadRequest): Promise<StrategyResult> {
+  return RestartSession.run<V1Deployment, StrategyResult>(ctx, req, (session) =>
+    restartWith(session, ctx, req),
+  );
 }
 
 async function restartWith(
@@ -92,7 +89,7 @@ async function restartWith(
   req: ReloadRequest,
 ): Promise<StrategyResult> {
   const { namespace, name } = req.workload.ref;
-  const evictor = new PodEvictor(ctx, namespace, `Deployment/${name}`, (ms) => session.changed(ms));
+  const evictor = new PodEvictor(ctx, namespace, `Deployment/${name}`, session);
   let recreateNoted = false;
   let freshHash: string | undefined;
   let freshChecked = false;
@@ -138,8 +135,6 @@ async function restartWith(
       nowMs: Date.now(),
     });
     const old = () => pods.map(view).filter(isOld);
-    const stale = session.failing;
-    if (stale) evictor.blocked(`watch failing: ${stale}`);
 
     switch (step.kind) {
       case 'done': {
@@ -167,12 +162,7 @@ async function restartWith(
         return { replaced: n, summary };
       }
       case 'evict': {
-        const byName = new Map(pods.map((p) => [p.metadata?.name, view(p)]));
-        const before = evictor.evicted.size;
-        const all = await evictor.evict(step.pods.flatMap((n) => byName.get(n) ?? []));
-        // Evicted pods count as terminating at once, so the next step plans without waiting; if none
-        // was evicted (refused, or already gone), wait for the views to move first.
-        if (!all || evictor.evicted.size === before) await evictor.next();
+        await evictor.evictNamedAndPace(step.pods, pods);
         continue;
       }
       case 'wait': {
@@ -184,8 +174,7 @@ async function restartWith(
               'Recreate strategy: downtime accepted',
             );
           recreateNoted = true;
-          const before = evictor.evicted.size;
-          if (!(await evictor.evict(old())) || evictor.evicted.size === before) await evictor.next();
+          await evictor.evictAndPace(old());
           continue;
         }
         if (step.reason === 'needs-surge') {

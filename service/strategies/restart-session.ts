@@ -90,6 +90,20 @@ export class RestartSession<W extends { metadata?: { uid?: string } }> {
     return session;
   }
 
+  /** Opens a session, runs `body` with it, and closes it however `body` ends. */
+  static async run<W extends { metadata?: { uid?: string } }, R>(
+    ctx: StrategyContext,
+    req: ReloadRequest,
+    body: (session: RestartSession<W>) => Promise<R>,
+  ): Promise<R> {
+    const session = await RestartSession.open<W>(ctx, req);
+    try {
+      return await body(session);
+    } finally {
+      await session.close();
+    }
+  }
+
   /** The workload as it is now; throws when it was deleted or replaced (another uid). */
   workload(): W {
     const { kind, namespace, name, uid } = this.#req.workload.ref;

@@ -40,13 +40,10 @@ function toOrdinalPod(
   };
 }
 
-export async function restartStatefulSet(ctx: StrategyContext, req: ReloadRequest): Promise<StrategyResult> {
-  const session = await RestartSession.open<V1StatefulSet>(ctx, req);
-  try {
-    return await restartWith(session, ctx, req);
-  } finally {
-    await session.close();
-  }
+export function restartStatefulSet(ctx: StrategyContext, req: ReloadRequest): Promise<StrategyResult> {
+  return RestartSession.run<V1StatefulSet, StrategyResult>(ctx, req, (session) =>
+    restartWith(session, ctx, req),
+  );
 }
 
 async function restartWith(
@@ -55,7 +52,7 @@ async function restartWith(
   req: ReloadRequest,
 ): Promise<StrategyResult> {
   const { namespace, name } = req.workload.ref;
-  const evictor = new PodEvictor(ctx, namespace, `StatefulSet/${name}`, (ms) => session.changed(ms));
+  const evictor = new PodEvictor(ctx, namespace, `StatefulSet/${name}`, session);
 
   for (;;) {
     ctx.signal.throwIfAborted();
@@ -100,8 +97,6 @@ async function restartWith(
       pods: view,
       nowMs: Date.now(),
     });
-    const stale = session.failing;
-    if (stale) evictor.blocked(`watch failing: ${stale}`);
 
     switch (step.kind) {
       case 'done': {
@@ -115,9 +110,7 @@ async function restartWith(
         };
       }
       case 'evict': {
-        const before = evictor.evicted.size;
-        const all = await evictor.evictNamed(step.pods, pods);
-        if (!all || evictor.evicted.size === before) await evictor.next();
+        await evictor.evictNamedAndPace(step.pods, pods);
         continue;
       }
       case 'wait':
