@@ -18,6 +18,7 @@ import type {
 } from '@kubernetes/client-node';
 import type { ClusterAccess } from './access.ts';
 import { requestJson } from './watch-http.ts';
+import { listUrl } from './watch-logic.ts';
 
 const TIMEOUT_MS = 30_000;
 
@@ -70,16 +71,6 @@ export interface CoordinationApi {
 
 const seg = encodeURIComponent;
 
-function query(s: Selected): string {
-  const q = new URLSearchParams();
-  if (s.labelSelector) q.set('labelSelector', s.labelSelector);
-  if (s.fieldSelector) q.set('fieldSelector', s.fieldSelector);
-  if (s.limit) q.set('limit', String(s.limit));
-  if (s._continue) q.set('continue', s._continue);
-  const text = q.toString();
-  return text ? `?${text}` : '';
-}
-
 const NEVER = new AbortController().signal;
 
 /** Sends one request, bounded by TIMEOUT_MS and by `signal` when given. */
@@ -89,16 +80,25 @@ function call<T>(
   path: string,
   body?: unknown,
   signal: AbortSignal = NEVER,
+  verb?: string,
 ): Promise<T> {
-  return requestJson(access, method, path, body, signal, TIMEOUT_MS) as Promise<T>;
+  return requestJson(access, method, path, body, signal, TIMEOUT_MS, verb) as Promise<T>;
 }
 
 /**
  * A LIST, with the continue token also under `_continue`, the name client-node's V1ListMeta gives it
  * (its types are what callers read).
  */
-async function list<T>(access: ClusterAccess, path: string): Promise<T> {
-  const page = await call<{ metadata?: { continue?: string; _continue?: string } }>(access, 'GET', path);
+async function list<T>(access: ClusterAccess, path: string, s: Selected): Promise<T> {
+  const url = listUrl(path, s, s.limit ?? 0, s._continue);
+  const page = await call<{ metadata?: { continue?: string; _continue?: string } }>(
+    access,
+    'GET',
+    url,
+    undefined,
+    NEVER,
+    'LIST',
+  );
   if (page.metadata?.continue) page.metadata._continue = page.metadata.continue;
   return page as T;
 }
@@ -111,15 +111,15 @@ const apps = (ns: string, resource: string, name?: string) =>
 export function coreApi(access: ClusterAccess): CoreApi {
   return {
     readNamespacedSecret: (a) => call(access, 'GET', core(a.namespace, 'secrets', a.name)),
-    listNamespacedSecret: (a) => list(access, core(a.namespace, 'secrets') + query(a)),
+    listNamespacedSecret: (a) => list(access, core(a.namespace, 'secrets'), a),
     readNamespacedConfigMap: (a) => call(access, 'GET', core(a.namespace, 'configmaps', a.name)),
-    listNamespacedConfigMap: (a) => list(access, core(a.namespace, 'configmaps') + query(a)),
+    listNamespacedConfigMap: (a) => list(access, core(a.namespace, 'configmaps'), a),
     createNamespacedConfigMap: (a) => call(access, 'POST', core(a.namespace, 'configmaps'), a.body),
     patchNamespacedConfigMap: (a) => call(access, 'PATCH', core(a.namespace, 'configmaps', a.name), a.body),
     createNamespacedEvent: (a) => call(access, 'POST', core(a.namespace, 'events'), a.body),
     readNamespacedPod: (a) => call(access, 'GET', core(a.namespace, 'pods', a.name)),
-    listNamespacedPod: (a) => list(access, core(a.namespace, 'pods') + query(a)),
-    listPodForAllNamespaces: (a) => list(access, `/api/v1/pods${query(a)}`),
+    listNamespacedPod: (a) => list(access, core(a.namespace, 'pods'), a),
+    listPodForAllNamespaces: (a) => list(access, '/api/v1/pods', a),
     deleteNamespacedPod: (a) => call(access, 'DELETE', core(a.namespace, 'pods', a.name)),
     createNamespacedPodEviction: (a) =>
       call(access, 'POST', `${core(a.namespace, 'pods', a.name)}/eviction`, a.body),
@@ -128,7 +128,7 @@ export function coreApi(access: ClusterAccess): CoreApi {
 
 export function appsApi(access: ClusterAccess): AppsApi {
   return {
-    listNamespacedReplicaSet: (a) => list(access, apps(a.namespace, 'replicasets') + query(a)),
+    listNamespacedReplicaSet: (a) => list(access, apps(a.namespace, 'replicasets'), a),
     patchNamespacedDeployment: (a) => call(access, 'PATCH', apps(a.namespace, 'deployments', a.name), a.body),
     patchNamespacedStatefulSet: (a) =>
       call(access, 'PATCH', apps(a.namespace, 'statefulsets', a.name), a.body),

@@ -7,7 +7,7 @@
 // stopped when its reload ends.
 import type { ClusterAccess } from './access.ts';
 import { getJson, KubeHttpError, streamLines } from './watch-http.ts';
-import { listUrl, type RawObject, readWatchEvent } from './watch-logic.ts';
+import { listUrl, type RawObject, readWatchEvent, watchUrl } from './watch-logic.ts';
 
 export interface LiveViewOptions<T> {
   /** Collection path, e.g. /api/v1/namespaces/NS/pods. */
@@ -47,13 +47,6 @@ const BACKOFF_MS = [250, 500, 1_000, 2_000, 5_000];
 
 /** Whether the API server serves WatchList; learnt on first use, for the life of the process. */
 let watchListServed: boolean | undefined;
-
-function query(o: { labelSelector?: string; fieldSelector?: string }, extra: Record<string, string>): string {
-  const q = new URLSearchParams(extra);
-  if (o.labelSelector) q.set('labelSelector', o.labelSelector);
-  if (o.fieldSelector) q.set('fieldSelector', o.fieldSelector);
-  return q.toString();
-}
 
 function message(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
@@ -145,17 +138,9 @@ export function openLiveView<T>(kc: ClusterAccess, o: LiveViewOptions<T>): LiveV
               local.abort(new Error('the initial state did not arrive in time'));
             }, o.initialTimeoutMs ?? 30_000)
           : undefined;
-        const params: Record<string, string> = rv
-          ? { watch: 'true', allowWatchBookmarks: 'true', resourceVersion: rv }
-          : {
-              watch: 'true',
-              allowWatchBookmarks: 'true',
-              sendInitialEvents: 'true',
-              resourceVersionMatch: 'NotOlderThan',
-            };
-        params.timeoutSeconds = String(WATCH_TIMEOUT_S);
+        const url = watchUrl(o.path, o, rv, WATCH_TIMEOUT_S, !rv);
         try {
-          await streamLines(kc, `${o.path}?${query(o, params)}`, attempt, (line) => {
+          await streamLines(kc, url, attempt, (line) => {
             if (cause || gone) return;
             const r = apply(line, collecting);
             // While the initial state streams in, rv is not usable: a broken stream must start over.

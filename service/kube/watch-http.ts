@@ -67,29 +67,28 @@ function statusError(method: string, path: string, status: number, body: string)
   );
 }
 
-/** /api/v1/namespaces/ns/pods and /apis/g/v/pods are collections; /api/v1/namespaces/ns/pods/x is not. */
-function isCollection(p: string): boolean {
-  const parts = p.split('/').filter(Boolean);
-  const rest = parts[0] === 'api' ? parts.slice(2) : parts.slice(3);
-  const n = rest[0] === 'namespaces' && rest.length >= 3 ? rest.length - 2 : rest.length;
-  return n % 2 === 1;
-}
-
-/** GETs a path and parses the JSON body. Rejects with KubeHttpError on a non-2xx status. */
+/** GETs a path (a LIST, in messages) and parses the JSON body. Rejects with KubeHttpError on a non-2xx status. */
 export function getJson(
   kc: ClusterAccess,
   pathAndQuery: string,
   signal: AbortSignal,
   timeoutMs: number,
 ): Promise<unknown> {
-  return requestJson(kc, 'GET', pathAndQuery, undefined, signal, timeoutMs);
+  return requestJson(kc, 'GET', pathAndQuery, undefined, signal, timeoutMs, 'LIST');
 }
 
-const VERB: Record<string, string> = { POST: 'CREATE', DELETE: 'DELETE', PATCH: 'PATCH', PUT: 'UPDATE' };
+const VERB: Record<string, string> = {
+  GET: 'GET',
+  POST: 'CREATE',
+  DELETE: 'DELETE',
+  PATCH: 'PATCH',
+  PUT: 'UPDATE',
+};
 
 /**
  * Sends one request with an optional JSON body (POST for a create, PATCH with a merge patch) and
- * parses the JSON answer. Rejects with KubeHttpError on a non-2xx status.
+ * parses the JSON answer. Rejects with KubeHttpError on a non-2xx status. `verb` names the request in
+ * messages (default from the method; a GET of a collection is better called LIST).
  */
 export async function requestJson(
   kc: ClusterAccess,
@@ -98,10 +97,9 @@ export async function requestJson(
   body: unknown,
   signal: AbortSignal,
   timeoutMs: number,
+  verb: string = VERB[method] ?? method,
 ): Promise<unknown> {
   const bare = pathAndQuery.split('?')[0] ?? '';
-  // A GET of a collection is a LIST (the watch reports name it so); of one object, a GET.
-  const verb = VERB[method] ?? (isCollection(bare) ? 'LIST' : 'GET');
   const timeout = new AbortController();
   const timer = setTimeout(
     () => timeout.abort(new Error(`${verb} ${bare} took longer than ${timeoutMs} ms`)),

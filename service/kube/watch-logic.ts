@@ -245,15 +245,24 @@ export function listUrl(path: string, sel: Selectors, limit: number, continueTok
   return query ? `${path}?${query}` : path;
 }
 
-/** Path and query of a WATCH from a resourceVersion, with bookmarks so the idle check sees a quiet stream live. */
+/**
+ * Path and query of a WATCH from a resourceVersion, with bookmarks so the idle check sees a quiet stream
+ * live. `initialEvents` asks for a WatchList instead: the current state first, then an end-of-initial-
+ * events bookmark (resourceVersion must then be empty).
+ */
 export function watchUrl(
   path: string,
   sel: Selectors,
   resourceVersion: string,
   timeoutSeconds: number,
+  initialEvents = false,
 ): string {
   const q = new URLSearchParams({ watch: 'true', allowWatchBookmarks: 'true' });
   if (resourceVersion) q.set('resourceVersion', resourceVersion);
+  if (initialEvents) {
+    q.set('sendInitialEvents', 'true');
+    q.set('resourceVersionMatch', 'NotOlderThan');
+  }
   if (sel.labelSelector) q.set('labelSelector', sel.labelSelector);
   if (sel.fieldSelector) q.set('fieldSelector', sel.fieldSelector);
   if (timeoutSeconds > 0) q.set('timeoutSeconds', String(timeoutSeconds));

@@ -3,10 +3,11 @@
 // --stall-after, and pace the level-triggered loop.
 import type { V1Pod } from '@kubernetes/client-node';
 import { evictPod } from '../kube/eviction.ts';
-import { IDLE_REPLAN_MS } from './restart-session.ts';
 import { pause, type StrategyContext } from './types.ts';
 
 const MAX_BACKOFF_MS = 16_000;
+/** Re-plan at least this often even when nothing changed: a safety net, not the pace. */
+export const IDLE_REPLAN_MS = 5_000;
 
 export function readiness(p: V1Pod): { ready: boolean; readySince?: string } {
   const c = p.status?.conditions?.find((x) => x.type === 'Ready');
@@ -100,7 +101,9 @@ export class PodEvictor {
    */
   async wait(step: { reason: string; retryAfterMs?: number }): Promise<void> {
     if (step.retryAfterMs === undefined) this.blocked(`waiting: ${step.reason}`);
-    await this.next(step.retryAfterMs !== undefined ? Math.min(step.retryAfterMs, 5_000) : undefined);
+    await this.next(
+      step.retryAfterMs !== undefined ? Math.min(step.retryAfterMs, IDLE_REPLAN_MS) : undefined,
+    );
   }
 
   /** Notes that the reload cannot progress; reports a stall once it lasts --stall-after. */

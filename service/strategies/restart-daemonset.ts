@@ -10,8 +10,8 @@ import {
   planDaemonSetRestartStep,
   resolveDaemonSetBudget,
 } from '../core/rolling-daemonset.ts';
-import { controlledBy, PodEvictor, plural, readiness } from './evictor.ts';
-import { RestartSession } from './restart-session.ts';
+import { controlledBy, type PodEvictor, plural, readiness } from './evictor.ts';
+import type { RestartSession } from './restart-session.ts';
 import type { ReloadRequest, StrategyContext, StrategyResult } from './types.ts';
 
 // The API server bumps this annotation on each template change; the controller stamps the value on
@@ -42,19 +42,13 @@ function toNodePod(
   };
 }
 
-export function restartDaemonSet(ctx: StrategyContext, req: ReloadRequest): Promise<StrategyResult> {
-  return RestartSession.run<V1DaemonSet, StrategyResult>(ctx, req, (session) =>
-    restartWith(session, ctx, req),
-  );
-}
-
-async function restartWith(
+/** Runs inside RestartSession.run, which opens the views, makes the evictor and closes both. */
+export async function restartDaemonSet(
   session: RestartSession<V1DaemonSet>,
+  evictor: PodEvictor,
   ctx: StrategyContext,
   req: ReloadRequest,
 ): Promise<StrategyResult> {
-  const { namespace, name } = req.workload.ref;
-  const evictor = new PodEvictor(ctx, namespace, `DaemonSet/${name}`, session);
   const nodesDone = new Set<string>();
   let surgeIgnored = false;
 

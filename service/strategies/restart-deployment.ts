@@ -8,8 +8,8 @@ import { isBeforeCutoff } from '../core/cutoff.ts';
 import { selectorString } from '../core/records.ts';
 import { isRolloutInProgress, planDeploymentRestartStep, type RestartPod } from '../core/rolling.ts';
 import { requestJson } from '../kube/watch-http.ts';
-import { PodEvictor, plural } from './evictor.ts';
-import { RestartSession } from './restart-session.ts';
+import { type PodEvictor, plural } from './evictor.ts';
+import type { RestartSession } from './restart-session.ts';
 import type { ReloadRequest, StrategyContext, StrategyResult } from './types.ts';
 
 export const SURGE_LABEL = 'gitops-reloader.io/surge';
@@ -77,19 +77,14 @@ async function currentTemplateHash(ctx: StrategyContext, d: V1Deployment): Promi
   return current?.metadata?.labels?.['pod-template-hash'];
 }
 
-export function restartDeployment(ctx: StrategyContext, req: ReloadRequest): Promise<StrategyResult> {
-  return RestartSession.run<V1Deployment, StrategyResult>(ctx, req, (session) =>
-    restartWith(session, ctx, req),
-  );
-}
-
-async function restartWith(
+/** Runs inside RestartSession.run, which opens the views, makes the evictor and closes both. */
+export async function restartDeployment(
   session: RestartSession<V1Deployment>,
+  evictor: PodEvictor,
   ctx: StrategyContext,
   req: ReloadRequest,
 ): Promise<StrategyResult> {
   const { namespace, name } = req.workload.ref;
-  const evictor = new PodEvictor(ctx, namespace, `Deployment/${name}`, session);
   let recreateNoted = false;
   let freshHash: string | undefined;
   let freshChecked = false;

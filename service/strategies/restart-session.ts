@@ -10,10 +10,9 @@ import { MAX_TARGETS } from '../core/ledger-entry.ts';
 import { selectorString } from '../core/records.ts';
 import { type LiveView, openLiveView } from '../kube/live-view.ts';
 import type { RawObject } from '../kube/watch-logic.ts';
+import { IDLE_REPLAN_MS, PodEvictor } from './evictor.ts';
 import type { ReloadRequest, StrategyContext } from './types.ts';
 
-/** Re-plan at least this often even when nothing changed: a safety net, not the pace. */
-export const IDLE_REPLAN_MS = 5_000;
 /** How long a view may take to show the current state before the reload fails (and is retried). */
 const VIEW_READY_MS = 30_000;
 
@@ -90,15 +89,24 @@ export class RestartSession<W extends { metadata?: { uid?: string } }> {
     return session;
   }
 
-  /** Opens a session, runs `body` with it, and closes it however `body` ends. */
+  /**
+   * Opens a session, runs one restart with it and an evictor paced on its views, and closes it
+   * however the restart ends.
+   */
   static async run<W extends { metadata?: { uid?: string } }, R>(
     ctx: StrategyContext,
     req: ReloadRequest,
-    body: (session: RestartSession<W>) => Promise<R>,
+    restart: (
+      session: RestartSession<W>,
+      evictor: PodEvictor,
+      ctx: StrategyContext,
+      req: ReloadRequest,
+    ) => Promise<R>,
   ): Promise<R> {
+    const { kind, namespace, name } = req.workload.ref;
     const session = await RestartSession.open<W>(ctx, req);
     try {
-      return await body(session);
+      return await restart(session, new PodEvictor(ctx, namespace, `${kind}/${name}`, session), ctx, req);
     } finally {
       await session.close();
     }

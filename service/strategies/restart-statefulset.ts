@@ -10,8 +10,8 @@ import {
   planStatefulSetRestartStep,
   podOrdinal,
 } from '../core/rolling-statefulset.ts';
-import { controlledBy, PodEvictor, readiness } from './evictor.ts';
-import { RestartSession } from './restart-session.ts';
+import { controlledBy, type PodEvictor, readiness } from './evictor.ts';
+import type { RestartSession } from './restart-session.ts';
 import type { ReloadRequest, StrategyContext, StrategyResult } from './types.ts';
 
 /**
@@ -40,19 +40,14 @@ function toOrdinalPod(
   };
 }
 
-export function restartStatefulSet(ctx: StrategyContext, req: ReloadRequest): Promise<StrategyResult> {
-  return RestartSession.run<V1StatefulSet, StrategyResult>(ctx, req, (session) =>
-    restartWith(session, ctx, req),
-  );
-}
-
-async function restartWith(
+/** Runs inside RestartSession.run, which opens the views, makes the evictor and closes both. */
+export async function restartStatefulSet(
   session: RestartSession<V1StatefulSet>,
+  evictor: PodEvictor,
   ctx: StrategyContext,
   req: ReloadRequest,
 ): Promise<StrategyResult> {
-  const { namespace, name } = req.workload.ref;
-  const evictor = new PodEvictor(ctx, namespace, `StatefulSet/${name}`, session);
+  const { name } = req.workload.ref;
 
   for (;;) {
     ctx.signal.throwIfAborted();

@@ -7,6 +7,7 @@ import type { GitCommitter } from './git-commit.ts';
 import { restartDaemonSet } from './restart-daemonset.ts';
 import { restartDeployment } from './restart-deployment.ts';
 import { restartRollout } from './restart-rollout.ts';
+import { RestartSession } from './restart-session.ts';
 import { restartStatefulSet } from './restart-statefulset.ts';
 import {
   type ReloadRequest,
@@ -46,9 +47,9 @@ export async function runStrategy(
       return ctx.git.reload(ctx, req, ctx.changed);
     case 'restart':
       // The pod-evicting restarts call begin() themselves, with the pods they will replace.
-      if (kind === 'Deployment') return restartDeployment(ctx, req);
-      if (kind === 'StatefulSet') return restartStatefulSet(ctx, req);
-      if (kind === 'DaemonSet') return restartDaemonSet(ctx, req);
+      if (kind === 'Deployment') return RestartSession.run(ctx, req, restartDeployment);
+      if (kind === 'StatefulSet') return RestartSession.run(ctx, req, restartStatefulSet);
+      if (kind === 'DaemonSet') return RestartSession.run(ctx, req, restartDaemonSet);
       if (kind === 'Rollout') {
         await ctx.begin();
         return restartRollout(ctx, req);
