@@ -14,6 +14,7 @@ export default defineConfig({
             'argocd-plugin/**/*.test.ts',
             'test/cluster/**/*.test.ts',
             'test/support/**/*.test.ts',
+            'bench/**/*.test.ts',
           ],
         },
       },

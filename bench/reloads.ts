@@ -11,6 +11,8 @@ export interface ReloadWindow {
   /** Which service process ran it (a label from the bench). */
   process: string;
   startedAt: number;
+  /** The 'reload started' line's own time (the service's clock, same machine), before any action. */
+  loggedAt: number;
   cutoffMs: number;
   resumed: boolean;
   completedAt?: number;
@@ -42,6 +44,7 @@ export class ReloadLog {
           key,
           process: label,
           startedAt: l.seenAt,
+          loggedAt: typeof l.time === 'string' ? Date.parse(l.time) : l.seenAt,
           cutoffMs: typeof l.cutoff === 'string' ? Date.parse(l.cutoff) : Number.NaN,
           resumed: l.resumed === true,
         };
@@ -95,7 +98,9 @@ export class ReloadLog {
 
   /**
    * Pods recycled twice within one reload: a (non-surge) pod deleted while its workload's reload ran,
-   * although it was created at or after that reload's cutoff T, i.e. it was already a replacement.
+   * although it was already a replacement: the bench first saw it after the reload had started, or it
+   * was created at or after the reload's cutoff T. (A restart that snapshots its pods acts before T,
+   * so its replacements are stamped before T too: the timestamp alone would never catch them.)
    */
   doubleRecycles(pods: PodObserver): Array<{ pod: string; key: string }> {
     const out: Array<{ pod: string; key: string }> = [];
@@ -116,7 +121,11 @@ export class ReloadLog {
         .filter((w) => w.startedAt - 1000 <= at)
         .sort((a, b) => b.startedAt - a.startedAt)
         .find((w) => at <= (w.completedAt ?? w.failedAt ?? Number.POSITIVE_INFINITY) + 1000);
-      if (during && Number.isFinite(during.cutoffMs) && p.createdAt >= during.cutoffMs) {
+      if (!during) continue;
+      const replacement =
+        p.firstSeenAt > during.loggedAt ||
+        (Number.isFinite(during.cutoffMs) && p.createdAt >= during.cutoffMs);
+      if (replacement) {
         out.push({ pod: `${p.namespace}/${p.name}`, key: during.key });
       }
     }
