@@ -396,7 +396,9 @@ export class Reconciler {
       this.#failures.delete(t.id);
       metric?.finish('success', result.replaced);
       log.info({ ...f, replaced: result.replaced }, 'reload complete');
-      await this.#event(t, 'Reloaded', `${changed.join(', ')} changed; ${result.summary} (cutoff ${cutoff})`);
+      // The cutoff is what decided only when no snapshot of pods did (ADR 0008).
+      const rule = targets ? '' : ` (cutoff ${cutoff})`;
+      await this.#event(t, 'Reloaded', `${changed.join(', ')} changed; ${result.summary}${rule}`);
     } catch (err) {
       if (this.#abort.signal.aborted) {
         metric?.finish('interrupted');
