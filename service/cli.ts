@@ -5,6 +5,7 @@ import { WEBHOOK_PATH } from './argocd/webhook.ts';
 // gitops-reloader: `serve` runs the service; `plan` shows what a config change would reload.
 import { loadConfig, serveFlags } from './config/config.ts';
 import { FlagError, usage } from './config/flags.ts';
+import { reloaderFlags } from './config/reloader-flags.ts';
 import { countResponses, startHttpServer } from './http.ts';
 import { loadClusterAccess } from './kube/access.ts';
 import { createLogger } from './log.ts';
@@ -24,6 +25,9 @@ Usage:
 serve flags:
 ${usage(serveFlags)}
 
+serve also accepts Stakater Reloader's flags under their own names, for migration:
+${usage(reloaderFlags)}
+
 plan flags:
 ${usage(planFlags)}
 
@@ -34,6 +38,7 @@ ${CHECKSUM_USAGE}
 async function runServe(argv: string[]): Promise<number> {
   const cfg = loadConfig(argv, process.env);
   const log = createLogger(cfg.logLevel);
+  for (const note of cfg.reloaderNotes) log.info({ flag: note }, 'Stakater Reloader flag translated');
   const metrics = new Metrics({ version: packageVersion() });
   const svc = await serve(cfg, await loadClusterAccess(cfg.kubeconfig), log, metrics);
   const http = await startHttpServer({

@@ -21,6 +21,7 @@ import type { Logger } from './log.ts';
 import type { Metrics } from './metrics.ts';
 import type { ClusterState, TrackedWorkload } from './state.ts';
 import type { GitCommitter } from './strategies/git-commit.ts';
+import { type ReloadWebhookOptions, redact, sendReloadNotice } from './strategies/reload-webhook.ts';
 import { SURGE_LABEL } from './strategies/restart-deployment.ts';
 import { runStrategy } from './strategies/run.ts';
 import { StrategyUnsupported } from './strategies/types.ts';
@@ -59,6 +60,8 @@ export interface ReconcilerDeps {
   metrics?: Metrics;
   /** The git strategy (one GitWriter per process). */
   git?: GitCommitter;
+  /** --webhook-url: POST each reload's details there instead of reloading. */
+  webhook?: ReloadWebhookOptions;
 }
 
 const RETRY_MS = [2_000, 5_000, 15_000, 30_000, 60_000];
@@ -349,44 +352,51 @@ export class Reconciler {
       });
     };
     log.info({ ...f, cutoff, resumed: a.resumed ?? false }, 'reload started');
+    const webhook = this.#d.webhook;
     try {
-      const result = await runStrategy(strategy, t.rec, {
-        core: this.#d.core,
-        apps: this.#d.apps,
-        batch: this.#d.batch,
-        custom: this.#d.custom,
-        kc: this.#d.kc,
-        begin,
-        log,
-        signal: this.#abort.signal,
-        stallAfterMs: cfg.stallAfterMs,
-        onStall: (why) => {
-          metric?.stalled();
-          log.warn({ ...f, why }, 'reload stalled');
-          void this.#event(
-            t,
-            'ReloadStalled',
-            `reload blocked for over ${cfg.stallAfterMs / 1000}s: ${why}`,
-            'Warning',
-          );
-        },
-        cutoffMs: a.cutoffMs,
-        ...(a.targets ? { targets: a.targets } : {}),
-        configHash: setDigest(a.target, this.#d.hashKey),
-        ...(this.#d.git ? { git: this.#d.git } : {}),
-        changed,
-        templateChangedSince: () => {
-          const rv = this.#d.state.workloads.get(a.workload)?.templateRV ?? '0';
-          return a.changeRV !== '0' && (compareResourceVersions(rv, a.changeRV) ?? -1) > 0;
-        },
-      });
+      const result = webhook
+        ? await this.#notify(webhook, t, strategy, changed, cutoff, setDigest(a.target, this.#d.hashKey))
+        : await runStrategy(strategy, t.rec, {
+            core: this.#d.core,
+            apps: this.#d.apps,
+            batch: this.#d.batch,
+            custom: this.#d.custom,
+            kc: this.#d.kc,
+            begin,
+            log,
+            signal: this.#abort.signal,
+            stallAfterMs: cfg.stallAfterMs,
+            onStall: (why) => {
+              metric?.stalled();
+              log.warn({ ...f, why }, 'reload stalled');
+              void this.#event(
+                t,
+                'ReloadStalled',
+                `reload blocked for over ${cfg.stallAfterMs / 1000}s: ${why}`,
+                'Warning',
+              );
+            },
+            cutoffMs: a.cutoffMs,
+            ...(a.targets ? { targets: a.targets } : {}),
+            configHash: setDigest(a.target, this.#d.hashKey),
+            ...(this.#d.git ? { git: this.#d.git } : {}),
+            changed,
+            templateChangedSince: () => {
+              const rv = this.#d.state.workloads.get(a.workload)?.templateRV ?? '0';
+              return a.changeRV !== '0' && (compareResourceVersions(rv, a.changeRV) ?? -1) > 0;
+            },
+          });
       await ledger.put(t.id, { configs: a.target, reloadedAt: new Date().toISOString() });
       this.#failures.delete(t.id);
       metric?.finish('success', result.replaced);
       log.info({ ...f, replaced: result.replaced }, 'reload complete');
       // The cutoff is what decided only when no snapshot of pods did (ADR 0008).
-      const rule = targets ? '' : ` (cutoff ${cutoff})`;
-      await this.#event(t, 'Reloaded', `${changed.join(', ')} changed; ${result.summary}${rule}`);
+      const rule = targets || webhook ? '' : ` (cutoff ${cutoff})`;
+      await this.#event(
+        t,
+        webhook ? 'ReloadNotified' : 'Reloaded',
+        `${changed.join(', ')} changed; ${result.summary}${rule}`,
+      );
     } catch (err) {
       if (this.#abort.signal.aborted) {
         metric?.finish('interrupted');
@@ -420,6 +430,38 @@ export class Reconciler {
       }, retryMs);
       this.#retryTimers.add(timer);
     }
+  }
+
+  /** --webhook-url: the reload's details go to the webhook, and nothing in the cluster changes. */
+  async #notify(
+    o: ReloadWebhookOptions,
+    t: TrackedWorkload,
+    strategy: string,
+    changed: string[],
+    cutoff: string,
+    configHash: string,
+  ): Promise<{ replaced: number; summary: string }> {
+    const r = t.rec.ref;
+    const sent = await sendReloadNotice(
+      o,
+      {
+        event: 'reload',
+        workload: { kind: r.kind, namespace: r.namespace, name: r.name },
+        strategy,
+        changed,
+        cutoff,
+        configHash,
+        timestamp: new Date().toISOString(),
+      },
+      this.#abort.signal,
+      (attempt, why) => {
+        this.#d.log.warn({ ...fields(t), attempt, why }, 'reload webhook failed; retrying');
+      },
+    );
+    return {
+      replaced: 0,
+      summary: `sent to the webhook ${redact(o.url)} (HTTP ${sent.status}, attempt ${sent.attempts}); not restarted`,
+    };
   }
 
   async #event(

@@ -1,7 +1,7 @@
 // `gitops-reloader serve`: watches configs and workloads, and reloads what changed.
 import type { Router } from 'express';
 import { startArgoCd } from './argocd/argocd.ts';
-import { type Config, readHashKeyFile } from './config/config.ts';
+import { type Config, readHashKeyFile, readWebhookKeyFile } from './config/config.ts';
 import { FlagError } from './config/flags.ts';
 import { compileGlobals } from './core/annotations.ts';
 import { MIN_HMAC_KEY_BYTES } from './core/config-hash.ts';
@@ -119,6 +119,14 @@ export async function serve(
     batch: batchApi(kc),
     custom: customApi(kc),
   };
+  const webhook = cfg.webhookUrl
+    ? {
+        url: cfg.webhookUrl,
+        timeoutMs: cfg.webhookTimeoutMs,
+        retries: cfg.webhookRetries,
+        ...(cfg.webhookSecretFile ? { key: readWebhookKeyFile(cfg.webhookSecretFile) } : {}),
+      }
+    : undefined;
   // One writer for the process: its per-repository queue is what merges a batch into one commit.
   const git = await createGitCommitter(cfg, { core, custom: apis.custom, log, metrics });
   // Every replica watches (a standby has a warm cache); only the leader has a Reconciler, one per
@@ -139,6 +147,7 @@ export async function serve(
       gate: argocd.gate,
       metrics,
       git,
+      ...(webhook ? { webhook } : {}),
     });
   // A live watch reports a relist at least every relist interval, so two intervals of silence means stuck.
   const progress = new WatchProgress(2 * cfg.relistIntervalMs + 60_000);
@@ -202,6 +211,7 @@ export async function serve(
 
   for (const ns of scopes) {
     for (const r of CONFIG_RESOURCES) {
+      if ((cfg.ignoreResources as readonly string[]).includes(r.plural)) continue;
       watch<ConfigRecord>(collectionPath(r, ns), {
         labelSelector: cfg.resourceLabelSelector,
         // Our own ledger shards are ConfigMaps too; they never reload anything.
@@ -218,6 +228,10 @@ export async function serve(
     }
   }
   for (const r of WORKLOAD_RESOURCES) {
+    if ((cfg.ignoreWorkloadKinds as readonly string[]).includes(r.kind)) {
+      log.info({ kind: r.kind }, 'workload kind ignored (--ignore-workload-kinds); not watched');
+      continue;
+    }
     if (r.group === 'argoproj.io' && !(await served(kc, r))) {
       log.info({ resource: `${r.plural}.${r.group}` }, 'not served by the API server; not watched');
       continue;
