@@ -7,7 +7,7 @@ import { loadConfig, serveFlags } from './config/config.ts';
 import { FlagError, usage } from './config/flags.ts';
 import { reloaderFlags } from './config/reloader-flags.ts';
 import { countResponses, startHttpServer } from './http.ts';
-import { loadClusterAccess } from './kube/access.ts';
+import { loadClusterAccess, observedAccess } from './kube/access.ts';
 import { createLogger } from './log.ts';
 import { Metrics } from './metrics.ts';
 import { plan, planFlags } from './plan-command.ts';
@@ -39,8 +39,11 @@ async function runServe(argv: string[]): Promise<number> {
   const cfg = loadConfig(argv, process.env);
   const log = createLogger(cfg.logLevel);
   for (const note of cfg.reloaderNotes) log.info({ flag: note }, 'Stakater Reloader flag translated');
-  const metrics = new Metrics({ version: packageVersion() });
-  const svc = await serve(cfg, await loadClusterAccess(cfg.kubeconfig), log, metrics);
+  const metrics = new Metrics({ version: packageVersion(), countByNamespace: cfg.metricsCountByNamespace });
+  const kc = observedAccess(await loadClusterAccess(cfg.kubeconfig), (method, host, code, seconds) =>
+    metrics.reloader.apiRequest(method, host, code, seconds),
+  );
+  const svc = await serve(cfg, kc, log, metrics);
   const http = await startHttpServer({
     address: cfg.httpAddress,
     metrics,

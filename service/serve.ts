@@ -203,9 +203,18 @@ export async function serve(
       labelSelector: cfg.namespaceSelector,
       transform: (raw) => raw.metadata?.name,
       key: (raw) => raw.metadata?.name ?? '',
-      onAdd: (_k, ns) => allowedByLabel.add(ns),
-      onUpdate: (_k, ns) => allowedByLabel.add(ns),
-      onDelete: (_k, ns) => allowedByLabel.delete(ns),
+      onAdd: (_k, ns) => {
+        metrics.reloader.eventReceived('add', 'namespaces');
+        allowedByLabel.add(ns);
+      },
+      onUpdate: (_k, ns) => {
+        metrics.reloader.eventReceived('update', 'namespaces');
+        allowedByLabel.add(ns);
+      },
+      onDelete: (_k, ns) => {
+        metrics.reloader.eventReceived('delete', 'namespaces');
+        allowedByLabel.delete(ns);
+      },
     });
   }
 
@@ -220,10 +229,21 @@ export async function serve(
           (raw as RawObject).metadata?.labels?.['app.kubernetes.io/name'] === 'gitops-reloader'
             ? undefined
             : argocd.withTrackingLabel(raw as RawObject, configRecord(r.kind, raw as RawObject, key)),
-        onAdd: (_k, rec) => reconciler?.configChanged(state.putConfig(rec), rec) ?? state.putConfig(rec),
-        onUpdate: (_k, rec) => reconciler?.configChanged(state.putConfig(rec), rec) ?? state.putConfig(rec),
-        onDelete: (_k, old) =>
-          reconciler?.configChanged(state.deleteConfig(old.ref), undefined) ?? state.deleteConfig(old.ref),
+        onAdd: (_k, rec) => {
+          metrics.reloader.eventReceived('add', r.plural);
+          const old = state.putConfig(rec);
+          reconciler?.configChanged(old, rec);
+        },
+        onUpdate: (_k, rec) => {
+          metrics.reloader.eventReceived('update', r.plural);
+          const old = state.putConfig(rec);
+          reconciler?.configChanged(old, rec);
+        },
+        onDelete: (_k, old) => {
+          metrics.reloader.eventReceived('delete', r.plural);
+          const gone = state.deleteConfig(old.ref);
+          reconciler?.configChanged(gone, undefined);
+        },
       });
     }
   }
