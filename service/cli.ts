@@ -10,6 +10,7 @@ import { countResponses, startHttpServer } from './http.ts';
 import { loadClusterAccess, observedAccess } from './kube/access.ts';
 import { createLogger } from './log.ts';
 import { Metrics } from './metrics.ts';
+import { migrate, migrateFlags } from './migrate/migrate-command.ts';
 import { plan, planFlags } from './plan-command.ts';
 import { serve } from './serve.ts';
 
@@ -20,6 +21,7 @@ Usage:
   gitops-reloader serve [flags]
   gitops-reloader plan --namespace N (--configmap NAME | --secret NAME) [--kubeconfig PATH]
   gitops-reloader checksum [DIR|-] [--in-place] [--check] [--key-file F]
+  gitops-reloader migrate (--values FILE | --deployment NAMESPACE/NAME) [--namespace N] [--kubeconfig PATH]
   gitops-reloader help
 
 serve flags:
@@ -33,6 +35,10 @@ ${usage(planFlags)}
 
 checksum:
 ${CHECKSUM_USAGE}
+
+migrate: prints gitops-reloader chart values for a Stakater Reloader installation, with a comment
+on each value that changes meaning; exits 3 when something cannot be carried over.
+${usage(migrateFlags)}
 `;
 
 async function runServe(argv: string[]): Promise<number> {
@@ -110,6 +116,13 @@ async function main(argv: string[]): Promise<number> {
       return plan(rest, process.env, (s) => process.stdout.write(s));
     case 'checksum':
       return checksum(rest, process.env, (s) => process.stdout.write(s));
+    case 'migrate':
+      return migrate(
+        rest,
+        process.env,
+        (s) => process.stdout.write(s),
+        (s) => process.stderr.write(s),
+      );
     case undefined:
     case 'help':
     case '--help':
