@@ -239,6 +239,18 @@ export async function serve(
         for (const k of keys) {
           const rec = classes.record(k);
           const old = rec ? state.putConfig(rec) : state.deleteConfig(classes.ref(k));
+          if (old && rec && old.digest.all !== rec.digest.all) {
+            // Which objects of the class moved: the precision the status allows (ids, never content).
+            const ids = new Set([...Object.keys(old.digest.keys), ...Object.keys(rec.digest.keys)]);
+            const at = (r: Record<string, string>, id: string) => (Object.hasOwn(r, id) ? r[id] : undefined);
+            const objects = [...ids]
+              .filter((id) => at(old.digest.keys, id) !== at(rec.digest.keys, id))
+              .sort();
+            log.info(
+              { namespace: rec.ref.namespace, config: `SecretProviderClass/${rec.ref.name}`, objects },
+              'mounted object versions changed',
+            );
+          }
           if (rec || old) reconciler?.configChanged(old, rec);
         }
       };
