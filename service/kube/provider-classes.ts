@@ -40,7 +40,12 @@ export interface ProviderClassMeta {
 export function providerClassMeta(raw: RawObject): ProviderClassMeta | undefined {
   const m = raw.metadata;
   if (!m?.name || !m.namespace) return undefined;
-  return { namespace: m.namespace, name: m.name, uid: m.uid ?? '', annotations: relevant(m.annotations) };
+  // Reloader's and our keys only: Argo CD's tracking keys are left out, so a class change is never held
+  // for a sync (a rotation is not one, and the tracking-id of a custom resource names another group).
+  const annotations = Object.fromEntries(
+    Object.entries(relevant(m.annotations)).filter(([k]) => !k.startsWith('argocd.argoproj.io/')),
+  );
+  return { namespace: m.namespace, name: m.name, uid: m.uid ?? '', annotations };
 }
 
 /** The record for one class, rebuilt whenever one of its statuses or its object changes. */
