@@ -1,7 +1,12 @@
 // --enable-csi-integration on the real control plane: the driver's own CRDs, status objects written
 // the way the driver writes them (test/support/csi-driver.ts), and the workloads' pods as users see them.
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { AuthorizationV1Api, KubeConfig } from '@kubernetes/client-node';
-import { afterEach, beforeAll, describe, expect } from 'vitest';
+import { afterEach, beforeAll, describe, expect, inject } from 'vitest';
+import { chartDir, run } from '../manifests/tools.ts';
 import {
   CsiNode,
   createProviderClass,
@@ -163,6 +168,85 @@ describe('Secrets Store CSI (--enable-csi-integration)', () => {
         (await livePods(kube, namespace, name)).map((p) => p.uid),
         name,
       ).toEqual(pods.map((p) => p.uid));
+    }
+  });
+
+  it('reloads with only the permissions the chart grants with csiIntegration.enabled', async ({
+    kube,
+    namespace,
+  }) => {
+    const release = `gr-${randomBytes(3).toString('hex')}`;
+    const fullname = `${release}-gitops-reloader`;
+    const apps = (await kube.core.createNamespace({ body: { metadata: { generateName: 'csi-apps-' } } }))
+      .metadata?.name as string;
+    const home = path.join(tmpdir(), 'gr-helm-home');
+    const helm = (args: string[]) =>
+      run('helm', [...args, '--kubeconfig', inject('kubeconfig')], {
+        env: {
+          HELM_CACHE_HOME: path.join(home, 'cache'),
+          HELM_CONFIG_HOME: path.join(home, 'config'),
+          HELM_DATA_HOME: path.join(home, 'data'),
+        },
+      });
+    try {
+      await helm([
+        'install',
+        release,
+        chartDir,
+        '--namespace',
+        namespace,
+        '--set',
+        'csiIntegration.enabled=true',
+      ]);
+      const token = await kube.core.createNamespacedServiceAccountToken({
+        name: fullname,
+        namespace,
+        body: { spec: { audiences: [], expirationSeconds: 3600 } },
+      });
+      const cluster = kube.kc.getCurrentCluster();
+      if (!cluster) throw new Error('no cluster in the admin kubeconfig');
+      const asSa = new KubeConfig();
+      asSa.loadFromOptions({
+        clusters: [cluster],
+        users: [{ name: fullname, token: token.status?.token }],
+        contexts: [{ name: 'sa', cluster: cluster.name, user: fullname }],
+        currentContext: 'sa',
+      });
+      const dir = await mkdtemp(path.join(tmpdir(), 'gr-csi-'));
+      const kubeconfig = path.join(dir, 'kubeconfig');
+      await writeFile(kubeconfig, asSa.exportConfig(), { mode: 0o600 });
+
+      await createProviderClass(kube, apps, 'vault-db');
+      const node = new CsiNode(kube, apps);
+      node.setVersions('vault-db', { 'secret/data/db': 'v1' });
+      const before = await mounting(kube, apps, 'web', 'vault-db', { 'reloader.stakater.com/auto': 'true' });
+      await node.mountAll();
+
+      const svc = startService([
+        'serve',
+        `--kubeconfig=${kubeconfig}`,
+        `--namespaces=${apps}`,
+        `--release-namespace=${namespace}`,
+        `--release-name=${fullname}`,
+        `--hash-key-file=${await hashKeyFile()}`,
+        '--http-address=127.0.0.1:0',
+        '--debounce=0s',
+        '--min-reload-interval=0s',
+        '--argocd-namespaces=',
+        '--enable-csi-integration',
+        '--log-level=debug',
+      ]);
+      await svc.waitForLog('ready', (l) => l.msg === 'ready', 60_000);
+      await node.rotate('vault-db', { 'secret/data/db': 'v2' });
+      await waitForEvent(kube, apps, 'Reloaded', 'web');
+      await waitAllReplaced(kube, apps, 'web', before, 1);
+      const refused = [...svc.logs.map((l) => JSON.stringify(l)), ...svc.text].filter((l) =>
+        /forbidden|\b403\b|not served/i.test(l),
+      );
+      expect(refused).toEqual([]);
+    } finally {
+      await helm(['uninstall', release, '--namespace', namespace]).catch(() => undefined);
+      await kube.core.deleteNamespace({ name: apps });
     }
   });
 
