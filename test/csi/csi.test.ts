@@ -241,7 +241,7 @@ describe('Secrets Store CSI (--enable-csi-integration)', () => {
       await waitForEvent(kube, apps, 'Reloaded', 'web');
       await waitAllReplaced(kube, apps, 'web', before, 1);
       const refused = [...svc.logs.map((l) => JSON.stringify(l)), ...svc.text].filter((l) =>
-        /forbidden|\b403\b|not served/i.test(l),
+        /forbidden|\b403\b|CSI driver CRDs are not served/i.test(l),
       );
       expect(refused).toEqual([]);
     } finally {
