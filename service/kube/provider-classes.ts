@@ -1,7 +1,7 @@
 // Turns the two Secrets Store CSI resources into config records of kind SecretProviderClass, so the
 // rest of the service treats a class like a Secret: SecretProviderClassPodStatus objects give its
 // content (the mounted object versions, see core/provider-class-versions.ts), the SecretProviderClass
-// object gives its annotations (reloader.stakater.com/ignore and /match, as Reloader reads them).
+// object gives its annotations (reloader.stakater.com/ignore and /match, read as on a Secret).
 import { hashConfig } from '../core/config-hash.ts';
 import {
   type ProviderClassStatus,
