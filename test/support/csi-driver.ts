@@ -11,10 +11,16 @@ import { execFile } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import type { KubeConfig, V1CustomResourceDefinition, V1Pod } from '@kubernetes/client-node';
+import {
+  CustomObjectsApi,
+  type KubeConfig,
+  type V1CustomResourceDefinition,
+  type V1Pod,
+} from '@kubernetes/client-node';
 import { repoRoot } from '../cluster/paths.ts';
 import { ensureCrds, parseCrds } from './crds.ts';
 import type { Kube } from './kube.ts';
+import { pending, waitFor } from './wait-for.ts';
 
 const GROUP = 'secrets-store.csi.x-k8s.io';
 const VERSION = 'v1';
@@ -47,6 +53,22 @@ export async function csiCrds(): Promise<V1CustomResourceDefinition[]> {
 
 export async function installCsiCrds(kc: KubeConfig): Promise<void> {
   await ensureCrds(kc, await csiCrds());
+  // Established is not yet servable: a fresh CRD's storage answers 429 "storage is (re)initializing"
+  // for a moment. Wait until both resources list.
+  const custom = kc.makeApiClient(CustomObjectsApi);
+  for (const plural of [CLASSES, STATUSES]) {
+    await waitFor(
+      async () => {
+        try {
+          return await custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural });
+        } catch (err) {
+          if ((err as { code?: number }).code === 429) return pending((err as Error).message.slice(0, 200));
+          throw err;
+        }
+      },
+      { describe: `${plural}.${GROUP} to list`, timeout: 30_000 },
+    );
+  }
 }
 
 /** A SecretProviderClass object (what users apply; the driver only reads it). */
