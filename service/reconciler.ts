@@ -196,7 +196,12 @@ export class Reconciler {
     const rec = (now ?? old) as ConfigRecord;
     const m = this.#d.metrics?.reloader;
     const eventType = !old ? 'add' : !now ? 'delete' : 'update';
-    const resource = rec.ref.kind === 'Secret' ? 'secrets' : 'configmaps';
+    // Reloader's resource names: a SecretProviderClass changes through its pod statuses.
+    const resource = {
+      ConfigMap: 'configmaps',
+      Secret: 'secrets',
+      SecretProviderClass: 'secretproviderclasspodstatuses',
+    }[rec.ref.kind];
     const started = performance.now();
     const done = (result: 'success' | 'skipped' | 'error') =>
       m?.reconciled(eventType, resource, result, (performance.now() - started) / 1000);

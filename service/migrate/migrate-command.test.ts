@@ -98,6 +98,7 @@ describe('migrate --values', () => {
       leaderElection: { enabled: true },
       metrics: { countByNamespace: true },
       serviceMonitor: { enabled: true },
+      csiIntegration: { enabled: true },
       logLevel: 'warn',
       resources: { requests: { cpu: '10m', memory: '128Mi' } },
     });

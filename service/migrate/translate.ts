@@ -206,7 +206,8 @@ export function translate(install: ReloaderInstall, o: TranslateOptions): Transl
     notCarried.push('--enable-pprof: there is no Go pprof; use the process_* and nodejs_* metrics');
   get('pprof-addr');
   if (truthy(get('enable-csi-integration'))) {
-    if (o.serveFlags.has('enable-csi-integration')) extraArgs.push('--enable-csi-integration=true');
+    if (o.serveFlags.has('enable-csi-integration'))
+      put('csiIntegration.enabled', true, '--enable-csi-integration');
     else
       notCarried.push(
         '--enable-csi-integration: this version of gitops-reloader does not read SecretProviderClassPodStatus',
