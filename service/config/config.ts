@@ -194,6 +194,24 @@ export const serveFlags: readonly FlagSpec[] = [
     help: 'Git strategy: a directory (a mounted Secret) holding `username` and `token` (or `password`) for HTTPS, or `ssh-privatekey` (and optional `known_hosts`) for SSH. Read at every write. Used when no Argo CD repository Secret matches.',
   },
   {
+    name: 'git-credentials-urls',
+    type: 'list',
+    help: 'Git strategy: the repositories --git-credentials-dir credentials may be sent to (comma list; required with it): URL prefixes such as https://git.example.com/team-a, matched on a path-segment boundary with the same scheme and host, or bare hosts (https and ssh to that host).',
+  },
+  {
+    name: 'git-allow-insecure-http',
+    type: 'bool',
+    help: 'Git strategy: allow plain http:// repository URLs, which send credentials in clear text. For loopback or a trusted network only.',
+    default: 'false',
+  },
+  {
+    name: 'git-deadline',
+    type: 'duration',
+    help: 'Git strategy: the longest one write may take, clone to last push attempt; past it the write fails and is retried later.',
+    default: '10m',
+    min: 1000,
+  },
+  {
     name: 'git-argocd-credentials',
     type: 'bool',
     help: "Git strategy: use Argo CD's repository Secrets (secret-type repository-write, repo-write-creds, repository, repo-creds) in the first --argocd-namespaces namespace, matched by URL as Argo CD matches them.",
@@ -257,6 +275,9 @@ export interface Config {
   argocdOnFailedSync: FailedSyncPolicy;
   webhookTokenFile?: string;
   gitCredentialsDir?: string;
+  gitCredentialsUrls: string[];
+  gitAllowInsecureHttp: boolean;
+  gitDeadlineMs: number;
   gitArgocdCredentials: boolean;
   gitBranch?: string;
   gitAuthorName: string;
@@ -320,6 +341,9 @@ export function buildConfig(
     argocdOnFailedSync: values['argocd-on-failed-sync'] as FailedSyncPolicy,
     webhookTokenFile: str(values['webhook-token-file']),
     gitCredentialsDir: str(values['git-credentials-dir']),
+    gitCredentialsUrls: list(values['git-credentials-urls']),
+    gitAllowInsecureHttp: values['git-allow-insecure-http'] === true,
+    gitDeadlineMs: num(values['git-deadline']),
     gitArgocdCredentials: values['git-argocd-credentials'] === true,
     gitBranch: str(values['git-branch']),
     gitAuthorName: str(values['git-author-name']) ?? 'gitops-reloader',

@@ -69,16 +69,18 @@ function committer(repo: string, o: Partial<GitCommitterOptions> & { token?: str
   const credentials = async (): Promise<ResolvedCredentials> => ({
     credentials: { username: server.username, token: o.token ?? server.password },
     source: 'test credentials',
+    kind: 'test credentials',
     cleanup: async () => {},
   });
   const c = new GitCommitter({
-    writer: new GitWriter({ tmpDir: scratch }),
+    writer: new GitWriter({ tmpDir: scratch, allowInsecureHttp: true }),
     source,
     credentials,
     tracking: { method: 'annotation', labelKey: 'app.kubernetes.io/instance', controlNamespace: 'argocd' },
     author: { name: 'Reload Bot', email: 'bot@example.com' },
     log: silentLogger,
     metrics,
+    allowInsecureHttp: true,
     gatherQuietMs: 100,
     ...o,
   });

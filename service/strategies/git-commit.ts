@@ -22,13 +22,15 @@ import { FlagError } from '../config/flags.ts';
 import { KEYS } from '../core/annotations.ts';
 import { realTimers, type Timers } from '../core/batcher.ts';
 import type { WorkloadRecord } from '../core/records.ts';
-import { type GitSource, readGitSource } from '../gitops/application.ts';
+import { authorizedGitSource, type GitSource } from '../gitops/application.ts';
+import type { WorkloadId } from '../gitops/authority.ts';
 import {
   type CredentialCache,
   checkCredentialsDir,
   type ResolvedCredentials,
   resolveCredentials,
 } from '../gitops/credentials.ts';
+import { GitRefused } from '../gitops/refusal.ts';
 import type { CoreApi, CustomApi } from '../kube/api.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics.ts';
@@ -40,11 +42,16 @@ const PUSH_ATTEMPTS = 5;
 export interface GitCommitterOptions {
   /** The process's one writer. */
   writer: Pick<GitWriter, 'commitChecksum'>;
-  /** The git source of an Application (read at write time). */
-  source(app: AppKey): Promise<GitSource>;
+  /**
+   * The git source of the Application a workload names, read at write time; throws GitRefused when
+   * the Application does not provably manage the workload.
+   */
+  source(app: AppKey, workload: WorkloadId): Promise<GitSource>;
   /** Credentials for a repository; `cache` is shared by the writes of one gathering. */
   credentials(repoURL: string, project: string, cache: CredentialCache): Promise<ResolvedCredentials>;
   tracking: TrackingOptions;
+  /** --git-allow-insecure-http: write to plain http:// repositories. Default false. */
+  allowInsecureHttp?: boolean;
   /** --git-branch: overrides the Application's targetRevision. */
   branch?: string;
   author: CommitAuthor;
@@ -164,15 +171,9 @@ export class GitCommitter {
   /** Where a workload's hash goes: its Application's git source. */
   async #target(rec: WorkloadRecord, hash: string, changed: readonly string[]): Promise<Target> {
     const { kind, namespace, name } = rec.ref;
+    const group = GROUPS[kind];
     const tracked = trackedBy(
-      {
-        group: GROUPS[kind],
-        kind,
-        namespace,
-        name,
-        annotations: rec.annotations,
-        labels: rec.labels,
-      },
+      { group, kind, namespace, name, annotations: rec.annotations, labels: rec.labels },
       this.#o.tracking,
     );
     if (!tracked.app) {
@@ -180,7 +181,7 @@ export class GitCommitter {
         `no Argo CD Application tracks ${kind} ${namespace}/${name}${tracked.ignored ? ` (${tracked.ignored})` : ''}; the git strategy commits to the git source of the Application that tracks the workload`,
       );
     }
-    const source = await this.#o.source(tracked.app);
+    const source = await this.#o.source(tracked.app, { group, kind, namespace, name });
     const valuesPath = (
       rec.annotations[KEYS.gitValuesPath] ?? rec.templateAnnotations[KEYS.gitValuesPath]
     )?.trim();
@@ -208,6 +209,7 @@ export class GitCommitter {
       const t = targets[i] as PromiseSettledResult<Target>;
       if (r.settled) return;
       if (t.status === 'rejected') {
+        this.#refused(t.reason);
         this.#o.metrics?.gitCommit('failed');
         r.reject(t.reason);
         return;
@@ -242,13 +244,39 @@ export class GitCommitter {
       }
       return c;
     };
-    const list = [...groups.values()];
-    const creds = await Promise.allSettled(list.map((g) => credentialsFor(g.source)));
+    // Clear-text transports are refused before anything is read or sent.
+    const list = [...groups.values()].filter((g) => {
+      if (this.#o.allowInsecureHttp || !/^http:\/\//i.test(g.source.repoURL.trim())) return true;
+      this.#refuse(
+        g,
+        new GitRefused(
+          'insecure-transport',
+          `git write refused: the Application's repository URL is plain http://, which would send credentials and content in clear text (an operator can allow it with --git-allow-insecure-http)`,
+        ),
+      );
+      return false;
+    });
+    const creds = await Promise.allSettled(
+      list.map(async (g) => {
+        const c = await credentialsFor(g.source);
+        if (!c.credentials && !carriesPassword(g.source.repoURL)) {
+          throw new GitRefused(
+            'credentials-unbound',
+            `git write refused: no credentials are bound to ${redactUrl(g.source.repoURL)} (no matching Argo CD repository Secret, and the URL is not in --git-credentials-urls); nothing was sent to it`,
+          );
+        }
+        return c;
+      }),
+    );
     try {
       const writes: Array<{ g: Group; creds: ResolvedCredentials; result: Promise<CommitChecksumResult> }> =
         [];
       list.forEach((g, i) => {
         const c = creds[i] as PromiseSettledResult<ResolvedCredentials>;
+        if (c.status === 'rejected' && c.reason instanceof GitRefused) {
+          this.#refuse(g, c.reason);
+          return;
+        }
         if (c.status === 'rejected') {
           this.#o.metrics?.gitCommit('failed');
           const why = `cannot get git credentials for ${redactUrl(g.source.repoURL)}: ${(c.reason as Error).message}`;
@@ -283,6 +311,21 @@ export class GitCommitter {
     }
   }
 
+  /** Refuses every request of a group. */
+  #refuse(g: Group, err: GitRefused): void {
+    this.#refused(err, g.source);
+    this.#o.metrics?.gitCommit('failed');
+    for (const { r } of g.items) r.reject(err);
+  }
+
+  /** Counts and logs a refusal (the log line is the operator's, so it may name the rule's details). */
+  #refused(err: unknown, source?: GitSource): void {
+    if (!(err instanceof GitRefused)) return;
+    this.#o.metrics?.gitRefused(err.rule);
+    const where = source ? { app: appKeyString(source.app), repo: redactUrl(source.repoURL) } : {};
+    this.#o.log.warn({ ...where, rule: err.rule, err: err.message }, 'git write refused');
+  }
+
   /** Answers every request of one write, and counts the write once even when it was merged with others. */
   #settle(
     g: Group,
@@ -303,7 +346,7 @@ export class GitCommitter {
         }
       }
       const reason = err instanceof GitWriteError ? err.reason : 'error';
-      const message = `git write-back failed (${reason}): ${(err as Error).message}${reason === 'auth' ? ` [credentials: ${creds.source}]` : ''}`;
+      const message = `git write-back failed (${reason}): ${(err as Error).message}${reason === 'auth' ? ` [credentials: ${creds.kind}]` : ''}`;
       log.warn({ app, repo, branch: g.branch, reason, credentials: creds.source }, 'git write-back failed');
       for (const { r } of g.items) r.reject(new Error(message));
       return;
@@ -345,6 +388,16 @@ export class GitCommitter {
         r.resolve({ replaced: 0, summary: `${at} already has ${value}; nothing to commit` });
       }
     });
+  }
+}
+
+/** An http(s) URL with a password in its userinfo: the Application's own credential. */
+function carriesPassword(repoURL: string): boolean {
+  try {
+    const u = new URL(repoURL.trim());
+    return /^https?:$/.test(u.protocol) && u.password !== '';
+  } catch {
+    return false;
   }
 }
 
@@ -401,6 +454,27 @@ export async function createGitCommitter(cfg: Config, d: GitCommitterDeps): Prom
   if (cfg.gitCredentialsDir !== undefined) {
     const bad = await checkCredentialsDir(cfg.gitCredentialsDir);
     if (bad) throw new FlagError(`--git-credentials-dir ${cfg.gitCredentialsDir} ${bad}`);
+    if (cfg.gitCredentialsUrls.length === 0) {
+      throw new FlagError(
+        '--git-credentials-dir needs --git-credentials-urls: the repositories (URL prefixes or hosts) its credentials may be sent to',
+      );
+    }
+  }
+  for (const entry of cfg.gitCredentialsUrls) {
+    if (/^http:\/\//i.test(entry) && !cfg.gitAllowInsecureHttp) {
+      throw new FlagError(
+        `invalid value ${JSON.stringify(entry)} for --git-credentials-urls: plain http:// needs --git-allow-insecure-http`,
+      );
+    }
+    if (
+      !/^([a-z][a-z0-9+.-]*:\/\/[^/\s]+(\/\S*)?|[^\s/:@]+@[^\s/:]+(:\S*)?|[A-Za-z0-9.-]+(:\d+)?)$/i.test(
+        entry,
+      )
+    ) {
+      throw new FlagError(
+        `invalid value ${JSON.stringify(entry)} for --git-credentials-urls: expected a URL prefix or a host name`,
+      );
+    }
   }
   const argocdNamespace = cfg.argocdNamespaces[0] ?? 'argocd';
   const credentialOptions = {
@@ -408,10 +482,13 @@ export async function createGitCommitter(cfg: Config, d: GitCommitterDeps): Prom
     argocdCredentials: cfg.gitArgocdCredentials,
     argocdNamespace,
     ...(cfg.gitCredentialsDir !== undefined ? { credentialsDir: cfg.gitCredentialsDir } : {}),
+    credentialsURLs: cfg.gitCredentialsUrls,
   };
   return new GitCommitter({
-    writer: new GitWriter(),
-    source: (app) => readGitSource(d.custom, app),
+    writer: new GitWriter({ allowInsecureHttp: cfg.gitAllowInsecureHttp, deadlineMs: cfg.gitDeadlineMs }),
+    source: (app, workload) =>
+      authorizedGitSource(d.custom, app, workload, { argocdNamespaces: cfg.argocdNamespaces }),
+    allowInsecureHttp: cfg.gitAllowInsecureHttp,
     credentials: (repoURL, project, cache) => resolveCredentials(credentialOptions, repoURL, project, cache),
     tracking: {
       method: cfg.argocdTracking,

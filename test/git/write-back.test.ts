@@ -18,7 +18,7 @@ let writer: GitWriter;
 beforeAll(async () => {
   server = await startGitServer();
   scratch = await mkdtemp(path.join(tmpdir(), 'write-back-'));
-  writer = new GitWriter({ tmpDir: scratch, allowFileURLs: true });
+  writer = new GitWriter({ tmpDir: scratch, allowFileURLs: true, allowInsecureHttp: true });
 });
 afterAll(async () => {
   await server?.close();
