@@ -298,7 +298,9 @@ stringData: {PIN: "1234"}
     const r = await generate({ 'secret.yaml': guess, 'deployment.yaml': probe });
     expect(r.code).toBe(1);
     expect(r.stdout).toBe('');
-    expect(r.stderr).toMatch(/Secret db names namespace payments; this render is confined to shop-prod/);
+    expect(r.stderr).toMatch(
+      /(Secret db|Deployment probe) names namespace payments; this render is confined to shop-prod/,
+    );
 
     // Without a destination namespace there is nothing to confine to: refused too.
     const none = await generate({ 'configmap.yaml': CONFIG }, { params: { ARGOCD_APP_NAMESPACE: '' } });
