@@ -5,7 +5,7 @@
 //
 // Credentials reach git only through the child's environment: never the command line, the remote URL
 // stored in .git/config, a log line or an error message.
-import { mkdtemp, rm } from 'node:fs/promises';
+import { chmod, copyFile, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -58,6 +58,11 @@ export interface CommitChecksumRequest {
   author?: CommitAuthor;
   /** Placeholders: {{namespace}} {{workload}} {{kind}} {{configs}} {{hash}}. */
   messageTemplate?: string;
+  /**
+   * Sign commits with this SSH private key (git's gpg.format=ssh; needs ssh-keygen). It is copied
+   * into the write's private temp dir, so a mounted Secret's file mode does not matter.
+   */
+  signingKeyPath?: string;
   /** Default gitops-reloader.io/config-hash; e.g. checksum/config. */
   annotationKey?: string;
   retry?: RetryPolicy;
@@ -178,6 +183,7 @@ export class GitWriter {
       template,
       req.annotationKey ?? KEYS.configHash,
       req.retry ?? null,
+      req.signingKeyPath ?? null,
     ]);
     return new Promise((resolve, reject) => {
       const job: Job = { req, remote, branches, template, creds, group, resolve, reject };
@@ -231,7 +237,22 @@ export class GitWriter {
     const paths = [...new Set(items.map((i) => i.appPath))];
     const tmp = await mkdtemp(path.join(this.#opts.tmpDir, 'gitops-reloader-git-'));
     const work = path.join(tmp, 'repo');
-    const env = gitEnv(tmp, creds, req.author ?? DEFAULT_AUTHOR);
+    const signing: Array<[string, string]> = [];
+    if (req.signingKeyPath) {
+      const key = path.join(tmp, 'signing-key');
+      try {
+        await copyFile(req.signingKeyPath, key);
+        await chmod(key, 0o600);
+      } catch (err) {
+        await rm(tmp, { recursive: true, force: true });
+        throw new GitWriteError(
+          `cannot read the commit signing key: ${(err as NodeJS.ErrnoException).code ?? 'error'}`,
+          'invalid',
+        );
+      }
+      signing.push(['gpg.format', 'ssh'], ['user.signingKey', key], ['commit.gpgSign', 'true']);
+    }
+    const env = gitEnv(tmp, creds, req.author ?? DEFAULT_AUTHOR, signing);
     // One deadline for the whole write: a server that trickles bytes defeats the per-command timeout.
     const deadline = AbortSignal.timeout(this.#opts.deadlineMs);
     const signal = req.signal ? AbortSignal.any([req.signal, deadline]) : deadline;
@@ -459,10 +480,15 @@ function credentialsFor(remote: Remote, given: GitCredentials | undefined): Cred
   };
 }
 
-function gitEnv(tmp: string, creds: Creds, author: CommitAuthor): Record<string, string> {
+function gitEnv(
+  tmp: string,
+  creds: Creds,
+  author: CommitAuthor,
+  extra: Array<[string, string]> = [],
+): Record<string, string> {
   // Never follow a redirect: a server that answers with a Location on another host or port must not
   // receive the Authorization header, nor make us clone from there. git's default follows the first.
-  const config: Array<[string, string]> = [['http.followRedirects', 'false'], ...creds.config];
+  const config: Array<[string, string]> = [['http.followRedirects', 'false'], ...creds.config, ...extra];
   const pairs = Object.fromEntries(
     config.flatMap(([k, v], i) => [
       [`GIT_CONFIG_KEY_${i}`, k],
@@ -518,7 +544,13 @@ class Runner {
     return simpleGit({
       baseDir: dir,
       allowEnvironment: Object.keys(this.#env),
-      allowConfig: ['http.*.extraheader', 'http.followredirects'],
+      allowConfig: [
+        'http.*.extraheader',
+        'http.followredirects',
+        'gpg.format',
+        'user.signingkey',
+        'commit.gpgsign',
+      ],
       timeout: { block: this.#timeoutMs },
       // simple-git treats a non-zero exit without stderr as success; git does not.
       errors: (error, result) =>
@@ -610,7 +642,14 @@ class Runner {
     await this.#raw(dir, ['add', '--', ...files], 'stage the edits');
     const staged = await this.#raw(dir, ['diff', '--cached', '--name-only'], 'list staged files');
     if (staged.trim() === '') return undefined;
-    await this.#raw(dir, ['commit', '--quiet', '--no-verify', '--no-gpg-sign', '-m', msg], 'commit');
+    // Signed only when commit.gpgSign is configured for this write (a signing key was given).
+    const sign =
+      this.#env.GIT_CONFIG_COUNT !== undefined && Object.values(this.#env).includes('commit.gpgSign');
+    await this.#raw(
+      dir,
+      ['commit', '--quiet', '--no-verify', sign ? '--gpg-sign' : '--no-gpg-sign', '-m', msg],
+      sign ? 'sign and commit' : 'commit',
+    );
     return (await this.#raw(dir, ['rev-parse', 'HEAD'], 'read the commit')).trim();
   }
 

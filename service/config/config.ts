@@ -212,6 +212,11 @@ export const serveFlags: readonly FlagSpec[] = [
     min: 1000,
   },
   {
+    name: 'git-signing-key-file',
+    type: 'string',
+    help: 'Git strategy: sign every commit with this SSH private key (a mounted Secret; git gpg.format=ssh). Unset: commits are unsigned, by --git-author-name/--git-author-email.',
+  },
+  {
     name: 'git-argocd-credentials',
     type: 'bool',
     help: "Git strategy: use Argo CD's repository Secrets (secret-type repository-write, repo-write-creds, repository, repo-creds) in the first --argocd-namespaces namespace, matched by URL as Argo CD matches them.",
@@ -278,6 +283,7 @@ export interface Config {
   gitCredentialsUrls: string[];
   gitAllowInsecureHttp: boolean;
   gitDeadlineMs: number;
+  gitSigningKeyFile?: string;
   gitArgocdCredentials: boolean;
   gitBranch?: string;
   gitAuthorName: string;
@@ -344,6 +350,7 @@ export function buildConfig(
     gitCredentialsUrls: list(values['git-credentials-urls']),
     gitAllowInsecureHttp: values['git-allow-insecure-http'] === true,
     gitDeadlineMs: num(values['git-deadline']),
+    gitSigningKeyFile: str(values['git-signing-key-file']),
     gitArgocdCredentials: values['git-argocd-credentials'] === true,
     gitBranch: str(values['git-branch']),
     gitAuthorName: str(values['git-author-name']) ?? 'gitops-reloader',

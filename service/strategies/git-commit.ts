@@ -6,6 +6,8 @@
 // gathering is handed to the one GitWriter in the same turn, where writes to one repository merge
 // into one clone and one commit.
 
+import { constants } from 'node:fs';
+import { access } from 'node:fs/promises';
 import {
   type ChecksumWorkload,
   type CommitAuthor,
@@ -56,6 +58,8 @@ export interface GitCommitterOptions {
   branch?: string;
   author: CommitAuthor;
   messageTemplate?: string;
+  /** --git-signing-key-file: an SSH private key every commit is signed with. */
+  signingKeyPath?: string;
   log: Logger;
   metrics?: Metrics;
   /** Write once no request has arrived for this long. Default 300 ms. */
@@ -291,6 +295,7 @@ export class GitCommitter {
           author: this.#o.author,
           ...(c.value.credentials ? { credentials: c.value.credentials } : {}),
           ...(this.#o.messageTemplate ? { messageTemplate: this.#o.messageTemplate } : {}),
+          ...(this.#o.signingKeyPath ? { signingKeyPath: this.#o.signingKeyPath } : {}),
           retry: { attempts: PUSH_ATTEMPTS },
           signal: g.signal,
         };
@@ -476,6 +481,15 @@ export async function createGitCommitter(cfg: Config, d: GitCommitterDeps): Prom
       );
     }
   }
+  if (cfg.gitSigningKeyFile !== undefined) {
+    try {
+      await access(cfg.gitSigningKeyFile, constants.R_OK);
+    } catch (err) {
+      throw new FlagError(
+        `--git-signing-key-file ${cfg.gitSigningKeyFile} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+      );
+    }
+  }
   const argocdNamespace = cfg.argocdNamespaces[0] ?? 'argocd';
   const credentialOptions = {
     core: d.core,
@@ -498,6 +512,7 @@ export async function createGitCommitter(cfg: Config, d: GitCommitterDeps): Prom
     ...(cfg.gitBranch !== undefined ? { branch: cfg.gitBranch } : {}),
     author: { name: cfg.gitAuthorName, email: cfg.gitAuthorEmail },
     ...(cfg.gitMessageTemplate !== undefined ? { messageTemplate: cfg.gitMessageTemplate } : {}),
+    ...(cfg.gitSigningKeyFile !== undefined ? { signingKeyPath: cfg.gitSigningKeyFile } : {}),
     log: d.log,
     ...(d.metrics ? { metrics: d.metrics } : {}),
   });
