@@ -13,6 +13,7 @@ import { type SimpleGit, simpleGit } from 'simple-git';
 import { KEYS } from '../service/core/annotations.ts';
 import type { WorkloadKind } from '../service/core/types.ts';
 import { type ChecksumTarget, editCheckout, type TargetOutcome } from './edit-checkout.ts';
+import { guardSize } from './size-guard.ts';
 
 export interface ChecksumWorkload {
   kind: WorkloadKind;
@@ -99,6 +100,7 @@ export type GitWriteReason =
   | 'push-rejected'
   | 'conflict'
   | 'aborted'
+  | 'too-large'
   | 'git';
 
 /** A repository-level failure. The message names the repository without credentials. */
@@ -130,6 +132,8 @@ export interface GitWriterOptions {
   allowInsecureHttp?: boolean;
   /** Abort a whole write (clone, edits, every push attempt) that takes longer. Default 10 min. */
   deadlineMs?: number;
+  /** Abort a write whose clone grows past this many bytes on disk. Default 200 MiB. */
+  maxCheckoutBytes?: number;
 }
 
 interface Job {
@@ -163,6 +167,7 @@ export class GitWriter {
       allowFileURLs: opts.allowFileURLs ?? false,
       allowInsecureHttp: opts.allowInsecureHttp ?? false,
       deadlineMs: opts.deadlineMs ?? 600_000,
+      maxCheckoutBytes: opts.maxCheckoutBytes ?? 200 * 1024 * 1024,
     };
   }
 
@@ -255,12 +260,25 @@ export class GitWriter {
     const env = gitEnv(tmp, creds, req.author ?? DEFAULT_AUTHOR, signing);
     // One deadline for the whole write: a server that trickles bytes defeats the per-command timeout.
     const deadline = AbortSignal.timeout(this.#opts.deadlineMs);
-    const signal = req.signal ? AbortSignal.any([req.signal, deadline]) : deadline;
-    const run = new Runner(env, creds.secrets, remote.display, this.#opts.commandTimeoutMs, signal, () =>
-      deadline.aborted
-        ? `the write took longer than its deadline of ${Math.round(this.#opts.deadlineMs / 1000)}s`
-        : undefined,
-    );
+    const size = guardSize(tmp, this.#opts.maxCheckoutBytes);
+    const signals = [deadline, size.signal, ...(req.signal ? [req.signal] : [])];
+    const signal = AbortSignal.any(signals);
+    const mib = (n: number) => `${Math.ceil(n / 1024 / 1024)} MiB`;
+    const run = new Runner(env, creds.secrets, remote.display, this.#opts.commandTimeoutMs, signal, () => {
+      const big = size.exceeded();
+      if (big !== undefined) {
+        return {
+          reason: 'too-large',
+          message: `the clone grew past ${mib(this.#opts.maxCheckoutBytes)} (${mib(big)} seen) and was stopped; raise --git-max-checkout-mib or point the Application at a smaller repository`,
+        };
+      }
+      return deadline.aborted
+        ? {
+            reason: 'unreachable',
+            message: `the write took longer than its deadline of ${Math.round(this.#opts.deadlineMs / 1000)}s`,
+          }
+        : undefined;
+    });
     try {
       // Argo CD's default targetRevision: the remote's default branch.
       const base = branches.base === 'HEAD' ? await run.defaultBranch(tmp, remote.url) : branches.base;
@@ -325,6 +343,7 @@ export class GitWriter {
         await pause(Math.round(backoff / 2 + Math.random() * (backoff / 2)), signal);
       }
     } finally {
+      size.stop();
       await rm(tmp, { recursive: true, force: true });
     }
   }
@@ -522,7 +541,7 @@ class Runner {
   readonly #display: string;
   readonly #timeoutMs: number;
   readonly #signal: AbortSignal | undefined;
-  readonly #expired: () => string | undefined;
+  readonly #expired: () => { reason: GitWriteReason; message: string } | undefined;
 
   constructor(
     env: Record<string, string>,
@@ -530,7 +549,7 @@ class Runner {
     display: string,
     timeoutMs: number,
     signal: AbortSignal | undefined,
-    expired: () => string | undefined = () => undefined,
+    expired: () => { reason: GitWriteReason; message: string } | undefined = () => undefined,
   ) {
     this.#env = env;
     this.#secrets = secrets;
@@ -667,7 +686,7 @@ class Runner {
 
   #explain(err: unknown, doing: string): GitWriteError {
     const expired = this.#expired();
-    if (expired) return new GitWriteError(`${doing} (${this.#display}): ${expired}`, 'unreachable');
+    if (expired) return new GitWriteError(`${doing} (${this.#display}): ${expired.message}`, expired.reason);
     if (this.#signal?.aborted) return new GitWriteError(`${doing}: aborted`, 'aborted');
     const text = errorText(err);
     const detail = this.#redact(lastLines(text));

@@ -217,6 +217,13 @@ export const serveFlags: readonly FlagSpec[] = [
     min: 1000,
   },
   {
+    name: 'git-max-checkout-mib',
+    type: 'int',
+    help: 'Git strategy: stop a write whose clone grows past this many MiB on disk, with a clear error, before it fills /tmp (the chart gives it 256 MiB).',
+    default: '200',
+    min: 1,
+  },
+  {
     name: 'git-signing-key-file',
     type: 'string',
     help: 'Git strategy: sign every commit with this SSH private key (a mounted Secret; git gpg.format=ssh). Unset: commits are unsigned, by --git-author-name/--git-author-email.',
@@ -288,6 +295,7 @@ export interface Config {
   gitCredentialsUrls: string[];
   gitAllowInsecureHttp: boolean;
   gitDeadlineMs: number;
+  gitMaxCheckoutMib: number;
   gitSigningKeyFile?: string;
   gitArgocdCredentials: boolean;
   gitBranch?: string;
@@ -355,6 +363,7 @@ export function buildConfig(
     gitCredentialsUrls: list(values['git-credentials-urls']),
     gitAllowInsecureHttp: values['git-allow-insecure-http'] === true,
     gitDeadlineMs: num(values['git-deadline']),
+    gitMaxCheckoutMib: num(values['git-max-checkout-mib']),
     gitSigningKeyFile: str(values['git-signing-key-file']),
     gitArgocdCredentials: values['git-argocd-credentials'] === true,
     gitBranch: str(values['git-branch']),

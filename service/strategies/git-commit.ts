@@ -499,7 +499,11 @@ export async function createGitCommitter(cfg: Config, d: GitCommitterDeps): Prom
     credentialsURLs: cfg.gitCredentialsUrls,
   };
   return new GitCommitter({
-    writer: new GitWriter({ allowInsecureHttp: cfg.gitAllowInsecureHttp, deadlineMs: cfg.gitDeadlineMs }),
+    writer: new GitWriter({
+      allowInsecureHttp: cfg.gitAllowInsecureHttp,
+      deadlineMs: cfg.gitDeadlineMs,
+      maxCheckoutBytes: cfg.gitMaxCheckoutMib * 1024 * 1024,
+    }),
     source: (app, workload) =>
       authorizedGitSource(d.custom, app, workload, { argocdNamespaces: cfg.argocdNamespaces }),
     allowInsecureHttp: cfg.gitAllowInsecureHttp,

@@ -330,6 +330,31 @@ describe('git write-back', () => {
     expect((await git(bare('signed'), 'log', '-1', '--format=%G?', plain.commit as string)).trim()).toBe('N');
   });
 
+  it('stops a clone that grows past the size limit, with a clear error, and leaves nothing behind', async () => {
+    // Incompressible content, so the pack on disk is as large as the files.
+    const { randomBytes } = await import('node:crypto');
+    await server.createRepo('large', {
+      ...PLAIN_REPO,
+      'blobs/a.bin': randomBytes(3 * 1024 * 1024).toString('base64'),
+      'blobs/b.bin': randomBytes(3 * 1024 * 1024).toString('base64'),
+    });
+    const small = new GitWriter({ tmpDir: scratch, allowInsecureHttp: true, maxCheckoutBytes: 1024 * 1024 });
+    const err = await small
+      .commitChecksum({
+        repoURL: server.url('large'),
+        branch: 'main',
+        path: 'apps/shop',
+        workloads: [{ kind: 'Deployment', name: 'web', namespace: 'shop', hash: fakeHash('large-1') }],
+        credentials: creds(),
+      })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(GitWriteError);
+    expect(err).toMatchObject({ reason: 'too-large' });
+    expect((err as Error).message).toMatch(/grew past 1 MiB .* --git-max-checkout-mib/);
+    expect(await inspect.log(bare('large'))).toHaveLength(1);
+    expect(await readdir(scratch)).toEqual([]);
+  });
+
   it('works over file:// and refuses file:// unless allowed', async () => {
     await server.createRepo('local', PLAIN_REPO);
     const req = {
