@@ -451,7 +451,6 @@ describe('the manifests on the control plane', () => {
           'delete pods in default',
           'create pods/eviction in default',
           'create events in default',
-          'patch events in default',
           'patch rollouts.argoproj.io in default',
           'watch applications.argoproj.io in argocd',
           `create leases.coordination.k8s.io in ${namespace}`,
@@ -471,6 +470,8 @@ describe('the manifests on the control plane', () => {
           'patch statefulsets.apps in default',
           'patch cronjobs.batch in default',
           'update pods in default',
+          // Events are created, never patched.
+          'patch events in default',
           'patch configmaps in default',
           'create configmaps in default',
           `update leases.coordination.k8s.io someone-else in ${namespace}`,
