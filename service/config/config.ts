@@ -257,6 +257,12 @@ export const serveFlags: readonly FlagSpec[] = [
     help: 'Git strategy: commit message; placeholders {{namespace}} {{workload}} {{kind}} {{configs}} {{hash}}. Unset: "chore(reload): {{namespace}}/{{workload}} config changed ({{configs}})".',
   },
   {
+    name: 'enable-csi-integration',
+    type: 'bool',
+    help: "Watch Secrets Store CSI driver SecretProviderClassPodStatus objects and reload workloads that mount a SecretProviderClass when a mounted object version changes (Reloader's flag, same name). Needs the driver's CRDs and the chart value csiIntegration.enabled for RBAC; see docs/csi.md.",
+    default: 'false',
+  },
+  {
     name: 'dry-run',
     type: 'bool',
     help: 'Log and emit Events for what would be done; change nothing.',
@@ -308,6 +314,8 @@ export interface Config {
   leaseDurationMs: number;
   leaseRenewDeadlineMs: number;
   leaseRetryPeriodMs: number;
+  /** --enable-csi-integration: SecretProviderClasses reload the workloads that mount them. */
+  enableCsiIntegration: boolean;
   dryRun: boolean;
   logLevel: LogLevel;
 }
@@ -376,6 +384,7 @@ export function buildConfig(
     leaseDurationMs: num(values['lease-duration']),
     leaseRenewDeadlineMs: num(values['lease-renew-deadline']),
     leaseRetryPeriodMs: num(values['lease-retry-period']),
+    enableCsiIntegration: values['enable-csi-integration'] === true,
     dryRun: values['dry-run'] === true,
     logLevel: values['log-level'] as LogLevel,
   };

@@ -281,6 +281,19 @@ describe('the Helm chart', () => {
         'cluster',
       );
       expect(selector.namespaces).toEqual(['get', 'list', 'watch']);
+      // CSI: off by default (as in Reloader); when on, read-only on the driver's two resources.
+      expect(
+        Object.keys(verbsByResource(byDefault, 'cluster')).filter((k) => k.includes('secrets-store')),
+      ).toEqual([]);
+      const csi = parseObjects(await helmTemplate('gr', 'ops', { set: ['csiIntegration.enabled=true'] }));
+      const csiVerbs = verbsByResource(csi, 'cluster');
+      expect(csiVerbs['secrets-store.csi.x-k8s.io/secretproviderclasses']).toEqual(['get', 'list', 'watch']);
+      expect(csiVerbs['secrets-store.csi.x-k8s.io/secretproviderclasspodstatuses']).toEqual([
+        'get',
+        'list',
+        'watch',
+      ]);
+      expect(serveFlagsUsed(csi)).toContain('enable-csi-integration');
     },
   );
 

@@ -136,6 +136,12 @@ Role per namespace when reload.namespaces lists them.
   resources: [rollouts]
   verbs: [get, list, watch, patch]
 {{- end }}
+{{- if .Values.csiIntegration.enabled }}
+# Secrets Store CSI driver: mounted object versions (per pod) and the classes' annotations. Read only.
+- apiGroups: [secrets-store.csi.x-k8s.io]
+  resources: [secretproviderclasses, secretproviderclasspodstatuses]
+  verbs: [get, list, watch]
+{{- end }}
 {{- end }}
 
 {{/* The rules in Argo CD's namespaces: Applications; for git mode their AppProjects and repository Secrets. */}}
