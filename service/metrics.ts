@@ -10,6 +10,7 @@ export const WORKLOAD_KINDS: readonly WorkloadKind[] = [
   'StatefulSet',
   'DaemonSet',
   'CronJob',
+  'Job',
   'Rollout',
 ];
 

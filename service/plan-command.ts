@@ -38,10 +38,21 @@ export const planFlags: readonly FlagSpec[] = [
 const HOW: Record<string, Record<string, string>> = {
   restart: {
     Deployment: 'evict pods created before the change, one budget at a time (surge pod when none may go)',
-    CronJob: 'nothing to restart: the next Job reads the new config',
+    StatefulSet: 'evict pods created before the change, highest ordinal first',
+    DaemonSet: 'evict pods created before the change, node by node',
+    Rollout: 'set spec.restartAt (Argo Rollouts restarts the pods)',
+    CronJob:
+      'create one Job from its jobTemplate now (none while suspended; Forbid waits for the running Job, Replace replaces it)',
+    Job: 'delete the Job and create it again with the same spec, so it runs again',
   },
-  annotate: { '*': 'set gitops-reloader.io/config-hash on the pod template (changes the template: drift)' },
-  git: { '*': 'commit a checksum bump to git (not enabled in this release)' },
+  annotate: {
+    Job: "not reloaded: a Job's pod template cannot change (use the restart strategy)",
+    '*': 'set gitops-reloader.io/config-hash on the pod template (changes the template: drift)',
+  },
+  git: {
+    Job: "not reloaded: a Job's pod template cannot change (use the restart strategy)",
+    '*': 'commit a checksum bump to git (not enabled in this release)',
+  },
 };
 
 /** When the reload would start: maintenance windows and the pause-period batch window. */

@@ -24,7 +24,7 @@ import type { ClusterState, TrackedWorkload } from './state.ts';
 import type { GitCommitter } from './strategies/git-commit.ts';
 import { SURGE_LABEL } from './strategies/restart-deployment.ts';
 import { runStrategy } from './strategies/run.ts';
-import { StrategyUnsupported } from './strategies/types.ts';
+import { ReloadWaiting, StrategyUnsupported } from './strategies/types.ts';
 
 export interface ReloadAction {
   workload: string;
@@ -500,13 +500,31 @@ export class Reconciler {
       this.#failures.delete(t.id);
       metric?.finish('success', result.replaced);
       log.info({ ...f, replaced: result.replaced }, 'reload complete');
-      // The cutoff is what decided only when no snapshot of pods did (ADR 0008).
-      const rule = targets ? '' : ` (cutoff ${cutoff})`;
-      await this.#event(t, 'Reloaded', `${changed.join(', ')} changed; ${result.summary}${rule}`);
+      // The cutoff is what decided only when no snapshot of pods did (ADR 0008); only restarts that
+      // replace pods have one.
+      const rule = targets || result.replaced === 0 ? '' : ` (cutoff ${cutoff})`;
+      await this.#event(
+        result.uid ? { ...t, rec: { ...t.rec, ref: { ...t.rec.ref, uid: result.uid } } } : t,
+        'Reloaded',
+        `${changed.join(', ')} changed; ${result.summary}${rule}`,
+      );
     } catch (err) {
       if (this.#abort.signal.aborted) {
         metric?.finish('interrupted');
         log.info(f, 'reload interrupted; the pending action stays in the ledger');
+        return;
+      }
+      if (err instanceof ReloadWaiting) {
+        // Not a failure, and nothing was written: the ledger still holds the old digests, so a restarted
+        // service finds the change again; this one tries again after a while.
+        metric?.finish('skipped');
+        log.info({ ...f, why: err.message, retryInMs: err.retryMs }, 'reload waiting');
+        await this.#event(t, 'ReloadDeferred', `${changed.join(', ')} changed; ${err.message}`);
+        const timer = setTimeout(() => {
+          this.#retryTimers.delete(timer);
+          this.#submit({ ...a, resumed: true });
+        }, err.retryMs);
+        this.#retryTimers.add(timer);
         return;
       }
       if (err instanceof StrategyUnsupported) {

@@ -63,6 +63,10 @@ export const KEYS = {
   rolloutStrategy: 'reloader.stakater.com/rollout-strategy',
   /** Written by the annotate and git strategies on the pod template. */
   configHash: 'gitops-reloader.io/config-hash',
+  /** Written on the Jobs a reload creates (from a CronJob, or recreating a Job): the configs that changed. */
+  reloadedFor: 'gitops-reloader.io/reloaded-for',
+  /** Written with reloadedFor: the reload's cutoff, which makes creating the Job idempotent. */
+  reloadCutoff: 'gitops-reloader.io/reload-cutoff',
   /** Written on workload metadata by the Argo CD "reload (drift-free)" resource action. */
   reloadRequestedAt: 'gitops-reloader.io/reload-requested-at',
   /** Git strategy, Helm sources: the values map that holds pod annotations (default podAnnotations). */
@@ -465,6 +469,8 @@ function reportUnread(
     KEYS.pausePeriod,
     KEYS.rolloutStrategy,
     KEYS.configHash,
+    KEYS.reloadedFor,
+    KEYS.reloadCutoff,
     KEYS.reloadRequestedAt,
     KEYS.gitValuesPath,
   ];

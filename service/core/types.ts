@@ -3,7 +3,7 @@
 
 export type ConfigKind = 'ConfigMap' | 'Secret';
 
-export type WorkloadKind = 'Deployment' | 'StatefulSet' | 'DaemonSet' | 'CronJob' | 'Rollout';
+export type WorkloadKind = 'Deployment' | 'StatefulSet' | 'DaemonSet' | 'CronJob' | 'Job' | 'Rollout';
 
 /** A ConfigMap or Secret, by name. Configs are always in the workload's namespace. */
 export interface ConfigRef {
