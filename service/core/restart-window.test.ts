@@ -69,6 +69,7 @@ describe('parseRestartWindows', () => {
     ['Mon 02:00-02:00', /starts and ends at the same time/],
     ['Mon 02:00-04:00 Mars/Olympus', /"Mars\/Olympus" is not an IANA time zone/],
     ['Mon 01:00-02:00; Tue 03:00', /window "Tue 03:00": has no time range/],
+    [Array(33).fill('Mon 01:00-02:00').join(';'), /has 33 windows; at most 32 are allowed/],
   ])('refuses %j', (text, message) => {
     const p = parseRestartWindows(text);
     expect('problem' in p && p.problem).toMatch(message);

@@ -54,6 +54,9 @@ export type WindowState =
 
 export type ParsedWindows = { windows: RestartWindows } | { problem: string };
 
+/** More windows than this are refused: each one costs time zone arithmetic at every check. */
+export const MAX_WINDOWS = 32;
+
 const TIME_RANGE = /^(\d{1,2}):(\d{2})-(\d{1,2}):(\d{2})$/;
 
 /** Parses the annotation value. Windows are separated by ";" or new lines. */
@@ -64,6 +67,9 @@ export function parseRestartWindows(text: string): ParsedWindows {
     .filter((p) => p !== '');
   if (parts.length === 0) {
     return { problem: 'is empty; write e.g. "Mon-Fri 02:00-04:00 Europe/Berlin"' };
+  }
+  if (parts.length > MAX_WINDOWS) {
+    return { problem: `has ${parts.length} windows; at most ${MAX_WINDOWS} are allowed` };
   }
   const windows: RestartWindow[] = [];
   for (const part of parts) {
