@@ -88,9 +88,9 @@ export async function runCronJob(
         [KEYS.reloadedFor]: changed.join(','),
         [KEYS.reloadCutoff]: new Date(req.cutoffMs).toISOString(),
       },
-      ownerReferences: [
-        { apiVersion: 'batch/v1', kind: 'CronJob', name, uid, controller: true, blockOwnerDeletion: true },
-      ],
+      // No blockOwnerDeletion: where OwnerReferencesPermissionEnforcement is on, setting it would need
+      // update on cronjobs/finalizers, a write right on CronJobs the service otherwise never needs.
+      ownerReferences: [{ apiVersion: 'batch/v1', kind: 'CronJob', name, uid, controller: true }],
     },
     spec: template?.spec as V1Job['spec'],
   };
