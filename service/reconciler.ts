@@ -488,9 +488,10 @@ export class Reconciler {
       this.#failures.delete(t.id);
       metric?.finish('success', result.replaced);
       log.info({ ...f, replaced: result.replaced }, 'reload complete');
-      // The cutoff is what decided only when no snapshot of pods did (ADR 0008); only restarts that
-      // replace pods have one.
-      const rule = targets || result.replaced === 0 ? '' : ` (cutoff ${cutoff})`;
+      // The cutoff is what decided only when no snapshot of pods did (ADR 0008); a CronJob or Job
+      // reload runs a new Job and has no pods to judge by it.
+      const batch = t.rec.ref.kind === 'CronJob' || t.rec.ref.kind === 'Job';
+      const rule = targets || batch ? '' : ` (cutoff ${cutoff})`;
       await this.#event(
         result.uid ? { ...t, rec: { ...t.rec, ref: { ...t.rec.ref, uid: result.uid } } } : t,
         'Reloaded',
