@@ -89,6 +89,8 @@ export class Reconciler {
   readonly #failures = new Map<string, number>();
   readonly #retryTimers = new Set<ReturnType<typeof setTimeout>>();
   readonly #held = new Map<string, Held>();
+  /** Workloads whose reload is running now. */
+  readonly #running = new Set<string>();
   #live = false;
   /** Changes seen while start() judges the world; replayed once it is done, so none is lost. */
   #starting = false;
@@ -233,14 +235,16 @@ export class Reconciler {
     if (req && req !== old?.rec.annotations[KEYS.reloadRequestedAt]) {
       this.#batcher.add({ workload: now.id, config: REQUEST, observedAt: Date.now(), debounceMs: 0 });
     }
-    if (!old) {
-      // A new workload: record its baseline so its first config change is recognised.
+    if (!old && !this.#running.has(now.id)) {
+      // A new workload: record its baseline so its first config change is recognised. (One that
+      // appears while its reload runs is that reload's doing, a recreated Job: the reload records it.)
       this.#batcher.add({ workload: now.id, config: 'workload', observedAt: Date.now(), debounceMs: 0 });
     }
   }
 
   async workloadDeleted(id: string): Promise<void> {
-    if (!this.#live || !this.#d.ledger.get(id)) return;
+    // A reload that deletes its workload (a Job run again) records the outcome itself.
+    if (!this.#live || !this.#d.ledger.get(id) || this.#running.has(id)) return;
     await this.#d.ledger
       .remove(id)
       .catch((err: Error) => this.#d.log.warn({ err: err.message }, 'ledger remove failed'));
@@ -395,6 +399,15 @@ export class Reconciler {
   }
 
   async #run(a: ReloadAction): Promise<void> {
+    this.#running.add(a.workload);
+    try {
+      await this.#runOnce(a);
+    } finally {
+      this.#running.delete(a.workload);
+    }
+  }
+
+  async #runOnce(a: ReloadAction): Promise<void> {
     const { state, ledger, log, cfg } = this.#d;
     const t = state.workloads.get(a.workload);
     if (!t) {

@@ -266,7 +266,7 @@ describe('Job reloads', () => {
     await waitJobComplete(kube, namespace, 'migrate');
     await waitJobComplete(kube, namespace, 'plain');
     const oldPods = new Set((await podsOf(kube, namespace, 'migrate')).map((p) => p.metadata?.uid));
-    await serve();
+    const svc = await serve();
 
     await setCm(kube, namespace, '2');
     const reloaded = await waitForEvent(kube, namespace, 'Reloaded', 'migrate');
@@ -281,6 +281,13 @@ describe('Job reloads', () => {
     expect(job.spec?.template.spec?.containers).toEqual(opted.spec?.template.spec?.containers);
     expect(job.spec?.backoffLimit).toBe(0);
     await waitJobComplete(kube, namespace, 'migrate');
+    // Run again once: the recreated Job appearing mid-reload is not a change of its own.
+    await svc.waitForLog('the reload recorded', (l) => l.msg === 'reload complete');
+    expect(await events(kube, namespace, 'Reloaded', 'migrate')).toHaveLength(1);
+    expect((await kube.batch.readNamespacedJob({ name: 'migrate', namespace })).metadata?.uid).toBe(
+      job.metadata?.uid,
+    );
+    expect(svc.logs.filter((l) => l.msg === 'reload started')).toHaveLength(1);
     const pods = await podsOf(kube, namespace, 'migrate');
     expect(pods.length).toBeGreaterThan(0);
     expect(pods.filter((p) => oldPods.has(p.metadata?.uid))).toEqual([]);
