@@ -12,6 +12,7 @@ export type EventReason =
   | 'ReloadConfigInvalid'
   | 'ReloadStalled'
   | 'ReloadPlanned'
+  | 'ReloadNotified'
   /** Held until a maintenance window (gitops-reloader.io/restart-window) opens. */
   | 'ReloadDeferred'
   /** A Reloader annotation read with a meaning of our own (pause-period). */
