@@ -3,6 +3,7 @@
 // Reloader's `reloader_reload_executed_total{success}` is kept so existing dashboards keep working.
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import { RELOAD_STRATEGIES, type ReloadStrategy, type WorkloadKind } from './core/types.ts';
+import { REFUSAL_RULES, type RefusalRule } from './gitops/refusal.ts';
 import type { FailureMode } from './kube/watch-logic.ts';
 
 export const WORKLOAD_KINDS: readonly WorkloadKind[] = [
@@ -87,6 +88,7 @@ export class Metrics {
   readonly #webhook: Counter<'code'>;
   readonly #gitCommits: Counter<'result'>;
   readonly #gitPushRetries: Counter;
+  readonly #gitRefused: Counter<'rule'>;
   readonly #leader: Gauge;
   readonly #watchFailures: Counter<'resource' | 'mode'>;
   #watchedSources: WatchedSource[] = [];
@@ -161,6 +163,12 @@ export class Metrics {
       help: 'Git pushes retried after the remote rejected them (fetch, rebase, push again).',
       registers,
     });
+    this.#gitRefused = new Counter({
+      name: 'gitops_reloader_git_refused_total',
+      help: 'Git-mode writes refused before any clone, by rule (docs/security.md): an Application that does not manage the workload, unbound credentials, a clear-text transport.',
+      labelNames: ['rule'],
+      registers,
+    });
     this.#leader = new Gauge({
       name: 'gitops_reloader_leader',
       help: '1 while this replica holds the leader Lease and executes reloads, else 0.',
@@ -201,6 +209,7 @@ export class Metrics {
     for (const kind of WORKLOAD_KINDS) this.#podsReplaced.inc({ kind }, 0);
     for (const result of GIT_COMMIT_RESULTS) this.#gitCommits.inc({ result }, 0);
     this.#gitPushRetries.inc(0);
+    for (const rule of REFUSAL_RULES) this.#gitRefused.inc({ rule }, 0);
     this.#leader.set(0);
     this.#inProgress.set(0);
     this.#stalled.set(0);
@@ -264,6 +273,10 @@ export class Metrics {
 
   gitCommit(result: GitCommitResult): void {
     this.#gitCommits.inc({ result });
+  }
+
+  gitRefused(rule: RefusalRule): void {
+    this.#gitRefused.inc({ rule });
   }
 
   gitPushRetry(): void {

@@ -6,7 +6,7 @@
 import type { Config } from './config/config.ts';
 import { type AnnotationGlobals, KEYS } from './core/annotations.ts';
 import { type Batch, Batcher, type Change, type ChangeGate } from './core/batcher.ts';
-import { setDigest } from './core/config-hash.ts';
+import { namespaceKey, setDigest } from './core/config-hash.ts';
 import { effectiveCutoff } from './core/cutoff.ts';
 import type { LedgerEntry } from './core/ledger-entry.ts';
 import { isTracked, REQUEST, verdict, watchedSet } from './core/plan.ts';
@@ -372,7 +372,8 @@ export class Reconciler {
         },
         cutoffMs: a.cutoffMs,
         ...(a.targets ? { targets: a.targets } : {}),
-        configHash: setDigest(a.target, this.#d.hashKey),
+        // Keyed per namespace, as the checksum plugin keys it (ADR 0010).
+        configHash: setDigest(a.target, namespaceKey(this.#d.hashKey, t.rec.ref.namespace)),
         ...(this.#d.git ? { git: this.#d.git } : {}),
         changed,
         templateChangedSince: () => {

@@ -199,6 +199,36 @@ export const serveFlags: readonly FlagSpec[] = [
     help: 'Git strategy: a directory (a mounted Secret) holding `username` and `token` (or `password`) for HTTPS, or `ssh-privatekey` (and optional `known_hosts`) for SSH. Read at every write. Used when no Argo CD repository Secret matches.',
   },
   {
+    name: 'git-credentials-urls',
+    type: 'list',
+    help: 'Git strategy: the repositories --git-credentials-dir credentials may be sent to (comma list; required with it): URL prefixes such as https://git.example.com/team-a, matched on a path-segment boundary with the same scheme and host, or bare hosts (https and ssh to that host).',
+  },
+  {
+    name: 'git-allow-insecure-http',
+    type: 'bool',
+    help: 'Git strategy: allow plain http:// repository URLs, which send credentials in clear text. For loopback or a trusted network only.',
+    default: 'false',
+  },
+  {
+    name: 'git-deadline',
+    type: 'duration',
+    help: 'Git strategy: the longest one write may take, clone to last push attempt; past it the write fails and is retried later.',
+    default: '10m',
+    min: 1000,
+  },
+  {
+    name: 'git-max-checkout-mib',
+    type: 'int',
+    help: 'Git strategy: stop a write whose clone grows past this many MiB on disk, with a clear error, before it fills /tmp (the chart gives it 256 MiB).',
+    default: '200',
+    min: 1,
+  },
+  {
+    name: 'git-signing-key-file',
+    type: 'string',
+    help: 'Git strategy: sign every commit with this SSH private key (a mounted Secret; git gpg.format=ssh). Unset: commits are unsigned, by --git-author-name/--git-author-email.',
+  },
+  {
     name: 'git-argocd-credentials',
     type: 'bool',
     help: "Git strategy: use Argo CD's repository Secrets (secret-type repository-write, repo-write-creds, repository, repo-creds) in the first --argocd-namespaces namespace, matched by URL as Argo CD matches them.",
@@ -268,6 +298,11 @@ export interface Config {
   argocdOnFailedSync: FailedSyncPolicy;
   webhookTokenFile?: string;
   gitCredentialsDir?: string;
+  gitCredentialsUrls: string[];
+  gitAllowInsecureHttp: boolean;
+  gitDeadlineMs: number;
+  gitMaxCheckoutMib: number;
+  gitSigningKeyFile?: string;
   gitArgocdCredentials: boolean;
   gitBranch?: string;
   gitAuthorName: string;
@@ -333,6 +368,11 @@ export function buildConfig(
     argocdOnFailedSync: values['argocd-on-failed-sync'] as FailedSyncPolicy,
     webhookTokenFile: str(values['webhook-token-file']),
     gitCredentialsDir: str(values['git-credentials-dir']),
+    gitCredentialsUrls: list(values['git-credentials-urls']),
+    gitAllowInsecureHttp: values['git-allow-insecure-http'] === true,
+    gitDeadlineMs: num(values['git-deadline']),
+    gitMaxCheckoutMib: num(values['git-max-checkout-mib']),
+    gitSigningKeyFile: str(values['git-signing-key-file']),
     gitArgocdCredentials: values['git-argocd-credentials'] === true,
     gitBranch: str(values['git-branch']),
     gitAuthorName: str(values['git-author-name']) ?? 'gitops-reloader',
