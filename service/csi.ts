@@ -17,6 +17,7 @@ import type { RawObject } from './kube/to-record.ts';
 import type { WatchOptions } from './kube/watch.ts';
 import { getJson, KubeHttpError } from './kube/watch-http.ts';
 import type { Logger } from './log.ts';
+import type { Metrics } from './metrics.ts';
 import type { Reconciler } from './reconciler.ts';
 import type { ClusterState } from './state.ts';
 
@@ -31,6 +32,7 @@ export interface CsiDeps {
   scopes: ReadonlyArray<string | undefined>;
   log: Logger;
   events: EventRecorder;
+  metrics: Metrics;
   watch: StartWatch;
   /** The leader's reconciler, if this replica acts. */
   reconciler(): Reconciler | undefined;
@@ -123,9 +125,17 @@ export async function watchProviderClasses(d: CsiDeps): Promise<boolean> {
         if (!('problem' in s)) return s;
         return { problem: s.problem, namespace: raw.metadata?.namespace, name: raw.metadata?.name };
       },
-      onAdd: (_k, s) => onStatus(s),
-      onUpdate: (_k, s) => onStatus(s),
+      // Reloader counts the events of its secretproviderclasspodstatuses controller under this name.
+      onAdd: (_k, s) => {
+        d.metrics.reloader.eventReceived('add', PROVIDER_CLASS_STATUS_RESOURCE.plural);
+        onStatus(s);
+      },
+      onUpdate: (_k, s) => {
+        d.metrics.reloader.eventReceived('update', PROVIDER_CLASS_STATUS_RESOURCE.plural);
+        onStatus(s);
+      },
       onDelete: (_k, s) => {
+        d.metrics.reloader.eventReceived('delete', PROVIDER_CLASS_STATUS_RESOURCE.plural);
         if (s.namespace && s.name) refresh(classes.deleteStatus(s.namespace, s.name));
       },
     });
