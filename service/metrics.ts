@@ -1,10 +1,12 @@
 // Prometheus metrics, in a registry of our own. Every label has a small, fixed set of values:
 // never a workload, config or namespace name, and never anything derived from Secret data.
-// Reloader's `reloader_reload_executed_total{success}` is kept so existing dashboards keep working.
+// Stakater Reloader's families (reloader_*, rest_client_*) are in reloader-metrics.ts, on the same
+// registry, so dashboards built on Reloader keep working.
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import { RELOAD_STRATEGIES, type ReloadStrategy, type WorkloadKind } from './core/types.ts';
 import { REFUSAL_RULES, type RefusalRule } from './gitops/refusal.ts';
 import type { FailureMode } from './kube/watch-logic.ts';
+import { ReloaderMetrics } from './reloader-metrics.ts';
 
 export const WORKLOAD_KINDS: readonly WorkloadKind[] = [
   'Deployment',
@@ -71,6 +73,8 @@ export interface MetricsOptions {
   version?: string;
   /** Clock in ms, for reload durations. Default performance.now. */
   now?: () => number;
+  /** Export reloader_reload_executed_total_by_namespace (--metrics-count-by-namespace). */
+  countByNamespace?: boolean;
 }
 
 type WatchedSource = () => Iterable<readonly [resource: string, count: number]>;
@@ -78,7 +82,8 @@ type WatchedSource = () => Iterable<readonly [resource: string, count: number]>;
 export class Metrics {
   readonly registry = new Registry();
   readonly #now: () => number;
-  readonly #executed: Counter<'success'>;
+  /** Stakater Reloader's families. */
+  readonly reloader: ReloaderMetrics;
   readonly #reloads: Counter<'strategy' | 'kind' | 'result'>;
   readonly #duration: Histogram<'strategy' | 'kind' | 'result'>;
   readonly #podsReplaced: Counter<'kind'>;
@@ -105,12 +110,7 @@ export class Metrics {
       registers,
     }).set({ version: o.version ?? 'unknown', node: process.versions.node }, 1);
 
-    this.#executed = new Counter({
-      name: 'reloader_reload_executed_total',
-      help: 'Reloads executed, by success (Stakater Reloader compatible). Skipped and interrupted reloads are not counted.',
-      labelNames: ['success'],
-      registers,
-    });
+    this.reloader = new ReloaderMetrics({ registers, countByNamespace: o.countByNamespace ?? false });
     this.#reloads = new Counter({
       name: 'gitops_reloader_reloads_total',
       help: 'Reload attempts, by strategy, workload kind and result. A retried failure counts once per attempt.',
@@ -200,7 +200,6 @@ export class Metrics {
     });
 
     // Every series an alert reads starts at 0, so increase() sees the first failure.
-    for (const success of ['true', 'false']) this.#executed.inc({ success }, 0);
     for (const strategy of RELOAD_STRATEGIES) {
       for (const kind of WORKLOAD_KINDS) {
         for (const result of RELOAD_RESULTS) this.#reloads.inc({ strategy, kind, result }, 0);
@@ -216,7 +215,7 @@ export class Metrics {
   }
 
   /** Starts timing one reload attempt; call finish() on the result exactly when it ends. */
-  reloadStarted(strategy: ReloadStrategy, kind: WorkloadKind): ReloadTimer {
+  reloadStarted(strategy: ReloadStrategy, kind: WorkloadKind, namespace = ''): ReloadTimer {
     const started = this.#now();
     let stalled = false;
     let finished = false;
@@ -236,7 +235,7 @@ export class Metrics {
         this.#reloads.inc({ strategy, kind, result });
         this.#duration.observe({ strategy, kind, result }, seconds);
         if (result === 'success' || result === 'failure') {
-          this.#executed.inc({ success: String(result === 'success') });
+          this.reloader.reloadExecuted(result === 'success', kind, namespace);
         }
         if (podsReplaced > 0) this.#podsReplaced.inc({ kind }, podsReplaced);
       },
@@ -261,6 +260,7 @@ export class Metrics {
 
   /** One report of a watch loop's failure hook: `watch` is the watch path or the resource plural. */
   watchFailure(watch: string, mode: FailureMode): void {
+    if (mode !== 'relist' && mode !== 'reconnect') this.reloader.error('watch');
     this.#watchFailures.inc({
       resource: resourceOf(watch),
       mode: WATCH_FAILURE_MODES.includes(mode) ? mode : 'other',

@@ -1,7 +1,7 @@
 // `gitops-reloader serve`: watches configs and workloads, and reloads what changed.
 import type { Router } from 'express';
 import { startArgoCd } from './argocd/argocd.ts';
-import { type Config, readHashKeyFile } from './config/config.ts';
+import { type Config, readHashKeyFile, readWebhookKeyFile } from './config/config.ts';
 import { FlagError } from './config/flags.ts';
 import { compileGlobals } from './core/annotations.ts';
 import { MIN_HMAC_KEY_BYTES } from './core/config-hash.ts';
@@ -128,6 +128,14 @@ export async function serve(
     batch: batchApi(kc),
     custom: customApi(kc),
   };
+  const webhook = cfg.webhookUrl
+    ? {
+        url: cfg.webhookUrl,
+        timeoutMs: cfg.webhookTimeoutMs,
+        retries: cfg.webhookRetries,
+        ...(cfg.webhookSecretFile ? { key: readWebhookKeyFile(cfg.webhookSecretFile) } : {}),
+      }
+    : undefined;
   // One writer for the process: its per-repository queue is what merges a batch into one commit.
   const git = await createGitCommitter(cfg, { core, custom: apis.custom, log, metrics });
   // Every replica watches (a standby has a warm cache); only the leader has a Reconciler, one per
@@ -148,6 +156,7 @@ export async function serve(
       gate: argocd.gate,
       metrics,
       git,
+      ...(webhook ? { webhook } : {}),
     });
   // A live watch reports a relist at least every relist interval, so two intervals of silence means stuck.
   const progress = new WatchProgress(2 * cfg.relistIntervalMs + 60_000);
@@ -203,14 +212,24 @@ export async function serve(
       labelSelector: cfg.namespaceSelector,
       transform: (raw) => raw.metadata?.name,
       key: (raw) => raw.metadata?.name ?? '',
-      onAdd: (_k, ns) => allowedByLabel.add(ns),
-      onUpdate: (_k, ns) => allowedByLabel.add(ns),
-      onDelete: (_k, ns) => allowedByLabel.delete(ns),
+      onAdd: (_k, ns) => {
+        metrics.reloader.eventReceived('add', 'namespaces');
+        allowedByLabel.add(ns);
+      },
+      onUpdate: (_k, ns) => {
+        metrics.reloader.eventReceived('update', 'namespaces');
+        allowedByLabel.add(ns);
+      },
+      onDelete: (_k, ns) => {
+        metrics.reloader.eventReceived('delete', 'namespaces');
+        allowedByLabel.delete(ns);
+      },
     });
   }
 
   for (const ns of scopes) {
     for (const r of CONFIG_RESOURCES) {
+      if ((cfg.ignoreResources as readonly string[]).includes(r.plural)) continue;
       watch<ConfigRecord>(collectionPath(r, ns), {
         labelSelector: cfg.resourceLabelSelector,
         // Our own ledger shards are ConfigMaps too; they never reload anything.
@@ -219,10 +238,21 @@ export async function serve(
           (raw as RawObject).metadata?.labels?.['app.kubernetes.io/name'] === 'gitops-reloader'
             ? undefined
             : argocd.withTrackingLabel(raw as RawObject, configRecord(r.kind, raw as RawObject, key)),
-        onAdd: (_k, rec) => reconciler?.configChanged(state.putConfig(rec), rec) ?? state.putConfig(rec),
-        onUpdate: (_k, rec) => reconciler?.configChanged(state.putConfig(rec), rec) ?? state.putConfig(rec),
-        onDelete: (_k, old) =>
-          reconciler?.configChanged(state.deleteConfig(old.ref), undefined) ?? state.deleteConfig(old.ref),
+        onAdd: (_k, rec) => {
+          metrics.reloader.eventReceived('add', r.plural);
+          const old = state.putConfig(rec);
+          reconciler?.configChanged(old, rec);
+        },
+        onUpdate: (_k, rec) => {
+          metrics.reloader.eventReceived('update', r.plural);
+          const old = state.putConfig(rec);
+          reconciler?.configChanged(old, rec);
+        },
+        onDelete: (_k, old) => {
+          metrics.reloader.eventReceived('delete', r.plural);
+          const gone = state.deleteConfig(old.ref);
+          reconciler?.configChanged(gone, undefined);
+        },
       });
     }
   }
@@ -271,9 +301,16 @@ export async function serve(
               const m = (raw as RawObject).metadata;
               return { problem: s.problem, namespace: m?.namespace, name: m?.name };
             },
-            onAdd: (_k, s) => onStatus(s),
-            onUpdate: (_k, s) => onStatus(s),
+            onAdd: (_k, s) => {
+              metrics.reloader.eventReceived('add', PROVIDER_CLASS_STATUS_RESOURCE.plural);
+              onStatus(s);
+            },
+            onUpdate: (_k, s) => {
+              metrics.reloader.eventReceived('update', PROVIDER_CLASS_STATUS_RESOURCE.plural);
+              onStatus(s);
+            },
             onDelete: (_k, s) => {
+              metrics.reloader.eventReceived('delete', PROVIDER_CLASS_STATUS_RESOURCE.plural);
               if (s.namespace && s.name) refresh(classes.deleteStatus(s.namespace, s.name));
             },
           },
@@ -311,6 +348,10 @@ export async function serve(
   }
 
   for (const r of WORKLOAD_RESOURCES) {
+    if ((cfg.ignoreWorkloadKinds as readonly string[]).includes(r.kind)) {
+      log.info({ kind: r.kind }, 'workload kind ignored (--ignore-workload-kinds); not watched');
+      continue;
+    }
     if (r.group === 'argoproj.io' && !(await served(kc, r))) {
       log.info({ resource: `${r.plural}.${r.group}` }, 'not served by the API server; not watched');
       continue;
