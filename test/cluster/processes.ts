@@ -9,12 +9,37 @@ export interface Started {
   binary: string;
 }
 
-export function startDetached(name: string, binary: string, args: string[], logFile: string): Started {
+/** Exit codes of processes this launcher started and saw end (keyed by pid). */
+const exits = new Map<number, number | string>();
+
+export function startDetached(
+  name: string,
+  binary: string,
+  args: string[],
+  logFile: string,
+  env?: NodeJS.ProcessEnv,
+): Started {
   const out = openSync(logFile, 'a');
-  const child = spawn(binary, args, { detached: true, stdio: ['ignore', out, out] });
+  const child = spawn(binary, args, {
+    detached: true,
+    stdio: ['ignore', out, out],
+    ...(env ? { env } : {}),
+  });
   if (child.pid === undefined) throw new Error(`could not start ${name} (${binary})`);
+  const pid = child.pid;
+  child.on('exit', (code, signal) => exits.set(pid, code ?? signal ?? 'unknown'));
+  child.on('error', (err) => exits.set(pid, err.message));
   child.unref();
-  return { name, pid: child.pid, binary };
+  return { name, pid, binary };
+}
+
+/**
+ * How a process this launcher started ended, or undefined while it runs. Unlike isOurs this does not
+ * read /proc: between fork and exec a child's cmdline is still the launcher's, which on a busy
+ * machine made a healthy kwok look as if it had "exited during start-up".
+ */
+export function exitOf(p: Pick<Started, 'pid'>): number | string | undefined {
+  return exits.get(p.pid);
 }
 
 /** True when `pid` is alive and is the process we started from `binary`. */
