@@ -12,6 +12,7 @@ import { inject } from 'vitest';
 import { stringify } from 'yaml';
 import type { ArgoCdEndpoints } from '../cluster/argocd.ts';
 import type { Kube } from './kube.ts';
+import { hashKeyFile, type RunningService, serviceArgs, startService } from './service.ts';
 import { pending, waitFor } from './wait-for.ts';
 
 declare module 'vitest' {
@@ -369,4 +370,18 @@ function summary(a: Application): unknown {
       (r) => r.status !== 'Synced' || (r.health && r.health.status !== 'Healthy'),
     ),
   };
+}
+
+/** gitops-reloader confined to one test namespace, following the Applications of the real Argo CD. */
+export async function startReloader(namespace: string, extra: string[] = []): Promise<RunningService> {
+  const svc = startService(
+    serviceArgs(namespace, await hashKeyFile(), [
+      `--argocd-namespaces=${argocdEndpoints().namespace}`,
+      '--debounce=1s',
+      '--max-debounce-wait=2s',
+      ...extra,
+    ]),
+  );
+  await svc.waitForLog('ready', (l) => l.msg === 'ready');
+  return svc;
 }
