@@ -20,6 +20,7 @@ export const ARGOCD_NAMESPACE = 'argocd';
 export const ROLLOUTS_NAMESPACE = 'argo-rollouts';
 /** The name of our config-management plugin (argocd-plugin/cmp/plugin.yaml). */
 export const CMP_NAME = 'gitops-reloader-checksum';
+const REDIS = '/usr/bin/redis-server';
 
 /** Where tests and the demo find the running Argo CD; saved in the cluster state file. */
 export interface ArgoCdEndpoints {
@@ -137,6 +138,9 @@ async function installCrds(ctx: StartContext): Promise<void> {
 
 export async function startArgoCd(ctx: StartContext): Promise<ArgoCdEndpoints> {
   const { paths, kubeconfig, register, say } = ctx;
+  if (!existsSync(REDIS)) {
+    throw new Error(`${REDIS} not found: Argo CD needs Redis (Debian: apt-get install redis-server)`);
+  }
   const t0 = performance.now();
   const bin = (name: string) => path.join(paths.bin, name);
   const log = (name: string) => path.join(paths.logs, `${name}.log`);
@@ -230,7 +234,7 @@ export async function startArgoCd(ctx: StartContext): Promise<ArgoCdEndpoints> {
   const redis = await launch(
     {
       name: 'redis',
-      binary: '/usr/bin/redis-server',
+      binary: REDIS,
       logFile: log('redis'),
       ports: 1,
       args: ([port]) => [
