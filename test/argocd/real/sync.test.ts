@@ -75,6 +75,7 @@ describe.concurrent('a real Argo CD sync', () => {
           60_000,
         );
         const synced = await app.waitOperation(sha, 'Succeeded');
+        const opEndedSeen = Date.now();
         const generation = (await deployment(kube, namespace)).metadata?.generation;
         const event = await waitForEvent(kube, namespace, 'Reloaded', 'web');
         await waitAllReplaced(kube, namespace, 'web', before, 2);
@@ -99,6 +100,13 @@ describe.concurrent('a real Argo CD sync', () => {
           expect(event.message).toContain(c);
         expect(done.replaced).toBe(2);
 
+        // While pods were replaced, Argo CD saw the Deployment as Progressing (its status counts the
+        // replacement pods, not the surge pod), never OutOfSync, Degraded or Missing.
+        const during = app.history.filter((h) => h.at >= opEndedSeen && h.at < settledAt);
+        for (const h of during) {
+          expect(h.sync, JSON.stringify(h)).toBe('Synced');
+          expect(['Healthy', 'Progressing'], JSON.stringify(h)).toContain(h.health);
+        }
         // Stays Synced and Healthy: no OutOfSync or Degraded from surge pods or our annotations,
         // while Argo CD compares again (hard refreshes) for 60 s.
         let refreshed = settledAt;
