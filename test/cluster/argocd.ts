@@ -10,7 +10,7 @@ import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { launch } from './launch.ts';
+import { launch, until } from './launch.ts';
 import type { ClusterPaths } from './paths.ts';
 import type { Started } from './processes.ts';
 
@@ -126,14 +126,18 @@ async function installCrds(ctx: StartContext): Promise<void> {
     '--field-manager=gitops-reloader-test-cluster',
     ...dirs.flatMap((d) => ['-f', d]),
   ]);
-  await kubectl(ctx.paths, ctx.kubeconfig, [
-    'wait',
-    '--for=condition=Established',
-    '--timeout=60s',
-    'crd/applications.argoproj.io',
-    'crd/appprojects.argoproj.io',
-    'crd/rollouts.argoproj.io',
-  ]);
+  const names = ['applications.argoproj.io', 'appprojects.argoproj.io', 'rollouts.argoproj.io'];
+  await until('the Argo CD and Argo Rollouts CRDs to be Established', 60_000, async () => {
+    const out = await kubectl(ctx.paths, ctx.kubeconfig, [
+      'get',
+      'crd',
+      ...names,
+      '-o',
+      'jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type=="Established")].status}{"\\n"}{end}',
+    ]).catch((err: Error) => err.message);
+    const established = out.split('\n').filter((l) => l.endsWith('=True')).length;
+    return established === names.length ? true : out.trim();
+  });
 }
 
 export async function startArgoCd(ctx: StartContext): Promise<ArgoCdEndpoints> {
@@ -289,6 +293,8 @@ export async function startArgoCd(ctx: StartContext): Promise<ArgoCdEndpoints> {
         '--metrics-address=127.0.0.1',
         `--metrics-port=${m}`,
         '--disable-tls',
+        // v3.6 defaults this to the in-cluster mTLS path, which --disable-tls refuses.
+        '--client-ca-path=',
         `--redis=${redisAddr}`,
         '--loglevel=info',
       ],
