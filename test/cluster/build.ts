@@ -4,7 +4,7 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { createWriteStream, existsSync } from 'node:fs';
-import { copyFile, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ClusterPaths } from './paths.ts';
 
@@ -215,7 +215,8 @@ async function copyAssets(paths: ClusterPaths, module: string, log: NodeJS.Writa
         const dest = path.join(to, path.basename(f));
         await rm(dest, { force: true });
         await copyFile(f, dest);
-        await writeFile(dest, await readFile(dest), { mode: a.mode ?? 0o644 });
+        // The module cache is read-only (0444): give the copy its own mode.
+        await chmod(dest, a.mode ?? 0o644);
       }
     }
   }

@@ -1,7 +1,7 @@
 // Starts control-plane processes detached from the launcher and stops them again, by pid, only if
 // the pid still runs the binary we started (pids get reused).
 import { spawn } from 'node:child_process';
-import { openSync, readFileSync } from 'node:fs';
+import { openSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
 
 export interface Started {
   name: string;
@@ -42,15 +42,19 @@ export function exitOf(p: Pick<Started, 'pid'>): number | string | undefined {
   return exits.get(p.pid);
 }
 
-/** True when `pid` is alive and is the process we started from `binary`. */
+/**
+ * True when `pid` is alive and is the process we started from `binary`. The executable is read from
+ * /proc/<pid>/exe: the command line is no proof, since some programs rewrite it (redis-server shows
+ * "redis-server 127.0.0.1:<port>").
+ */
 export function isOurs(p: Pick<Started, 'pid' | 'binary'>): boolean {
   try {
-    const cmdline = readFileSync(`/proc/${p.pid}/cmdline`, 'utf8');
-    const argv0 = cmdline.split('\0')[0];
     const stat = readFileSync(`/proc/${p.pid}/stat`, 'utf8');
     // A zombie (state Z) has exited but not been reaped; it is not running.
     const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-    return argv0 === p.binary && state !== 'Z';
+    if (state === 'Z') return false;
+    const exe = readlinkSync(`/proc/${p.pid}/exe`).replace(/ \(deleted\)$/, '');
+    return exe === realpathSync(p.binary) || exe === p.binary;
   } catch {
     return false;
   }

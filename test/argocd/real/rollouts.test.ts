@@ -37,7 +37,7 @@ interface RolloutStatus {
   status?: { restartedAt?: string; phase?: string };
 }
 
-describe('a Rollout synced by the real Argo CD', () => {
+describe('a Rollout synced by the real Argo CD', { timeout: 300_000 }, () => {
   it('is restarted once by the Argo Rollouts controller through spec.restartAt, skipping its canary pause, and stays Synced', async ({
     kube,
     namespace,

@@ -47,7 +47,7 @@ const MODES: Array<{ mode: string; syncOptions: string[]; annotations: Record<st
   },
 ];
 
-describe.concurrent('a real Argo CD sync', () => {
+describe.concurrent('a real Argo CD sync', { timeout: 300_000 }, () => {
   for (const m of MODES) {
     it(`reloads once after a sync that changes three ConfigMaps and a Secret (${m.mode}), and the app stays Synced and Healthy`, async ({
       kube,

@@ -55,7 +55,7 @@ const KINDS = [
   { name: 'ro', kind: 'Rollout', pods: 2 },
 ];
 
-describe.concurrent('a real Argo CD sync of config and template together', () => {
+describe.concurrent('a real Argo CD sync of config and template together', { timeout: 360_000 }, () => {
   it('rolls each Deployment, StatefulSet, DaemonSet and Rollout once, by its own controller, and restarts nothing on top', async ({
     kube,
     namespace,
