@@ -9,7 +9,14 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import {
+  AppsV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
+} from '@kubernetes/client-node';
 import { parseAllDocuments, parse as parseYaml } from 'yaml';
 import { ensureBinaries } from '../test/cluster/build.ts';
 import { down, status, up } from '../test/cluster/control-plane.ts';
@@ -151,10 +158,10 @@ async function main(): Promise<void> {
     };
   };
   const refresh = () =>
-    custom.patchNamespacedCustomObject({
-      ...appRef,
-      body: { metadata: { annotations: { 'argocd.argoproj.io/refresh': 'hard' } } },
-    });
+    custom.patchNamespacedCustomObject(
+      { ...appRef, body: { metadata: { annotations: { 'argocd.argoproj.io/refresh': 'hard' } } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
   const syncedAt = (sha: string) =>
     until(
       `Argo CD to sync ${sha.slice(0, 7)}`,

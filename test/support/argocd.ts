@@ -7,7 +7,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { Watch } from '@kubernetes/client-node';
+import { PatchStrategy, setHeaderOptions, Watch } from '@kubernetes/client-node';
 import { inject } from 'vitest';
 import { stringify } from 'yaml';
 import type { ArgoCdEndpoints } from '../cluster/argocd.ts';
@@ -270,11 +270,14 @@ export class ArgoApp {
 
   /** Asks Argo CD to compare with git now (a hard refresh, as the UI's button: no cached revision). */
   async refresh(): Promise<void> {
-    await this.kube.custom.patchNamespacedCustomObject({
-      ...coords(this.namespace),
-      name: this.name,
-      body: { metadata: { annotations: { 'argocd.argoproj.io/refresh': 'hard' } } },
-    });
+    await this.kube.custom.patchNamespacedCustomObject(
+      {
+        ...coords(this.namespace),
+        name: this.name,
+        body: { metadata: { annotations: { 'argocd.argoproj.io/refresh': 'hard' } } },
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
   }
 
   /** Waits until Argo CD has synced `revision` and the app is Synced and Healthy. */
