@@ -2,7 +2,7 @@
 // repository and lets Argo CD's application-controller sync it, in each apply mode users run. What
 // is asserted is what a user sees: pods, Events, generations, the live template, and the
 // Application's own sync and health status.
-import { afterEach, describe, expect } from 'vitest';
+import { describe, expect } from 'vitest';
 import { ArgoApp, GitRepo, startReloader, toFiles } from '../../support/argocd.ts';
 import { it, type Kube } from '../../support/kube.ts';
 import { PodTracker, waitAllReplaced, waitForEvent, waitReadyPods } from '../../support/observe.ts';
@@ -14,8 +14,6 @@ import {
   startService,
 } from '../../support/service.ts';
 import { cm, reloadedCount, secret, stayQuiet, web } from '../fixtures.ts';
-
-afterEach(killAll);
 
 const wave = (n: number) => ({ 'argocd.argoproj.io/sync-wave': String(n) });
 

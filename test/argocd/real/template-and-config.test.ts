@@ -3,15 +3,12 @@
 // gitops-reloader restarts nothing on top. Also: hook Jobs and sync waves hold the reload until the
 // whole operation ends.
 import { BatchV1Api } from '@kubernetes/client-node';
-import { afterEach, describe, expect } from 'vitest';
+import { describe, expect } from 'vitest';
 import { ArgoApp, GitRepo, type Manifest, startReloader, toFiles } from '../../support/argocd.ts';
 import { it } from '../../support/kube.ts';
 import { events, PodTracker, waitForEvent, waitReadyPods } from '../../support/observe.ts';
-import { killAll } from '../../support/service.ts';
 import { deployment, statefulSet } from '../../support/workloads.ts';
 import { AUTO, cm, reloadedCount, stayQuiet } from '../fixtures.ts';
-
-afterEach(killAll);
 
 const envFrom = { envFrom: [{ configMapRef: { name: 'app' } }] };
 
