@@ -15,9 +15,24 @@ describe('canonicalJson', () => {
     expect(JSON.stringify(a)).not.toBe(JSON.stringify(b));
   });
 
-  it('keeps array order and tells different values apart', () => {
+  it('leaves out null values and empty objects, as a controller writing through Go types adds them', () => {
+    const applied = {
+      metadata: { labels: { app: 'ro' } },
+      spec: { containers: [{ name: 'app', image: 'x' }] },
+    };
+    const typed = {
+      metadata: { creationTimestamp: null, labels: { app: 'ro' } },
+      spec: { containers: [{ name: 'app', image: 'x', resources: {} }] },
+    };
+    expect(canonicalJson(typed)).toBe(canonicalJson(applied));
+  });
+
+  it('keeps array order and tells different values apart, an emptyDir volume from another source too', () => {
     expect(canonicalJson({ a: [1, 2] })).not.toBe(canonicalJson({ a: [2, 1] }));
     expect(canonicalJson({ a: { b: 1 } })).not.toBe(canonicalJson({ a: { b: 2 } }));
+    expect(canonicalJson({ v: [{ name: 'x', emptyDir: {} }] })).not.toBe(
+      canonicalJson({ v: [{ name: 'x', emptyDir: { medium: 'Memory' } }] }),
+    );
     expect(canonicalJson(null)).toBe('null');
   });
 });

@@ -4,7 +4,7 @@ import { workloadRecord } from './to-record.ts';
 const meta = { name: 'ro', namespace: 'shop', uid: 'u1', resourceVersion: '1' };
 
 describe('workloadRecord', () => {
-  it('hashes a pod template by content, not by the key order its last writer used', () => {
+  it('hashes a pod template by meaning, not by the key order or empty fields of its last writer', () => {
     // What the API server returned for one Rollout before and after Argo CD applied it unchanged.
     const before = workloadRecord('Rollout', {
       metadata: meta,
@@ -24,12 +24,18 @@ describe('workloadRecord', () => {
       metadata: { ...meta, resourceVersion: '2' },
       spec: {
         template: {
+          // As the Argo Rollouts controller writes it back through its Go types.
           spec: {
             containers: [
-              { envFrom: [{ configMapRef: { name: 'app' } }], image: 'registry.invalid/app:1', name: 'app' },
+              {
+                envFrom: [{ configMapRef: { name: 'app' } }],
+                image: 'registry.invalid/app:1',
+                name: 'app',
+                resources: {},
+              },
             ],
           },
-          metadata: { labels: { app: 'ro' } },
+          metadata: { creationTimestamp: null, labels: { app: 'ro' } },
         },
         replicas: 2,
       },

@@ -75,7 +75,7 @@ export function workloadRecord(kind: WorkloadKind, raw: RawObject): WorkloadReco
     templateAnnotations: relevant(template?.metadata?.annotations),
     labels: relevant(m.labels),
     uses: template?.spec ? extractReferences(m.namespace, template.spec) : [],
-    // Canonical: a custom resource's key order is its last writer's (see canonical-json.ts).
+    // By meaning, not spelling: writers of one template differ in key order and empty fields.
     templateHash: createHash('sha256')
       .update(canonicalJson(template ?? null))
       .digest('hex')

@@ -167,7 +167,9 @@ describe.concurrent('a real Argo CD sync of config and template together', { tim
       tracker.stop();
 
       const op = synced.status?.operationState;
-      const hooks = op?.syncResult?.resources?.filter((r) => r.hookPhase) ?? [];
+      const hooks =
+        op?.syncResult?.resources?.filter((r) => r.syncPhase === 'PreSync' || r.syncPhase === 'PostSync') ??
+        [];
       expect(hooks.map((h) => `${h.name}:${h.syncPhase}:${h.hookPhase}`).sort()).toEqual([
         'post:PostSync:Succeeded',
         'pre:PreSync:Succeeded',
