@@ -1,10 +1,11 @@
 // `gitops-reloader serve`: watches configs and workloads, and reloads what changed.
 import type { Router } from 'express';
 import { startArgoCd } from './argocd/argocd.ts';
-import { type Config, readHashKeyFile } from './config/config.ts';
+import { type Config, readHashKeyFile, readWebhookKeyFile } from './config/config.ts';
 import { FlagError } from './config/flags.ts';
 import { compileGlobals } from './core/annotations.ts';
 import { MIN_HMAC_KEY_BYTES } from './core/config-hash.ts';
+import { type ProviderClassStatus, readProviderClassStatus } from './core/provider-class-versions.ts';
 import type { ConfigRecord, WorkloadRecord } from './core/records.ts';
 import { WatchProgress } from './http.ts';
 import type { ClusterAccess } from './kube/access.ts';
@@ -12,6 +13,14 @@ import { appsApi, batchApi, type CoreApi, coreApi, customApi } from './kube/api.
 import { EventRecorder } from './kube/events.ts';
 import { type LeaderElection, startLeaderElection } from './kube/leader.ts';
 import { Ledger } from './kube/ledger.ts';
+import {
+  PROVIDER_CLASS_RESOURCE,
+  PROVIDER_CLASS_STATUS_RESOURCE,
+  ProviderClasses,
+  type ProviderClassMeta,
+  providerClassMeta,
+  SECRETS_STORE_GROUP,
+} from './kube/provider-classes.ts';
 import { CONFIG_RESOURCES, collectionPath, type Resource, WORKLOAD_RESOURCES } from './kube/resources.ts';
 import { configRecord, type RawObject, workloadRecord } from './kube/to-record.ts';
 import { startWatch, type Watch, type WatchFailure } from './kube/watch.ts';
@@ -96,7 +105,7 @@ export async function serve(
   const { globals, problems } = compileGlobals(cfg);
   if (problems.length > 0) throw new FlagError(problems.join('; '));
 
-  const state = new ClusterState(cfg.defaultStrategy);
+  const state = new ClusterState(cfg.defaultStrategy, cfg.enableCsiIntegration);
   const ledger = new Ledger({
     core,
     namespace: cfg.releaseNamespace,
@@ -119,6 +128,14 @@ export async function serve(
     batch: batchApi(kc),
     custom: customApi(kc),
   };
+  const webhook = cfg.webhookUrl
+    ? {
+        url: cfg.webhookUrl,
+        timeoutMs: cfg.webhookTimeoutMs,
+        retries: cfg.webhookRetries,
+        ...(cfg.webhookSecretFile ? { key: readWebhookKeyFile(cfg.webhookSecretFile) } : {}),
+      }
+    : undefined;
   // One writer for the process: its per-repository queue is what merges a batch into one commit.
   const git = await createGitCommitter(cfg, { core, custom: apis.custom, log, metrics });
   // Every replica watches (a standby has a warm cache); only the leader has a Reconciler, one per
@@ -139,6 +156,7 @@ export async function serve(
       gate: argocd.gate,
       metrics,
       git,
+      ...(webhook ? { webhook } : {}),
     });
   // A live watch reports a relist at least every relist interval, so two intervals of silence means stuck.
   const progress = new WatchProgress(2 * cfg.relistIntervalMs + 60_000);
@@ -194,14 +212,24 @@ export async function serve(
       labelSelector: cfg.namespaceSelector,
       transform: (raw) => raw.metadata?.name,
       key: (raw) => raw.metadata?.name ?? '',
-      onAdd: (_k, ns) => allowedByLabel.add(ns),
-      onUpdate: (_k, ns) => allowedByLabel.add(ns),
-      onDelete: (_k, ns) => allowedByLabel.delete(ns),
+      onAdd: (_k, ns) => {
+        metrics.reloader.eventReceived('add', 'namespaces');
+        allowedByLabel.add(ns);
+      },
+      onUpdate: (_k, ns) => {
+        metrics.reloader.eventReceived('update', 'namespaces');
+        allowedByLabel.add(ns);
+      },
+      onDelete: (_k, ns) => {
+        metrics.reloader.eventReceived('delete', 'namespaces');
+        allowedByLabel.delete(ns);
+      },
     });
   }
 
   for (const ns of scopes) {
     for (const r of CONFIG_RESOURCES) {
+      if ((cfg.ignoreResources as readonly string[]).includes(r.plural)) continue;
       watch<ConfigRecord>(collectionPath(r, ns), {
         labelSelector: cfg.resourceLabelSelector,
         // Our own ledger shards are ConfigMaps too; they never reload anything.
@@ -210,14 +238,120 @@ export async function serve(
           (raw as RawObject).metadata?.labels?.['app.kubernetes.io/name'] === 'gitops-reloader'
             ? undefined
             : argocd.withTrackingLabel(raw as RawObject, configRecord(r.kind, raw as RawObject, key)),
-        onAdd: (_k, rec) => reconciler?.configChanged(state.putConfig(rec), rec) ?? state.putConfig(rec),
-        onUpdate: (_k, rec) => reconciler?.configChanged(state.putConfig(rec), rec) ?? state.putConfig(rec),
-        onDelete: (_k, old) =>
-          reconciler?.configChanged(state.deleteConfig(old.ref), undefined) ?? state.deleteConfig(old.ref),
+        onAdd: (_k, rec) => {
+          metrics.reloader.eventReceived('add', r.plural);
+          const old = state.putConfig(rec);
+          reconciler?.configChanged(old, rec);
+        },
+        onUpdate: (_k, rec) => {
+          metrics.reloader.eventReceived('update', r.plural);
+          const old = state.putConfig(rec);
+          reconciler?.configChanged(old, rec);
+        },
+        onDelete: (_k, old) => {
+          metrics.reloader.eventReceived('delete', r.plural);
+          const gone = state.deleteConfig(old.ref);
+          reconciler?.configChanged(gone, undefined);
+        },
       });
     }
   }
+  if (cfg.enableCsiIntegration) {
+    if (!(await served(kc, PROVIDER_CLASS_STATUS_RESOURCE)) || !(await served(kc, PROVIDER_CLASS_RESOURCE))) {
+      // As Reloader: the integration needs the driver's CRDs; without them the rest works on.
+      log.warn(
+        { resource: `${PROVIDER_CLASS_STATUS_RESOURCE.plural}.${PROVIDER_CLASS_STATUS_RESOURCE.group}` },
+        '--enable-csi-integration is set, but the Secrets Store CSI driver CRDs are not served; SecretProviderClasses are not watched (restart after installing the driver)',
+      );
+    } else {
+      const classes = new ProviderClasses(key);
+      const refresh = (keys: string[]) => {
+        for (const k of keys) {
+          const rec = classes.record(k);
+          const old = rec ? state.putConfig(rec) : state.deleteConfig(classes.ref(k));
+          if (old && rec && old.digest.all !== rec.digest.all) {
+            // Which objects of the class moved: the precision the status allows (ids, never content).
+            const ids = new Set([...Object.keys(old.digest.keys), ...Object.keys(rec.digest.keys)]);
+            const at = (r: Record<string, string>, id: string) => (Object.hasOwn(r, id) ? r[id] : undefined);
+            const objects = [...ids]
+              .filter((id) => at(old.digest.keys, id) !== at(rec.digest.keys, id))
+              .sort();
+            log.info(
+              { namespace: rec.ref.namespace, config: `SecretProviderClass/${rec.ref.name}`, objects },
+              'mounted object versions changed',
+            );
+          }
+          if (rec || old) reconciler?.configChanged(old, rec);
+        }
+      };
+      const reported = new Set<string>();
+      for (const ns of scopes) {
+        watch<ProviderClassMeta>(collectionPath(PROVIDER_CLASS_RESOURCE, ns), {
+          transform: (raw) => providerClassMeta(raw as RawObject),
+          onAdd: (_k, m) => refresh(classes.putClass(m)),
+          onUpdate: (_k, m) => refresh(classes.putClass(m)),
+          onDelete: (_k, m) => refresh(classes.deleteClass(m)),
+        });
+        watch<ProviderClassStatus | { problem: string; namespace?: string; name?: string }>(
+          collectionPath(PROVIDER_CLASS_STATUS_RESOURCE, ns),
+          {
+            transform: (raw) => {
+              const s = readProviderClassStatus(raw as RawObject);
+              if (!('problem' in s)) return s;
+              const m = (raw as RawObject).metadata;
+              return { problem: s.problem, namespace: m?.namespace, name: m?.name };
+            },
+            onAdd: (_k, s) => {
+              metrics.reloader.eventReceived('add', PROVIDER_CLASS_STATUS_RESOURCE.plural);
+              onStatus(s);
+            },
+            onUpdate: (_k, s) => {
+              metrics.reloader.eventReceived('update', PROVIDER_CLASS_STATUS_RESOURCE.plural);
+              onStatus(s);
+            },
+            onDelete: (_k, s) => {
+              metrics.reloader.eventReceived('delete', PROVIDER_CLASS_STATUS_RESOURCE.plural);
+              if (s.namespace && s.name) refresh(classes.deleteStatus(s.namespace, s.name));
+            },
+          },
+        );
+      }
+      function onStatus(s: ProviderClassStatus | { problem: string; namespace?: string; name?: string }) {
+        if (!('problem' in s)) {
+          refresh(classes.putStatus(s));
+          return;
+        }
+        // It may have named a class before: whatever it reported no longer counts.
+        if (s.namespace && s.name) refresh(classes.deleteStatus(s.namespace, s.name));
+        const id = `${s.namespace}/${s.name}/${s.problem}`;
+        if (reported.has(id)) return;
+        reported.add(id);
+        log.warn(
+          { namespace: s.namespace, status: s.name, why: s.problem },
+          'SecretProviderClassPodStatus ignored: it names no SecretProviderClass in its namespace',
+        );
+        if (reconciler && s.namespace && s.name) {
+          void events.emit(
+            {
+              apiVersion: `${SECRETS_STORE_GROUP}/v1`,
+              kind: PROVIDER_CLASS_STATUS_RESOURCE.kind,
+              namespace: s.namespace,
+              name: s.name,
+            },
+            'ReloadConfigInvalid',
+            `ignored: ${s.problem}`,
+            'Warning',
+          );
+        }
+      }
+    }
+  }
+
   for (const r of WORKLOAD_RESOURCES) {
+    if ((cfg.ignoreWorkloadKinds as readonly string[]).includes(r.kind)) {
+      log.info({ kind: r.kind }, 'workload kind ignored (--ignore-workload-kinds); not watched');
+      continue;
+    }
     if (r.group === 'argoproj.io' && !(await served(kc, r))) {
       log.info({ resource: `${r.plural}.${r.group}` }, 'not served by the API server; not watched');
       continue;
