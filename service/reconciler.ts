@@ -29,7 +29,7 @@ import {
 } from './strategies/reload-webhook.ts';
 import { SURGE_LABEL } from './strategies/restart-deployment.ts';
 import { runStrategy } from './strategies/run.ts';
-import { StrategyUnsupported } from './strategies/types.ts';
+import { type StrategyResult, StrategyUnsupported } from './strategies/types.ts';
 
 export interface ReloadAction {
   workload: string;
@@ -516,7 +516,7 @@ export class Reconciler {
     changed: string[],
     cutoff: string,
     configHash: string,
-  ): Promise<{ replaced: number; summary: string }> {
+  ): Promise<StrategyResult> {
     const r = t.rec.ref;
     const sent = await sendReloadNotice(
       o,
