@@ -147,6 +147,8 @@ export class GitRepo {
 
 /** The parts of an Application's status the suites read. */
 export interface AppStatus {
+  /** How the repo-server rendered the source: Directory, Helm, Kustomize, Plugin. */
+  sourceType?: string;
   sync?: { status?: string; revision?: string };
   health?: { status?: string };
   operationState?: {
