@@ -378,9 +378,13 @@ function summary(a: Application): unknown {
 }
 
 /** gitops-reloader confined to one test namespace, following the Applications of the real Argo CD. */
-export async function startReloader(namespace: string, extra: string[] = []): Promise<RunningService> {
+export async function startReloader(
+  namespace: string,
+  extra: string[] = [],
+  o: { keyFile?: string } = {},
+): Promise<RunningService> {
   const svc = startService(
-    serviceArgs(namespace, await hashKeyFile(), [
+    serviceArgs(namespace, o.keyFile ?? (await hashKeyFile()), [
       `--argocd-namespaces=${argocdEndpoints().namespace}`,
       '--debounce=1s',
       '--max-debounce-wait=2s',
