@@ -199,7 +199,9 @@ spec:
       const config = `${namespace}-config`;
       const live = await kube.core.readNamespacedConfigMap({ name: config, namespace });
       expect(live.data, 'the last values file wins').toEqual({ mode: 'fast' });
-      expect(await liveHash(kube, namespace, 'web')).toBe(expectedHash(key, namespace, config, { mode: 'fast' }));
+      expect(await liveHash(kube, namespace, 'web')).toBe(
+        expectedHash(key, namespace, config, { mode: 'fast' }),
+      );
       const before = await waitReadyPods(kube, namespace, 'web', 2);
       const generation = (await kube.apps.readNamespacedDeployment({ name: 'web', namespace })).metadata
         ?.generation as number;
@@ -212,9 +214,9 @@ spec:
       );
       await app.waitSynced(sha);
       const rolled = await waitRolledOut(kube, namespace, 'web', 2);
-      expect(
-        (await kube.core.readNamespacedConfigMap({ name: config, namespace })).data,
-      ).toEqual({ mode: 'slow' });
+      expect((await kube.core.readNamespacedConfigMap({ name: config, namespace })).data).toEqual({
+        mode: 'slow',
+      });
       const next = expectedHash(key, namespace, config, { mode: 'slow' });
       expect(rolled.spec?.template?.metadata?.annotations?.[ANNOTATION]).toBe(next);
       expect(rolled.metadata?.generation, 'one template change').toBe(generation + 1);

@@ -9,7 +9,14 @@ import { readFile } from 'node:fs/promises';
 import { afterEach, describe, expect } from 'vitest';
 import { hashConfig, namespaceKey, setDigest } from '../../../service/core/config-hash.ts';
 import { configId } from '../../../service/core/types.ts';
-import { ArgoApp, argocdEndpoints, GitRepo, type Manifest, startReloader, toFiles } from '../../support/argocd.ts';
+import {
+  ArgoApp,
+  argocdEndpoints,
+  GitRepo,
+  type Manifest,
+  startReloader,
+  toFiles,
+} from '../../support/argocd.ts';
 import { inspect } from '../../support/git-server.ts';
 import { it, type Kube } from '../../support/kube.ts';
 import { events, PodTracker, waitForEvent, waitReadyPods } from '../../support/observe.ts';
@@ -82,7 +89,11 @@ describe('git-commit mode with the real Argo CD', { timeout: 300_000 }, () => {
       const pods = await PodTracker.start(kube, namespace, 'web');
 
       // A person changes the config in git; Argo CD syncs it.
-      const change = await app.commit(repo, toFiles([cm('web-config', { mode: 'slow' })]), 'web-config: slow');
+      const change = await app.commit(
+        repo,
+        toFiles([cm('web-config', { mode: 'slow' })]),
+        'web-config: slow',
+      );
       await app.waitOperation(change, 'Succeeded');
 
       // The service commits the checksum on top of it.
