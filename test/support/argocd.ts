@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { PatchStrategy, setHeaderOptions, Watch } from '@kubernetes/client-node';
-import { inject } from 'vitest';
+import { inject, onTestFinished } from 'vitest';
 import { stringify } from 'yaml';
 import type { ArgoCdEndpoints } from '../cluster/argocd.ts';
 import type { Kube } from './kube.ts';
@@ -377,7 +377,10 @@ function summary(a: Application): unknown {
   };
 }
 
-/** gitops-reloader confined to one test namespace, following the Applications of the real Argo CD. */
+/**
+ * gitops-reloader confined to one test namespace, following the Applications of the real Argo CD.
+ * Killed when the test finishes (its own service only: these suites run tests concurrently).
+ */
 export async function startReloader(
   namespace: string,
   extra: string[] = [],
@@ -391,6 +394,7 @@ export async function startReloader(
       ...extra,
     ]),
   );
-  await svc.waitForLog('ready', (l) => l.msg === 'ready');
+  onTestFinished(() => svc.kill());
+  await svc.waitForLog('ready', (l) => l.msg === 'ready', 60_000);
   return svc;
 }

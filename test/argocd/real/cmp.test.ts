@@ -5,17 +5,14 @@
 // the key file of endpoints.cmpKeyFile. What is asserted is what a user sees: the live Deployment's
 // pod-template annotation, its generation and ReplicaSets, its pods, and the Application's status.
 import { readFile } from 'node:fs/promises';
-import { afterEach, describe, expect } from 'vitest';
+import { describe, expect } from 'vitest';
 import { hashConfig, namespaceKey, setDigest } from '../../../service/core/config-hash.ts';
 import { configId } from '../../../service/core/types.ts';
 import { ArgoApp, argocdEndpoints, GitRepo, startReloader, toFiles } from '../../support/argocd.ts';
 import { it, type Kube } from '../../support/kube.ts';
 import { events, PodTracker, type PodView, waitForEvent, waitReadyPods } from '../../support/observe.ts';
-import { killAll } from '../../support/service.ts';
 import { pending, waitFor } from '../../support/wait-for.ts';
 import { cm, stayQuiet, web } from '../fixtures.ts';
-
-afterEach(killAll);
 
 const ANNOTATION = 'gitops-reloader.io/config-hash';
 const PLUGIN = { plugin: { name: 'gitops-reloader-checksum' } };

@@ -6,7 +6,7 @@
 // the credentials are Argo CD's own repository Secret for exactly this URL (--git-argocd-credentials);
 // and the loopback git server is plain http, which needs --git-allow-insecure-http.
 import { readFile } from 'node:fs/promises';
-import { afterEach, describe, expect } from 'vitest';
+import { describe, expect } from 'vitest';
 import { hashConfig, namespaceKey, setDigest } from '../../../service/core/config-hash.ts';
 import { configId } from '../../../service/core/types.ts';
 import {
@@ -20,11 +20,9 @@ import {
 import { inspect } from '../../support/git-server.ts';
 import { it, type Kube } from '../../support/kube.ts';
 import { events, PodTracker, waitForEvent, waitReadyPods } from '../../support/observe.ts';
-import { hashKeyFile, killAll } from '../../support/service.ts';
+import { hashKeyFile } from '../../support/service.ts';
 import { pending, waitFor } from '../../support/wait-for.ts';
 import { cm, stayQuiet, web } from '../fixtures.ts';
-
-afterEach(killAll);
 
 const ANNOTATION = 'gitops-reloader.io/config-hash';
 

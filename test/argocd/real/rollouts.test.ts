@@ -1,14 +1,11 @@
 // Argo Rollouts in the loop: the real Argo Rollouts controller acts on the spec.restartAt that
 // gitops-reloader sets, and the real Argo CD that synced the Rollout keeps it Synced and Healthy.
-import { afterEach, describe, expect } from 'vitest';
+import { describe, expect } from 'vitest';
 import { ArgoApp, GitRepo, type Manifest, startReloader, toFiles } from '../../support/argocd.ts';
 import { it } from '../../support/kube.ts';
 import { PodTracker, waitAllReplaced, waitForEvent, waitReadyPods } from '../../support/observe.ts';
-import { killAll } from '../../support/service.ts';
 import { pending, waitFor } from '../../support/wait-for.ts';
 import { AUTO, cm, reloadedCount, stayQuiet } from '../fixtures.ts';
-
-afterEach(killAll);
 
 function rollout(): Manifest {
   return {
