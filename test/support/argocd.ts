@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { PatchStrategy, setHeaderOptions, Watch } from '@kubernetes/client-node';
-import { inject, onTestFinished } from 'vitest';
+import { inject, type TestContext } from 'vitest';
 import { stringify } from 'yaml';
 import type { ArgoCdEndpoints } from '../cluster/argocd.ts';
 import type { Kube } from './kube.ts';
@@ -379,12 +379,14 @@ function summary(a: Application): unknown {
 
 /**
  * gitops-reloader confined to one test namespace, following the Applications of the real Argo CD.
- * Killed when the test finishes (its own service only: these suites run tests concurrently).
+ * Killed when the test finishes, its own service only: these suites run tests concurrently, so the
+ * hook must be the test context's `onTestFinished` (the global one is bound to whichever test vitest
+ * last started, and killed another test's service mid-run).
  */
 export async function startReloader(
   namespace: string,
-  extra: string[] = [],
-  o: { keyFile?: string } = {},
+  extra: string[],
+  o: { onTestFinished: TestContext['onTestFinished']; keyFile?: string },
 ): Promise<RunningService> {
   const svc = startService(
     serviceArgs(namespace, o.keyFile ?? (await hashKeyFile()), [
@@ -394,7 +396,7 @@ export async function startReloader(
       ...extra,
     ]),
   );
-  onTestFinished(() => svc.kill());
+  o.onTestFinished(() => svc.kill());
   await svc.waitForLog('ready', (l) => l.msg === 'ready', 60_000);
   return svc;
 }

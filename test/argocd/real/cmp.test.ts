@@ -75,6 +75,7 @@ describe.concurrent('the CMP under the real argocd-cmp-server', { timeout: 300_0
   it('renders a plain directory with the checksum; a ConfigMap commit changes it and Argo CD rolls the workload once', async ({
     kube,
     namespace,
+    onTestFinished,
   }) => {
     const key = await cmpKey();
     const files = (mode: string) =>
@@ -98,7 +99,7 @@ describe.concurrent('the CMP under the real argocd-cmp-server', { timeout: 300_0
         ?.generation as number;
       // The service runs too, in its default restart mode, on a workload that opts in
       // (reloader.stakater.com/auto): the template rollout replaces every pod, so it adds none.
-      const svc = await startReloader(namespace);
+      const svc = await startReloader(namespace, [], { onTestFinished });
       const pods = await PodTracker.start(kube, namespace, 'web');
 
       const sha = await app.commit(repo, files('slow'), 'web-config: slow');

@@ -6,7 +6,7 @@
 // the credentials are Argo CD's own repository Secret for exactly this URL (--git-argocd-credentials);
 // and the loopback git server is plain http, which needs --git-allow-insecure-http.
 import { readFile } from 'node:fs/promises';
-import { describe, expect } from 'vitest';
+import { describe, expect, type TestContext } from 'vitest';
 import { hashConfig, namespaceKey, setDigest } from '../../../service/core/config-hash.ts';
 import { configId } from '../../../service/core/types.ts';
 import {
@@ -75,7 +75,12 @@ interface Case {
  * A config change in git, synced by Argo CD; the service's checksum commit on top, synced by Argo CD;
  * one rollout from git; then nothing more.
  */
-async function roundTrip(kube: Kube, namespace: string, c: Case): Promise<void> {
+async function roundTrip(
+  kube: Kube,
+  namespace: string,
+  onTestFinished: TestContext['onTestFinished'],
+  c: Case,
+): Promise<void> {
   const repo = await GitRepo.create(namespace, c.files);
   const dropSecret = await repositorySecret(kube, `repo-${namespace}`.slice(0, 63), repo.url);
   const app = await ArgoApp.create(kube, {
@@ -101,6 +106,7 @@ async function roundTrip(kube: Kube, namespace: string, c: Case): Promise<void> 
     const keyFile = await hashKeyFile();
     const key = Buffer.from((await readFile(keyFile, 'utf8')).replace(/\s+$/, ''), 'utf8');
     const svc = await startReloader(namespace, ['--git-argocd-credentials', '--git-allow-insecure-http'], {
+      onTestFinished,
       keyFile,
     });
     const pods = await PodTracker.start(kube, namespace, 'web');
@@ -226,8 +232,9 @@ describe.concurrent('git-commit mode with the real Argo CD', { timeout: 300_000 
   it('our checksum commit (plain directory) is synced by Argo CD, rolls the workload once, and the app ends Synced and Healthy', async ({
     kube,
     namespace,
+    onTestFinished,
   }) => {
-    await roundTrip(kube, namespace, {
+    await roundTrip(kube, namespace, onTestFinished, {
       files: toFiles(manifests('fast')),
       change: toFiles([cm('web-config', { mode: 'slow' })]),
       file: 'manifests/deployment-web.yaml',
@@ -239,8 +246,9 @@ describe.concurrent('git-commit mode with the real Argo CD', { timeout: 300_000 
   it('our checksum commit to a Helm values file is rendered by Argo CD, rolls the workload once, and the app ends Synced and Healthy', async ({
     kube,
     namespace,
+    onTestFinished,
   }) => {
-    await roundTrip(kube, namespace, {
+    await roundTrip(kube, namespace, onTestFinished, {
       files: {
         'chart/Chart.yaml': 'apiVersion: v2\nname: web\nversion: 0.1.0\n',
         'chart/values.yaml': chartValues('fast'),
