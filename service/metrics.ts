@@ -13,6 +13,7 @@ export const WORKLOAD_KINDS: readonly WorkloadKind[] = [
   'StatefulSet',
   'DaemonSet',
   'CronJob',
+  'Job',
   'Rollout',
 ];
 
@@ -205,7 +206,10 @@ export class Metrics {
     // Every series an alert reads starts at 0, so increase() sees the first failure.
     for (const strategy of RELOAD_STRATEGIES) {
       for (const kind of WORKLOAD_KINDS) {
-        for (const result of RELOAD_RESULTS) this.#reloads.inc({ strategy, kind, result }, 0);
+        for (const result of RELOAD_RESULTS) {
+          // Informational: no alert reads it, so it appears only once it happens.
+          if (result !== 'not-needed') this.#reloads.inc({ strategy, kind, result }, 0);
+        }
       }
     }
     for (const kind of WORKLOAD_KINDS) this.#podsReplaced.inc({ kind }, 0);

@@ -5,26 +5,17 @@ import { type Config, readHashKeyFile, readWebhookKeyFile } from './config/confi
 import { FlagError } from './config/flags.ts';
 import { compileGlobals } from './core/annotations.ts';
 import { MIN_HMAC_KEY_BYTES } from './core/config-hash.ts';
-import { type ProviderClassStatus, readProviderClassStatus } from './core/provider-class-versions.ts';
 import type { ConfigRecord, WorkloadRecord } from './core/records.ts';
+import { watchProviderClasses } from './csi.ts';
 import { WatchProgress } from './http.ts';
 import type { ClusterAccess } from './kube/access.ts';
 import { appsApi, batchApi, type CoreApi, coreApi, customApi } from './kube/api.ts';
 import { EventRecorder } from './kube/events.ts';
 import { type LeaderElection, startLeaderElection } from './kube/leader.ts';
 import { Ledger } from './kube/ledger.ts';
-import {
-  PROVIDER_CLASS_RESOURCE,
-  PROVIDER_CLASS_STATUS_RESOURCE,
-  ProviderClasses,
-  type ProviderClassMeta,
-  providerClassMeta,
-  SECRETS_STORE_GROUP,
-} from './kube/provider-classes.ts';
-import { CONFIG_RESOURCES, collectionPath, type Resource, WORKLOAD_RESOURCES } from './kube/resources.ts';
+import { CONFIG_RESOURCES, collectionPath, served, WORKLOAD_RESOURCES } from './kube/resources.ts';
 import { configRecord, type RawObject, workloadRecord } from './kube/to-record.ts';
 import { startWatch, type Watch, type WatchFailure } from './kube/watch.ts';
-import { getJson } from './kube/watch-http.ts';
 import type { Logger } from './log.ts';
 import { Metrics } from './metrics.ts';
 import { Reconciler } from './reconciler.ts';
@@ -56,23 +47,6 @@ async function hashKey(cfg: Config, core: CoreApi): Promise<Buffer> {
     );
   }
   return key;
-}
-
-/** True when the API server serves this resource (Argo Rollouts may not be installed). */
-async function served(kc: ClusterAccess, r: Resource<string>): Promise<boolean> {
-  try {
-    const list = (await getJson(
-      kc,
-      `/apis/${r.group}/${r.version}`,
-      new AbortController().signal,
-      10_000,
-    )) as {
-      resources?: Array<{ name: string }>;
-    };
-    return Boolean(list.resources?.some((x) => x.name === r.plural));
-  } catch {
-    return false;
-  }
 }
 
 export interface RunningService {
@@ -257,94 +231,17 @@ export async function serve(
     }
   }
   if (cfg.enableCsiIntegration) {
-    if (!(await served(kc, PROVIDER_CLASS_STATUS_RESOURCE)) || !(await served(kc, PROVIDER_CLASS_RESOURCE))) {
-      // As Reloader: the integration needs the driver's CRDs; without them the rest works on.
-      log.warn(
-        { resource: `${PROVIDER_CLASS_STATUS_RESOURCE.plural}.${PROVIDER_CLASS_STATUS_RESOURCE.group}` },
-        '--enable-csi-integration is set, but the Secrets Store CSI driver CRDs are not served; SecretProviderClasses are not watched (restart after installing the driver)',
-      );
-    } else {
-      const classes = new ProviderClasses(key);
-      const refresh = (keys: string[]) => {
-        for (const k of keys) {
-          const rec = classes.record(k);
-          const old = rec ? state.putConfig(rec) : state.deleteConfig(classes.ref(k));
-          if (old && rec && old.digest.all !== rec.digest.all) {
-            // Which objects of the class moved: the precision the status allows (ids, never content).
-            const ids = new Set([...Object.keys(old.digest.keys), ...Object.keys(rec.digest.keys)]);
-            const at = (r: Record<string, string>, id: string) => (Object.hasOwn(r, id) ? r[id] : undefined);
-            const objects = [...ids]
-              .filter((id) => at(old.digest.keys, id) !== at(rec.digest.keys, id))
-              .sort();
-            log.info(
-              { namespace: rec.ref.namespace, config: `SecretProviderClass/${rec.ref.name}`, objects },
-              'mounted object versions changed',
-            );
-          }
-          if (rec || old) reconciler?.configChanged(old, rec);
-        }
-      };
-      const reported = new Set<string>();
-      for (const ns of scopes) {
-        watch<ProviderClassMeta>(collectionPath(PROVIDER_CLASS_RESOURCE, ns), {
-          transform: (raw) => providerClassMeta(raw as RawObject),
-          onAdd: (_k, m) => refresh(classes.putClass(m)),
-          onUpdate: (_k, m) => refresh(classes.putClass(m)),
-          onDelete: (_k, m) => refresh(classes.deleteClass(m)),
-        });
-        watch<ProviderClassStatus | { problem: string; namespace?: string; name?: string }>(
-          collectionPath(PROVIDER_CLASS_STATUS_RESOURCE, ns),
-          {
-            transform: (raw) => {
-              const s = readProviderClassStatus(raw as RawObject);
-              if (!('problem' in s)) return s;
-              const m = (raw as RawObject).metadata;
-              return { problem: s.problem, namespace: m?.namespace, name: m?.name };
-            },
-            onAdd: (_k, s) => {
-              metrics.reloader.eventReceived('add', PROVIDER_CLASS_STATUS_RESOURCE.plural);
-              onStatus(s);
-            },
-            onUpdate: (_k, s) => {
-              metrics.reloader.eventReceived('update', PROVIDER_CLASS_STATUS_RESOURCE.plural);
-              onStatus(s);
-            },
-            onDelete: (_k, s) => {
-              metrics.reloader.eventReceived('delete', PROVIDER_CLASS_STATUS_RESOURCE.plural);
-              if (s.namespace && s.name) refresh(classes.deleteStatus(s.namespace, s.name));
-            },
-          },
-        );
-      }
-      function onStatus(s: ProviderClassStatus | { problem: string; namespace?: string; name?: string }) {
-        if (!('problem' in s)) {
-          refresh(classes.putStatus(s));
-          return;
-        }
-        // It may have named a class before: whatever it reported no longer counts.
-        if (s.namespace && s.name) refresh(classes.deleteStatus(s.namespace, s.name));
-        const id = `${s.namespace}/${s.name}/${s.problem}`;
-        if (reported.has(id)) return;
-        reported.add(id);
-        log.warn(
-          { namespace: s.namespace, status: s.name, why: s.problem },
-          'SecretProviderClassPodStatus ignored: it names no SecretProviderClass in its namespace',
-        );
-        if (reconciler && s.namespace && s.name) {
-          void events.emit(
-            {
-              apiVersion: `${SECRETS_STORE_GROUP}/v1`,
-              kind: PROVIDER_CLASS_STATUS_RESOURCE.kind,
-              namespace: s.namespace,
-              name: s.name,
-            },
-            'ReloadConfigInvalid',
-            `ignored: ${s.problem}`,
-            'Warning',
-          );
-        }
-      }
-    }
+    await watchProviderClasses({
+      kc,
+      hashKey: key,
+      state,
+      scopes,
+      log,
+      events,
+      watch,
+      metrics,
+      reconciler: () => reconciler,
+    });
   }
 
   for (const r of WORKLOAD_RESOURCES) {

@@ -49,7 +49,8 @@ let attacker: GitServer;
 let scratch: string;
 beforeAll(async () => {
   server = await startGitServer();
-  attacker = await startGitServer({ host: '127.0.0.2', username: 'evil', password: 'collects-tokens' });
+  // It asks for nothing and takes whatever it is sent.
+  attacker = await startGitServer({ host: '127.0.0.2', open: true });
   scratch = await mkdtemp(path.join(tmpdir(), 'tenancy-'));
   await ensureAppProjectCrd(adminKubeConfig());
 });

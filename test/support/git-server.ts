@@ -74,7 +74,14 @@ export interface GitServer {
 }
 
 export async function startGitServer(
-  opts: { username?: string; password?: string; host?: string } = {},
+  opts: {
+    username?: string;
+    password?: string;
+    /** A loopback address: 127.0.0.1 (default), or another such as 127.0.0.2 for a second host. */
+    host?: string;
+    /** Serve every request without asking for credentials, as a hostile server collecting them would. */
+    open?: boolean;
+  } = {},
 ): Promise<GitServer> {
   const host = opts.host ?? '127.0.0.1';
   if (!/^127\./.test(host)) throw new Error(`the test git server listens on loopback only, not ${host}`);
@@ -108,7 +115,7 @@ export async function startGitServer(
       req.resume();
       return;
     }
-    if (req.headers.authorization !== expected) {
+    if (!opts.open && req.headers.authorization !== expected) {
       info.status = 401;
       res.writeHead(401, { 'WWW-Authenticate': 'Basic realm="git"', 'Content-Type': 'text/plain' });
       res.end('authentication required\n');
