@@ -88,6 +88,7 @@ export class Metrics {
   readonly #gitCommits: Counter<'result'>;
   readonly #gitPushRetries: Counter;
   readonly #leader: Gauge;
+  readonly #leaderStartFailures: Counter;
   readonly #watchFailures: Counter<'resource' | 'mode'>;
   #watchedSources: WatchedSource[] = [];
 
@@ -163,7 +164,12 @@ export class Metrics {
     });
     this.#leader = new Gauge({
       name: 'gitops_reloader_leader',
-      help: '1 while this replica holds the leader Lease and executes reloads, else 0.',
+      help: '1 while this replica holds the leader Lease and acts on it (its start-up succeeded), else 0.',
+      registers,
+    });
+    this.#leaderStartFailures = new Counter({
+      name: 'gitops_reloader_leader_start_failures_total',
+      help: 'Terms as leader that ended because starting to act failed; the Lease was released each time.',
       registers,
     });
     this.#watchFailures = new Counter({
@@ -201,6 +207,7 @@ export class Metrics {
     for (const kind of WORKLOAD_KINDS) this.#podsReplaced.inc({ kind }, 0);
     for (const result of GIT_COMMIT_RESULTS) this.#gitCommits.inc({ result }, 0);
     this.#gitPushRetries.inc(0);
+    this.#leaderStartFailures.inc(0);
     this.#leader.set(0);
     this.#inProgress.set(0);
     this.#stalled.set(0);
@@ -270,7 +277,12 @@ export class Metrics {
     this.#gitPushRetries.inc();
   }
 
-  /** Set on gaining (true) and losing (false) the Lease; a replica without leader election sets true. */
+  /** A term as leader ended because starting to act failed (the lease is released). */
+  leaderStartFailed(): void {
+    this.#leaderStartFailures.inc();
+  }
+
+  /** Set once acting as leader (start-up succeeded) and on losing the Lease; a replica without leader election sets true. */
   setLeader(leader: boolean): void {
     this.#leader.set(leader ? 1 : 0);
   }

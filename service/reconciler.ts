@@ -49,6 +49,11 @@ export interface ReloadAction {
 export interface ChangeGate {
   /** Called once with the sink to release held changes into. */
   attach(sink: ChangeSink): void;
+  /**
+   * The sink stops acting (leadership ended): what the gate holds for it is dropped (the next leader's
+   * start finds those changes by comparing hashes with the ledger), and nothing is released into it.
+   */
+  detach(sink: ChangeSink): void;
   /** True when the gate took the change and will release it later. */
   hold(change: Change, config: ConfigRecord): boolean;
 }
@@ -71,6 +76,8 @@ export interface ReconcilerDeps {
   metrics?: Metrics;
   /** The git strategy (one GitWriter per process). */
   git?: GitCommitter;
+  /** The leadership term this reconciler acts for: nothing it started writes or evicts once it aborts. */
+  term?: AbortSignal;
 }
 
 const RETRY_MS = [2_000, 5_000, 15_000, 30_000, 60_000];
@@ -84,6 +91,8 @@ export class Reconciler {
   readonly #batcher: Batcher;
   readonly #queue: WorkQueue<ReloadAction>;
   readonly #abort = new AbortController();
+  /** Aborts when this reconciler stops or its leadership term ends, whichever comes first. */
+  readonly #signal: AbortSignal;
   readonly #failures = new Map<string, number>();
   readonly #retryTimers = new Set<ReturnType<typeof setTimeout>>();
   #live = false;
@@ -93,6 +102,8 @@ export class Reconciler {
 
   constructor(d: ReconcilerDeps) {
     this.#d = d;
+    this.#signal = d.term ? AbortSignal.any([d.term, this.#abort.signal]) : this.#abort.signal;
+    d.ledger.fence(this.#signal);
     this.#batcher = new Batcher({
       debounceMs: d.cfg.debounceMs,
       maxWaitMs: d.cfg.maxDebounceWaitMs,
@@ -155,7 +166,7 @@ export class Reconciler {
     await this.#cleanUpSurgePods();
     const gone = [...ledger.entries().keys()].filter((id) => !state.workloads.has(id));
     if (gone.length > 0) await ledger.removeMany(gone);
-    if (this.#abort.signal.aborted) return; // stopped (leadership lost) while starting
+    if (this.#signal.aborted) return; // stopped (leadership lost) while starting
     this.#live = true;
     this.#starting = false;
     for (const replay of this.#buffered.splice(0)) replay();
@@ -173,7 +184,20 @@ export class Reconciler {
       cfg.namespaces.length > 0
         ? cfg.namespaces.map((namespace) => core.listNamespacedPod({ namespace, labelSelector: SURGE_LABEL }))
         : [core.listPodForAllNamespaces({ labelSelector: SURGE_LABEL })];
-    for (const list of await Promise.all(lists)) {
+    let found: Awaited<(typeof lists)[number]>[];
+    try {
+      found = await Promise.all(lists);
+    } catch (err) {
+      // Without the restart strategy's RBAC (rbac.restart=false) there are no surge pods of ours, and
+      // no right to list pods: skip the step instead of failing the start.
+      if ((err as { code?: number }).code !== 403) throw err;
+      log.info(
+        { err: (err as Error).message.slice(0, 300) },
+        'not allowed to list pods; surge-pod clean-up skipped (the restart strategy is not granted)',
+      );
+      return;
+    }
+    for (const list of found) {
       for (const pod of list.items) {
         const owner = pod.metadata?.labels?.[SURGE_LABEL];
         const namespace = pod.metadata?.namespace as string;
@@ -230,6 +254,7 @@ export class Reconciler {
   }
 
   async workloadDeleted(id: string): Promise<void> {
+    this.#failures.delete(id);
     if (!this.#live || !this.#d.ledger.get(id)) return;
     await this.#d.ledger
       .remove(id)
@@ -241,7 +266,9 @@ export class Reconciler {
     this.#starting = false;
     this.#buffered.length = 0;
     this.#batcher.clear();
+    this.#d.gate?.detach(this.#batcher);
     for (const t of this.#retryTimers) clearTimeout(t);
+    this.#retryTimers.clear();
     this.#abort.abort(new Error('the service is stopping'));
     await this.#queue.stop();
   }
@@ -370,7 +397,7 @@ export class Reconciler {
         kc: this.#d.kc,
         begin,
         log,
-        signal: this.#abort.signal,
+        signal: this.#signal,
         stallAfterMs: cfg.stallAfterMs,
         onStall: (why) => {
           metric?.stalled();
@@ -400,7 +427,7 @@ export class Reconciler {
       const rule = targets ? '' : ` (cutoff ${cutoff})`;
       await this.#event(t, 'Reloaded', `${changed.join(', ')} changed; ${result.summary}${rule}`);
     } catch (err) {
-      if (this.#abort.signal.aborted) {
+      if (this.#signal.aborted) {
         metric?.finish('interrupted');
         log.info(f, 'reload interrupted; the pending action stays in the ledger');
         return;

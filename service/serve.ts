@@ -1,6 +1,10 @@
 // `gitops-reloader serve`: watches configs and workloads, and reloads what changed.
 import type { Router } from 'express';
 import { startArgoCd } from './argocd/argocd.ts';
+import { UNWATCHED_MAX_HOLD_MS } from './argocd/gate.ts';
+import { INBOX_SELECTOR, isInboxRecord, NotificationInbox, readRecord, recordName } from './argocd/inbox.ts';
+import type { SyncNotification } from './argocd/notification.ts';
+import { isTerminal } from './argocd/sync-tracker.ts';
 import { type Config, readHashKeyFile } from './config/config.ts';
 import { FlagError } from './config/flags.ts';
 import { compileGlobals } from './core/annotations.ts';
@@ -49,6 +53,14 @@ async function hashKey(cfg: Config, core: CoreApi): Promise<Buffer> {
   return key;
 }
 
+/**
+ * How long a replica whose start as leader failed waits before it competes for the lease again:
+ * doubling from one lease duration (so a healthy standby takes the released lease first), capped at 5 min.
+ */
+export function startBackoffMs(failedStarts: number, leaseDurationMs: number): number {
+  return Math.min(leaseDurationMs * 2 ** Math.max(0, failedStarts - 1), 300_000);
+}
+
 /** True when the API server serves this resource (Argo Rollouts may not be installed). */
 async function served(kc: ClusterAccess, r: Resource<string>): Promise<boolean> {
   try {
@@ -64,6 +76,12 @@ async function served(kc: ClusterAccess, r: Resource<string>): Promise<boolean> 
   } catch {
     return false;
   }
+}
+
+interface InboxRecord {
+  name: string;
+  created: number;
+  data: Record<string, string>;
 }
 
 export interface RunningService {
@@ -111,7 +129,24 @@ export async function serve(
     !ignored.has(ns) &&
     (cfg.namespaces.length === 0 || cfg.namespaces.includes(ns)) &&
     (cfg.namespaceSelector === undefined || allowedByLabel.has(ns));
-  const argocd = await startArgoCd({ cfg, kc, state, log });
+  // Set once this replica acts as leader (below); the webhook reads it.
+  let acting = false;
+  let inbox: NotificationInbox | undefined;
+  const releaseNamespace = cfg.releaseNamespace;
+  const argocd = await startArgoCd({
+    cfg,
+    kc,
+    state,
+    log,
+    // Every replica records a notification where whichever replica leads (now or next) reads it; the
+    // acting leader also acts on it at once. A replica that does not act never acts on it.
+    notify: async (n) => {
+      const recorded = await (inbox as NotificationInbox).record(n).catch((err: unknown) => err);
+      if (acting) return argocd.gate.notify(n);
+      if (recorded instanceof Error) throw recorded;
+      return recorded ? { outcome: 'accepted', action: 'recorded for the leader' } : { outcome: 'duplicate' };
+    },
+  });
   const events = new EventRecorder(core, log);
   const apis = {
     core,
@@ -124,8 +159,9 @@ export async function serve(
   // Every replica watches (a standby has a warm cache); only the leader has a Reconciler, one per
   // leadership term, which alone runs reloads and writes the ledger.
   let reconciler: Reconciler | undefined;
-  const newReconciler = () =>
+  const newReconciler = (term?: AbortSignal) =>
     new Reconciler({
+      ...(term ? { term } : {}),
       cfg,
       state,
       ledger,
@@ -158,6 +194,7 @@ export async function serve(
   const common = { relistIntervalMs: cfg.relistIntervalMs, idleTimeoutMs: cfg.watchIdleTimeoutMs, onFailure };
 
   const watched: Array<[string, Watch<unknown>]> = [];
+  let takeAllFromInbox = () => {};
   function watch<S>(path: string, o: Omit<Parameters<typeof startWatch<S>>[1], 'path' | 'onSynced'>) {
     let done!: () => void;
     synced.push(new Promise<void>((r) => (done = r)));
@@ -206,8 +243,9 @@ export async function serve(
         labelSelector: cfg.resourceLabelSelector,
         // Our own ledger shards are ConfigMaps too; they never reload anything.
         transform: (raw) =>
-          (raw as RawObject).metadata?.labels?.['app.kubernetes.io/component'] === 'ledger' &&
-          (raw as RawObject).metadata?.labels?.['app.kubernetes.io/name'] === 'gitops-reloader'
+          ((raw as RawObject).metadata?.labels?.['app.kubernetes.io/component'] === 'ledger' &&
+            (raw as RawObject).metadata?.labels?.['app.kubernetes.io/name'] === 'gitops-reloader') ||
+          isInboxRecord((raw as RawObject).metadata?.labels ?? undefined)
             ? undefined
             : argocd.withTrackingLabel(raw as RawObject, configRecord(r.kind, raw as RawObject, key)),
         onAdd: (_k, rec) => reconciler?.configChanged(state.putConfig(rec), rec) ?? state.putConfig(rec),
@@ -242,30 +280,108 @@ export async function serve(
     }
   }
 
+  if (cfg.webhookTokenFile) {
+    // The notification inbox (docs/adr/0010): every replica watches it, so a new leader finds at once
+    // what was recorded while another replica led, or while none did.
+    watch<InboxRecord>(collectionPath(CONFIG_RESOURCES[0] as Resource<string>, releaseNamespace), {
+      labelSelector: INBOX_SELECTOR,
+      transform: (raw) => {
+        const o = raw as {
+          metadata?: { name?: string; creationTimestamp?: string };
+          data?: Record<string, string>;
+        };
+        return {
+          name: o.metadata?.name ?? '',
+          created: Date.parse(String(o.metadata?.creationTimestamp ?? '')) || Date.now(),
+          data: o.data ?? {},
+        };
+      },
+      onAdd: (_k, rec) => void takeFromInbox([rec]),
+      onUpdate: (_k, rec) => void takeFromInbox([rec]),
+    });
+    const inboxWatch = watched[watched.length - 1]?.[1] as Watch<InboxRecord>;
+    inbox = new NotificationInbox({
+      core,
+      namespace: releaseNamespace,
+      prefix: cfg.releaseName,
+      size: () => inboxWatch.store.size,
+    });
+    takeAllFromInbox = () => void takeFromInbox([...inboxWatch.store.values()]);
+  }
+
+  /** The acting leader hands recorded notifications to its gate, oldest first, and removes the ones done. */
+  async function takeFromInbox(recs: InboxRecord[]): Promise<void> {
+    for (const rec of recs.sort((a, b) => a.created - b.created)) {
+      if (!acting || !inbox) return;
+      try {
+        let n: SyncNotification;
+        try {
+          n = readRecord(rec);
+        } catch (err) {
+          log.warn({ record: rec.name, err: (err as Error).message }, 'invalid notification record; deleted');
+          await inbox.done(rec.name);
+          continue;
+        }
+        const r = await argocd.gate.notify(n);
+        if (r.outcome !== 'duplicate') {
+          log.info(
+            {
+              app: `${n.app.namespace}/${n.app.name}`,
+              phase: n.phase,
+              startedAt: n.startedAt,
+              record: rec.name,
+            },
+            'Argo CD notification taken from the inbox',
+          );
+        }
+        // A running sync's record stays until its end is recorded (a leader after us needs it to hold
+        // the app's changes), or until the gate would have stopped holding anyway.
+        if (isTerminal(n.phase)) {
+          await inbox.done(rec.name);
+          await inbox.done(recordName(cfg.releaseName, { ...n, phase: 'Running' }));
+        } else if (Date.now() - rec.created > UNWATCHED_MAX_HOLD_MS) {
+          await inbox.done(rec.name);
+        }
+      } catch (err) {
+        log.warn(
+          { record: rec.name, err: (err as Error).message },
+          'could not take a notification from the inbox',
+        );
+      }
+    }
+  }
+
   let isSynced = false;
   const cachesSynced = Promise.all(synced).then(() => {
     isSynced = true;
     log.info({ configs: state.configs.size, workloads: state.workloads.size }, 'caches synced');
   });
 
-  /** Starts acting: judges every workload against the ledger and resumes pending reloads. */
+  /**
+   * Starts acting: judges every workload against the ledger and resumes pending reloads. This replica
+   * acts (isLeader, the leader metric) only once that has succeeded.
+   */
   const lead = async (signal?: AbortSignal) => {
     await cachesSynced;
     if (signal?.aborted) return;
-    const r = newReconciler();
+    const r = newReconciler(signal);
     reconciler = r;
-    metrics.setLeader(true);
     try {
       await r.start();
     } catch (err) {
       if (signal?.aborted) return;
       throw err;
     }
+    if (signal?.aborted || reconciler !== r) return;
+    acting = true;
+    metrics.setLeader(true);
     log.info({ dryRun: cfg.dryRun, leaderElection: cfg.leaderElect }, 'ready');
+    takeAllFromInbox();
   };
   const stopLeading = async () => {
     const r = reconciler;
     reconciler = undefined;
+    acting = false;
     metrics.setLeader(false);
     await r?.stop();
   };
@@ -273,6 +389,8 @@ export async function serve(
   let election: LeaderElection | undefined;
   let ready: Promise<void>;
   if (cfg.leaderElect) {
+    // Consecutive failed starts, for the back-off before this replica competes for the lease again.
+    let failedStarts = 0;
     election = startLeaderElection(kc, {
       namespace: cfg.releaseNamespace,
       name: `${cfg.releaseName}-leader`,
@@ -282,8 +400,22 @@ export async function serve(
       retryPeriodMs: cfg.leaseRetryPeriodMs,
       onStartedLeading: (signal) => {
         log.info({ identity: election?.identity }, 'became the leader');
-        lead(signal).catch((err: Error) =>
-          log.error({ err: err.message }, 'could not start acting as leader'),
+        lead(signal).then(
+          () => {
+            if (!signal.aborted) failedStarts = 0;
+          },
+          async (err: Error) => {
+            failedStarts++;
+            const holdOffMs = startBackoffMs(failedStarts, cfg.leaseDurationMs);
+            metrics.leaderStartFailed();
+            // Holding the lease without acting would keep every other replica from acting: give it up,
+            // and let another replica (or this one, after the back-off) try.
+            log.error(
+              { err: err.message, failedStarts, retryInMs: holdOffMs },
+              'could not start acting as leader; releasing the lease',
+            );
+            await election?.resign(`start failed: ${err.message}`, holdOffMs);
+          },
         );
       },
       onStoppedLeading: async () => {
@@ -306,7 +438,7 @@ export async function serve(
   return {
     ready,
     argocdWebhook: argocd.router,
-    isLeader: () => reconciler !== undefined,
+    isLeader: () => acting,
     isSynced: () => isSynced,
     watchesProgressing: () => progress.progressing(),
     stop: async () => {

@@ -84,6 +84,19 @@ export class SyncGate implements ChangeGate {
     this.#sink = sink;
   }
 
+  detach(sink: ChangeSink): void {
+    if (this.#sink !== sink) return;
+    this.#sink = undefined;
+    for (const h of this.#held.values()) if (h.timer !== undefined) this.#timers.clear(h.timer);
+    if (this.#held.size > 0) {
+      this.#o.log.info(
+        { apps: [...this.#held.keys()] },
+        'no longer acting: held config changes are left to the next leader (it compares hashes with the ledger)',
+      );
+    }
+    this.#held.clear();
+  }
+
   /** Changes held right now, per app key (for logs and tests). */
   heldCount(key: string): number {
     return this.#held.get(key)?.changes.size ?? 0;
@@ -234,7 +247,9 @@ export class SyncGate implements ChangeGate {
       },
       'releasing config changes held for the sync as one batch',
     );
-    if (!this.#sink) throw new Error('SyncGate: release before attach');
+    // Nothing acts here (a standby, or a leader whose term ended): the next leader's start finds these
+    // changes by comparing hashes with the ledger, so dropping them loses nothing.
+    if (!this.#sink) return;
     for (const c of changes) this.#sink.add({ ...c, debounceMs: 0 });
   }
 

@@ -112,6 +112,8 @@ export class Ledger {
   #views = new Map<string, ShardView>();
   #entries = new Map<string, LedgerEntry>();
   #loaded = false;
+  /** Writes are refused once this aborts (the leadership term that may write has ended). */
+  #fence: AbortSignal | undefined;
 
   constructor(opts: LedgerOptions) {
     this.#core = opts.core;
@@ -136,6 +138,16 @@ export class Ledger {
         `ledger prefix ${JSON.stringify(this.prefix)} does not make valid ConfigMap names`,
       );
     }
+  }
+
+  /**
+   * Only writes made while `signal` has not aborted reach the API server: a write queued or in progress
+   * when it aborts is refused just before its request, so a leader whose term ended (demoted, stalled)
+   * cannot land a merge patch over its successor's entries. Each write keeps the fence that was set
+   * when it was made.
+   */
+  fence(signal: AbortSignal | undefined): void {
+    this.#fence = signal;
   }
 
   shardName(shard: number): string {
@@ -271,10 +283,11 @@ export class Ledger {
     // #writeShard checks again under the shard's queue, where it is authoritative.
     for (const [shard, { change, ids }] of perShard) this.#checkBudget(this.#view(shard), change, ids);
 
+    const fence = this.#fence;
     const jobs = [...perShard].map(
       ([shard, { change, ids }]) =>
         () =>
-          this.#enqueue(shard, change, ids),
+          this.#enqueue(shard, change, ids, fence),
     );
     const failures: unknown[] = [];
     const run = async () => {
@@ -302,9 +315,9 @@ export class Ledger {
     return view;
   }
 
-  #enqueue(shard: string, change: ShardChange, ids: string[]): Promise<void> {
+  #enqueue(shard: string, change: ShardChange, ids: string[], fence: AbortSignal | undefined): Promise<void> {
     const view = this.#view(shard);
-    const done = view.queue.then(() => this.#writeShard(view, change, ids));
+    const done = view.queue.then(() => this.#writeShard(view, change, ids, fence));
     view.queue = done.catch(() => undefined);
     return done;
   }
@@ -329,7 +342,12 @@ export class Ledger {
     return bytes;
   }
 
-  async #writeShard(view: ShardView, wanted: ShardChange, wantedIds: string[]): Promise<void> {
+  async #writeShard(
+    view: ShardView,
+    wanted: ShardChange,
+    wantedIds: string[],
+    fence: AbortSignal | undefined,
+  ): Promise<void> {
     // Only what differs from the shard as last seen goes out.
     const change: ShardChange = new Map();
     for (const [key, value] of wanted) {
@@ -364,6 +382,12 @@ export class Ledger {
         return;
       }
       const verb = view.exists ? 'patching' : 'creating';
+      if (fence?.aborted) {
+        throw new LedgerError(
+          `not ${verb} ledger shard ${view.name} for ${describeIds(ids)}: this replica is no longer the leader`,
+          { shard: view.name, workloads: ids, cause: fence.reason },
+        );
+      }
       try {
         const cm = view.exists
           ? // A JSON merge patch: CoreApi patches are merge patches.
