@@ -5,7 +5,7 @@
 
 import type { Config } from './config/config.ts';
 import { type AnnotationGlobals, KEYS } from './core/annotations.ts';
-import { type Batch, Batcher, type Change, type ChangeSink } from './core/batcher.ts';
+import { type Batch, Batcher, type Change, type ChangeGate } from './core/batcher.ts';
 import { setDigest } from './core/config-hash.ts';
 import { effectiveCutoff } from './core/cutoff.ts';
 import type { LedgerEntry } from './core/ledger-entry.ts';
@@ -39,23 +39,6 @@ export interface ReloadAction {
   resumed?: boolean;
   /** The pods a resumed restart replaces: the snapshot its first run recorded. */
   targets?: readonly string[];
-}
-
-/**
- * Decides whether a config change waits before it is batched (the Argo CD integration holds
- * changes to configs of an Application that is syncing, and releases them as one batch when the
- * operation ends, through the `sink` it is given).
- */
-export interface ChangeGate {
-  /** Called once with the sink to release held changes into. */
-  attach(sink: ChangeSink): void;
-  /**
-   * The sink stops acting (leadership ended): what the gate holds for it is dropped (the next leader's
-   * start finds those changes by comparing hashes with the ledger), and nothing is released into it.
-   */
-  detach(sink: ChangeSink): void;
-  /** True when the gate took the change and will release it later. */
-  hold(change: Change, config: ConfigRecord): boolean;
 }
 
 export interface ReconcilerDeps {

@@ -1,14 +1,19 @@
 // The service's configuration: one validated object built at start-up from flags and env, then
 // passed to every part. No module reads process.env on its own.
-import { FAILED_SYNC_POLICIES, type FailedSyncPolicy } from '../argocd/gate.ts';
-import { TRACKING_METHODS, type TrackingMethod } from '../argocd/tracking.ts';
 import { RELOAD_STRATEGIES, type ReloadStrategy } from '../core/types.ts';
+import {
+  DEFAULT_TRACKING_LABEL,
+  FAILED_SYNC_POLICIES,
+  type FailedSyncPolicy,
+  LOG_LEVELS,
+  type LogLevel,
+  TRACKING_METHODS,
+  type TrackingMethod,
+} from './choices.ts';
 import { FlagError, type FlagSpec, type FlagValue, parseFlags } from './flags.ts';
 import { readKeyFile } from './hash-key.ts';
 
 export type Strategy = ReloadStrategy;
-
-export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 
 export const serveFlags: readonly FlagSpec[] = [
   {
@@ -136,7 +141,7 @@ export const serveFlags: readonly FlagSpec[] = [
     name: 'argocd-tracking-label',
     type: 'string',
     help: "The label Argo CD's label tracking writes (application.instanceLabelKey).",
-    default: 'app.kubernetes.io/instance',
+    default: DEFAULT_TRACKING_LABEL,
   },
   {
     name: 'argocd-on-failed-sync',
@@ -269,7 +274,7 @@ export interface Config {
   leaseRenewDeadlineMs: number;
   leaseRetryPeriodMs: number;
   dryRun: boolean;
-  logLevel: (typeof LOG_LEVELS)[number];
+  logLevel: LogLevel;
 }
 
 const str = (v: FlagValue) => (typeof v === 'string' && v !== '' ? v : undefined);
@@ -316,7 +321,7 @@ export function buildConfig(
     watchIdleTimeoutMs: num(values['watch-idle-timeout']),
     argocdNamespaces: list(values['argocd-namespaces']),
     argocdTracking: values['argocd-tracking'] as TrackingMethod,
-    argocdTrackingLabel: str(values['argocd-tracking-label']) ?? 'app.kubernetes.io/instance',
+    argocdTrackingLabel: str(values['argocd-tracking-label']) ?? DEFAULT_TRACKING_LABEL,
     argocdOnFailedSync: values['argocd-on-failed-sync'] as FailedSyncPolicy,
     webhookTokenFile: str(values['webhook-token-file']),
     gitCredentialsDir: str(values['git-credentials-dir']),
@@ -332,7 +337,7 @@ export function buildConfig(
     leaseRenewDeadlineMs: num(values['lease-renew-deadline']),
     leaseRetryPeriodMs: num(values['lease-retry-period']),
     dryRun: values['dry-run'] === true,
-    logLevel: values['log-level'] as Config['logLevel'],
+    logLevel: values['log-level'] as LogLevel,
   };
   for (const [flag, sel] of [
     ['namespace-selector', cfg.namespaceSelector],
