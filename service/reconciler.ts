@@ -79,6 +79,7 @@ export class Reconciler {
   readonly #failures = new Map<string, number>();
   readonly #retryTimers = new Set<ReturnType<typeof setTimeout>>();
   #live = false;
+  #sweepTimer: ReturnType<typeof setInterval> | undefined;
   /** Changes seen while start() judges the world; replayed once it is done, so none is lost. */
   #starting = false;
   readonly #buffered: Array<() => void> = [];
@@ -97,6 +98,8 @@ export class Reconciler {
       maxConcurrent: d.cfg.maxConcurrentReloads,
       minIntervalMs: d.cfg.minReloadIntervalMs,
       run: (a) => this.#run(a),
+      // Fair across namespaces: one tenant's stuck reloads never hold every slot.
+      groupOf: (w) => w.split('/')[1] ?? '',
       // The newer action has the later cutoff; it must still name every config that changed.
       merge: (a, b) => ({ ...b, changed: [...new Set([...a.changed, ...b.changed])].sort() }),
     });
@@ -107,17 +110,44 @@ export class Reconciler {
     const { state, ledger, log } = this.#d;
     this.#starting = true;
     await ledger.load();
+    // Digests made with another HMAC key cannot be compared with ours: re-baseline, never reload.
+    const keyChanged = ledger.keyChanged();
+    let rebaselined = 0;
     const baselines: Array<[string, LedgerEntry]> = [];
     const now = Date.now();
+    const drop: Array<[string, LedgerEntry]> = [];
     for (const t of state.workloads.values()) {
       if (!this.#d.inScope(t.rec.ref.namespace)) continue;
       this.#reportPolicy(t);
-      if (t.parsed.problems.length > 0) continue;
+      if (t.parsed.problems.length > 0) {
+        const entry = ledger.get(t.id);
+        if (entry?.pending) {
+          drop.push([
+            t.id,
+            { configs: entry.configs, ...(entry.reloadedAt ? { reloadedAt: entry.reloadedAt } : {}) },
+          ]);
+          log.info(fields(t), 'pending reload dropped: the reload annotations are invalid');
+        }
+        continue;
+      }
       const set = this.#set(t);
-      if (!set) continue;
       const entry = ledger.get(t.id);
+      if (!set) {
+        // Opted out (or nothing left to watch) with a reload pending: that reload is dropped, and its
+        // surge pods go with the clean-up below.
+        if (entry?.pending) {
+          drop.push([
+            t.id,
+            { configs: entry.configs, ...(entry.reloadedAt ? { reloadedAt: entry.reloadedAt } : {}) },
+          ]);
+          log.info(fields(t), 'pending reload dropped: the workload is no longer reloaded');
+        }
+        continue;
+      }
       if (entry?.pending) {
-        const same = JSON.stringify(sorted(entry.pending.target)) === JSON.stringify(sorted(set));
+        // After a key change the targets always differ; the reload in progress goes on as it was.
+        const same =
+          keyChanged || JSON.stringify(sorted(entry.pending.target)) === JSON.stringify(sorted(set));
         this.#submit({
           workload: t.id,
           changed: entry.pending.changed,
@@ -130,7 +160,10 @@ export class Reconciler {
         continue;
       }
       const v = verdict(set, entry?.configs);
-      if (v.kind === 'baseline' || v.kind === 'rebaseline') {
+      if (keyChanged && entry && v.kind === 'reload') {
+        baselines.push([t.id, { ...entry, configs: set }]);
+        rebaselined++;
+      } else if (v.kind === 'baseline' || v.kind === 'rebaseline') {
         if (!isTracked({ digests: set, reasons: {}, skipped: {}, problems: [] })) continue;
         baselines.push([t.id, { ...entry, configs: set }]);
         if (v.kind === 'baseline') log.info(fields(t), 'baseline recorded');
@@ -145,7 +178,15 @@ export class Reconciler {
         });
       }
     }
-    if (baselines.length > 0) await ledger.putMany(baselines);
+    if (baselines.length > 0 || drop.length > 0) await ledger.putMany([...baselines, ...drop]);
+    if (keyChanged) {
+      await ledger.stampKey();
+      this.#d.metrics?.keyChanged(rebaselined);
+      log.warn(
+        { workloads: rebaselined },
+        'the HMAC key differs from the one the ledger was written with: every workload re-baselined, none reloaded',
+      );
+    }
     await this.#cleanUpSurgePods();
     const gone = [...ledger.entries().keys()].filter((id) => !state.workloads.has(id));
     if (gone.length > 0) await ledger.removeMany(gone);
@@ -153,16 +194,22 @@ export class Reconciler {
     this.#live = true;
     this.#starting = false;
     for (const replay of this.#buffered.splice(0)) replay();
+    this.#sweepTimer = setInterval(() => {
+      this.#cleanUpSurgePods().catch((err: Error) =>
+        log.warn({ err: err.message }, 'surge-pod sweep failed; the next one retries'),
+      );
+    }, this.#d.cfg.surgeSweepIntervalMs);
+    this.#sweepTimer.unref?.();
   }
 
   /**
-   * Deletes surge pods a crash left behind: those whose Deployment has no pending reload (a
-   * pending one is resumed, and its strategy reuses and then removes them).
+   * Deletes surge pods no reload needs: left by a crash, or by a reload that was dropped (its workload
+   * opted out or became invalid). A Deployment with a pending reload keeps its surge pods: the reload
+   * is resumed, and its strategy reuses and then removes them. Runs at start and every
+   * --surge-sweep-interval.
    */
   async #cleanUpSurgePods(): Promise<void> {
     const { core, cfg, state, ledger, log } = this.#d;
-    const pending = new Set<string>();
-    for (const t of state.workloads.values()) if (ledger.get(t.id)?.pending) pending.add(t.rec.ref.uid);
     const lists =
       cfg.namespaces.length > 0
         ? cfg.namespaces.map((namespace) => core.listNamespacedPod({ namespace, labelSelector: SURGE_LABEL }))
@@ -180,16 +227,21 @@ export class Reconciler {
       );
       return;
     }
+    // Judged after the LIST: a reload that begins meanwhile writes its pending entry before it creates
+    // a surge pod, so a pod in the list whose reload is running is always seen as pending here.
+    const pending = new Set<string>();
+    for (const t of state.workloads.values()) if (ledger.get(t.id)?.pending) pending.add(t.rec.ref.uid);
     for (const list of found) {
       for (const pod of list.items) {
         const owner = pod.metadata?.labels?.[SURGE_LABEL];
         const namespace = pod.metadata?.namespace as string;
         if (!owner || pending.has(owner) || !this.#d.inScope(namespace) || cfg.dryRun) continue;
+        if (this.#signal.aborted) return;
         const name = pod.metadata?.name as string;
         await core.deleteNamespacedPod({ name, namespace }).catch((err: { code?: number }) => {
           if (err.code !== 404) throw err;
         });
-        log.info({ pod: name, namespace }, 'deleted a surge pod left by an interrupted reload');
+        log.info({ pod: name, namespace }, 'deleted a surge pod no reload needs');
       }
     }
   }
@@ -250,6 +302,7 @@ export class Reconciler {
     this.#buffered.length = 0;
     this.#batcher.clear();
     this.#d.gate?.detach(this.#batcher);
+    clearInterval(this.#sweepTimer);
     for (const t of this.#retryTimers) clearTimeout(t);
     this.#retryTimers.clear();
     this.#abort.abort(new Error('the service is stopping'));
@@ -334,6 +387,10 @@ export class Reconciler {
       await ledger.remove(a.workload).catch(() => undefined);
       return;
     }
+    if (t.parsed.problems.length > 0 || !isTracked(watchedSet(t.rec, t.parsed, state, this.#d.globals))) {
+      await this.#drop(t);
+      return;
+    }
     const strategy = t.parsed.policy.strategy;
     const changed = a.changed.map(display);
     const f = { ...fields(t), strategy, configs: changed };
@@ -371,6 +428,13 @@ export class Reconciler {
       });
     };
     log.info({ ...f, cutoff, resumed: a.resumed ?? false }, 'reload started');
+    // The reload's own deadline: when it passes, the slot is given back and the reload re-queued.
+    const deadline = new AbortController();
+    const deadlineTimer = setTimeout(
+      () => deadline.abort(new Error(`the reload did not finish within ${cfg.reloadDeadlineMs / 1000}s`)),
+      cfg.reloadDeadlineMs,
+    );
+    const signal = AbortSignal.any([this.#signal, deadline.signal]);
     try {
       const result = await runStrategy(strategy, t.rec, {
         core: this.#d.core,
@@ -380,10 +444,11 @@ export class Reconciler {
         kc: this.#d.kc,
         begin,
         log,
-        signal: this.#signal,
+        signal,
         stallAfterMs: cfg.stallAfterMs,
         onStall: (why) => {
           metric?.stalled();
+          this.#d.metrics?.reloadStall('blocked');
           log.warn({ ...f, why }, 'reload stalled');
           void this.#event(
             t,
@@ -415,6 +480,27 @@ export class Reconciler {
         log.info(f, 'reload interrupted; the pending action stays in the ledger');
         return;
       }
+      if (deadline.signal.aborted) {
+        // Not a failure of the workload's config: something (a PDB, a rollout that never gets Ready)
+        // blocks it. Give the slot back, say so every time, and try again later from the same pods.
+        metric?.finish('interrupted');
+        this.#d.metrics?.reloadStall('deadline');
+        const n = (this.#failures.get(t.id) ?? 0) + 1;
+        this.#failures.set(t.id, n);
+        const retryMs = RETRY_MS[Math.min(n - 1, RETRY_MS.length - 1)] as number;
+        log.warn(
+          { ...f, attempt: n, deadlineMs: cfg.reloadDeadlineMs, retryInMs: retryMs },
+          'reload deadline passed; slot released, re-queued',
+        );
+        await this.#event(
+          t,
+          'ReloadStalled',
+          `attempt ${n} did not finish within ${cfg.reloadDeadlineMs / 1000}s; released its slot, retrying in ${retryMs / 1000}s`,
+          'Warning',
+        );
+        this.#retry(a, targets, retryMs);
+        return;
+      }
       if (err instanceof StrategyUnsupported) {
         metric?.finish('skipped');
         await ledger.put(t.id, {
@@ -436,12 +522,48 @@ export class Reconciler {
         `${(err as Error).message}; retrying in ${retryMs / 1000}s`,
         'Warning',
       );
-      const timer = setTimeout(() => {
-        this.#retryTimers.delete(timer);
-        this.#submit({ ...a, resumed: true, ...(targets ? { targets } : {}) });
-      }, retryMs);
-      this.#retryTimers.add(timer);
+      this.#retry(a, targets, retryMs);
+    } finally {
+      clearTimeout(deadlineTimer);
     }
+  }
+
+  /** A queued reload of a workload that opted out or became invalid: forget it, and its surge pods. */
+  async #drop(t: TrackedWorkload): Promise<void> {
+    const { ledger, core, log, cfg } = this.#d;
+    log.info(fields(t), 'reload dropped: the workload is no longer reloaded');
+    try {
+      const entry = ledger.get(t.id);
+      if (entry?.pending) {
+        await ledger.put(t.id, {
+          configs: entry.configs,
+          ...(entry.reloadedAt ? { reloadedAt: entry.reloadedAt } : {}),
+        });
+      }
+      if (t.rec.ref.kind !== 'Deployment' || cfg.dryRun || this.#signal.aborted) return;
+      const { namespace, uid } = t.rec.ref;
+      const pods = await core.listNamespacedPod({ namespace, labelSelector: `${SURGE_LABEL}=${uid}` });
+      for (const pod of pods.items) {
+        const name = pod.metadata?.name as string;
+        await core.deleteNamespacedPod({ name, namespace }).catch((err: { code?: number }) => {
+          if (err.code !== 404) throw err;
+        });
+        log.info({ ...fields(t), pod: name }, 'deleted the surge pod of a dropped reload');
+      }
+    } catch (err) {
+      log.warn(
+        { ...fields(t), err: (err as Error).message },
+        'could not clean up a dropped reload; the sweep retries',
+      );
+    }
+  }
+
+  #retry(a: ReloadAction, targets: readonly string[] | undefined, retryMs: number): void {
+    const timer = setTimeout(() => {
+      this.#retryTimers.delete(timer);
+      this.#submit({ ...a, resumed: true, ...(targets ? { targets } : {}) });
+    }, retryMs);
+    this.#retryTimers.add(timer);
   }
 
   async #event(

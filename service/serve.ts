@@ -8,12 +8,13 @@ import { isTerminal } from './argocd/sync-tracker.ts';
 import { type Config, readHashKeyFile } from './config/config.ts';
 import { FlagError } from './config/flags.ts';
 import { compileGlobals } from './core/annotations.ts';
-import { MIN_HMAC_KEY_BYTES } from './core/config-hash.ts';
+import { keyFingerprint } from './core/config-hash.ts';
 import type { ConfigRecord, WorkloadRecord } from './core/records.ts';
 import { WatchProgress } from './http.ts';
 import type { ClusterAccess } from './kube/access.ts';
 import { appsApi, batchApi, type CoreApi, coreApi, customApi } from './kube/api.ts';
 import { EventRecorder } from './kube/events.ts';
+import { HashKeyError, readOrCreateHashKey } from './kube/hash-key-secret.ts';
 import { type LeaderElection, startLeaderElection } from './kube/leader.ts';
 import { Ledger } from './kube/ledger.ts';
 import { CONFIG_RESOURCES, collectionPath, type Resource, WORKLOAD_RESOURCES } from './kube/resources.ts';
@@ -26,31 +27,25 @@ import { Reconciler } from './reconciler.ts';
 import { ClusterState } from './state.ts';
 import { createGitCommitter } from './strategies/git-commit.ts';
 
-/** Reads the HMAC key: --hash-key-file, else the Secret <release-name>-hash-key in the release namespace. */
-async function hashKey(cfg: Config, core: CoreApi): Promise<Buffer> {
+/** Reads the HMAC key: --hash-key-file, else the Secret <release-name>-hash-key (created when missing). */
+async function hashKey(cfg: Config, core: CoreApi, log: Logger): Promise<Buffer> {
   if (cfg.hashKeyFile) return readHashKeyFile(cfg.hashKeyFile);
-  const name = `${cfg.releaseName}-hash-key`;
   if (!cfg.releaseNamespace) {
     throw new FlagError(
       'no --hash-key-file, and no --release-namespace (or POD_NAMESPACE) to read the hash-key Secret from',
     );
   }
-  let data: string | undefined;
   try {
-    const s = await core.readNamespacedSecret({ name, namespace: cfg.releaseNamespace });
-    data = s.data?.key;
+    return await readOrCreateHashKey({
+      core,
+      namespace: cfg.releaseNamespace,
+      name: `${cfg.releaseName}-hash-key`,
+      create: cfg.createHashKey,
+      log: (msg, f) => log.info(f, msg),
+    });
   } catch (err) {
-    throw new FlagError(
-      `no --hash-key-file, and the Secret ${cfg.releaseNamespace}/${name} could not be read (${(err as { code?: number }).code ?? (err as Error).message}); create it with a random "key" of at least ${MIN_HMAC_KEY_BYTES} bytes`,
-    );
+    throw err instanceof HashKeyError ? new FlagError(`no --hash-key-file, and ${err.message}`) : err;
   }
-  const key = Buffer.from(data ?? '', 'base64');
-  if (key.length < MIN_HMAC_KEY_BYTES) {
-    throw new FlagError(
-      `Secret ${cfg.releaseNamespace}/${name} key "key" holds ${key.length} bytes; at least ${MIN_HMAC_KEY_BYTES} are needed`,
-    );
-  }
-  return key;
 }
 
 /**
@@ -77,6 +72,9 @@ async function served(kc: ClusterAccess, r: Resource<string>): Promise<boolean> 
     return false;
   }
 }
+
+/** The field selector that leaves Helm release Secrets out of the Secret watch. */
+export const HELM_RELEASE_EXCLUDED = 'type!=helm.sh/release.v1';
 
 interface InboxRecord {
   name: string;
@@ -110,7 +108,7 @@ export async function serve(
       '--release-namespace (or the POD_NAMESPACE env var) is required: it holds the ledger',
     );
   }
-  const key = await hashKey(cfg, core);
+  const key = await hashKey(cfg, core, log);
   const { globals, problems } = compileGlobals(cfg);
   if (problems.length > 0) throw new FlagError(problems.join('; '));
 
@@ -121,6 +119,7 @@ export async function serve(
     prefix: cfg.releaseName,
     shards: cfg.ledgerShards,
     dryRun: cfg.dryRun,
+    keyFingerprint: keyFingerprint(key),
     log: (level, msg, f) => log[level](f, msg),
   });
   const ignored = new Set(cfg.ignoreNamespaces);
@@ -241,6 +240,11 @@ export async function serve(
     for (const r of CONFIG_RESOURCES) {
       watch<ConfigRecord>(collectionPath(r, ns), {
         labelSelector: cfg.resourceLabelSelector,
+        // Helm's release records (up to 1 MiB each, one per revision) are never a workload's config:
+        // the API server leaves them out, so they cost neither transfer nor memory.
+        ...(r.kind === 'Secret' && !cfg.includeHelmReleaseSecrets
+          ? { fieldSelector: HELM_RELEASE_EXCLUDED }
+          : {}),
         // Our own ledger shards are ConfigMaps too; they never reload anything.
         transform: (raw) =>
           ((raw as RawObject).metadata?.labels?.['app.kubernetes.io/component'] === 'ledger' &&

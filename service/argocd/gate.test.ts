@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Change, Timers } from '../core/batcher.ts';
 import type { ConfigRecord } from '../core/records.ts';
 import { silentLogger } from '../log.ts';
-import { SyncGate, type SyncGateOptions } from './gate.ts';
+import { APP_LIMIT, SyncGate, type SyncGateOptions } from './gate.ts';
 import { type AppSync, appFromObject } from './sync-tracker.ts';
 
 class FakeTimers implements Timers {
@@ -178,6 +178,20 @@ describe('SyncGate', () => {
       return s;
     };
 
+    it('after detach, a terminal notification neither throws nor releases into the old sink', async () => {
+      const { gate, released, change } = await notifying();
+      const sink = { add: (c: Change) => released.push(c) };
+      gate.attach(sink);
+      expect(gate.hold(change('a'), config('a'))).toBe(true);
+      gate.detach(sink);
+      expect(gate.heldCount('argocd/shop')).toBe(0);
+      // A replica that never led, or no longer leads: the payload's configs have nowhere to go.
+      await expect(gate.notify(n('Succeeded', [{ name: 'payload-only' }]))).resolves.toMatchObject({
+        outcome: 'accepted',
+      });
+      expect(released).toHaveLength(0);
+    });
+
     it('does not hold the changes of an app that never notified', () => {
       const { gate, change } = unwatched();
       expect(gate.hold(change('a'), config('a'))).toBe(false);
@@ -228,5 +242,26 @@ describe('SyncGate', () => {
       const { gate, change } = unwatched({ notificationsEnabled: false });
       expect(gate.hold(change('a'), config('a'))).toBe(false);
     });
+  });
+});
+
+describe('SyncGate bounds', () => {
+  it('holds changes for at most APP_LIMIT apps fed by notifications, releasing the oldest', async () => {
+    const { gate, released } = setup({
+      watched: () => false,
+      onFailedSync: 'hold',
+      usersOf: () => [{ workload: 'Deployment/web/api' }],
+    });
+    // Failed syncs under hold keep their changes; each notification names another app.
+    for (let i = 0; i <= APP_LIMIT; i++) {
+      await gate.notify({
+        app: { namespace: 'argocd', name: `app-${i}` },
+        phase: 'Failed',
+        startedAt: '2026-12-02T10:00:00Z',
+        resources: [{ group: '', version: 'v1', kind: 'ConfigMap', namespace: 'web', name: `c${i}` }],
+      });
+    }
+    expect(gate.heldApps).toBe(APP_LIMIT);
+    expect(released.map((c) => c.config)).toEqual(['ConfigMap/web/c0']);
   });
 });

@@ -29,6 +29,8 @@ export const UNWATCHED_MAX_HOLD_MS = 10 * 60_000;
 export const UNWATCHED_GRACE_MS = 5_000;
 /** Notification keys remembered for idempotency. */
 const SEEN_LIMIT = 10_000;
+/** Apps remembered as notifying, and apps with held changes, at most (webhook input feeds both). */
+export const APP_LIMIT = 10_000;
 
 export interface SyncGateOptions {
   tracking: TrackingOptions;
@@ -177,7 +179,12 @@ export class SyncGate implements ChangeGate {
     const seenKey = `${key}@${n.startedAt}#${isTerminal(n.phase) ? 'end' : 'run'}`;
     if (this.#seen.has(seenKey)) return { outcome: 'duplicate' };
     this.#remember(seenKey);
+    this.#notifying.delete(key);
     this.#notifying.add(key);
+    if (this.#notifying.size > APP_LIMIT) {
+      const oldest = this.#notifying.values().next().value;
+      if (oldest !== undefined) this.#notifying.delete(oldest);
+    }
     if (this.#o.watched(n.app.namespace) && this.#o.refresh) {
       try {
         const app = await this.#o.refresh(n.app);
@@ -276,10 +283,20 @@ export class SyncGate implements ChangeGate {
   #bucket(key: string): Held {
     let held = this.#held.get(key);
     if (!held) {
+      // Over the cap, the app held longest is released now rather than kept without bound.
+      if (this.#held.size >= APP_LIMIT) {
+        const oldest = this.#held.keys().next().value;
+        if (oldest !== undefined) this.#release(oldest, 'too many apps held at once');
+      }
       held = { changes: new Map() };
       this.#held.set(key, held);
     }
     return held;
+  }
+
+  /** Apps with changes held now (bounded by APP_LIMIT). */
+  get heldApps(): number {
+    return this.#held.size;
   }
 
   #remember(k: string): void {

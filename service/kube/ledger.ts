@@ -21,6 +21,8 @@ export const LEDGER_LABELS: Readonly<Record<string, string>> = Object.freeze({
 /** Set on every shard; a shard with another value was written by a format this code does not know. */
 export const FORMAT_ANNOTATION = 'gitops-reloader.io/ledger-format';
 export const FORMAT_VERSION = '1';
+/** Set on every shard written: the fingerprint of the HMAC key its digests were made with (never the key). */
+export const KEY_ANNOTATION = 'gitops-reloader.io/key-fingerprint';
 
 export const DEFAULT_PREFIX = 'gitops-reloader';
 export const DEFAULT_SHARDS = 16;
@@ -45,6 +47,8 @@ export interface LedgerOptions {
   shardBudgetBytes?: number;
   /** Read, but never write: log each write that would happen and keep it in memory only. */
   dryRun?: boolean;
+  /** The fingerprint of the current HMAC key (core/config-hash keyFingerprint), stamped on each shard written. */
+  keyFingerprint?: string;
 }
 
 export class LedgerError extends Error {
@@ -107,11 +111,14 @@ export class Ledger {
   readonly shards: number;
   readonly budget: number;
   readonly dryRun: boolean;
+  readonly keyFingerprint: string | undefined;
   readonly #core: CoreApi;
   readonly #log: LedgerLog;
   #views = new Map<string, ShardView>();
   #entries = new Map<string, LedgerEntry>();
   #loaded = false;
+  /** Shards (by name) whose stored key fingerprint is another key's, as of the last load or write. */
+  #otherKey = new Set<string>();
   /** Writes are refused once this aborts (the leadership term that may write has ended). */
   #fence: AbortSignal | undefined;
 
@@ -123,6 +130,7 @@ export class Ledger {
     this.shards = opts.shards ?? DEFAULT_SHARDS;
     this.budget = opts.shardBudgetBytes ?? DEFAULT_SHARD_BUDGET;
     this.dryRun = opts.dryRun ?? false;
+    this.keyFingerprint = opts.keyFingerprint;
     if (!Number.isSafeInteger(this.shards) || this.shards < 1 || this.shards > 1000) {
       throw new RangeError(`ledger shard count must be an integer from 1 to 1000, got ${opts.shards}`);
     }
@@ -183,6 +191,7 @@ export class Ledger {
       cont = page.metadata?._continue || undefined;
     } while (cont);
 
+    const otherKey = new Set<string>();
     this.#views = new Map();
     for (let i = 0; i < this.shards; i++) this.#views.set(this.shardName(i), emptyView(this.shardName(i)));
     const ours = new RegExp(`^${this.prefix.replaceAll('.', '\\.')}-ledger-(0|[1-9][0-9]*)$`);
@@ -193,6 +202,14 @@ export class Ledger {
       this.#views.set(name, view);
       view.exists = true;
       view.foreign = foreignReason(cm);
+      const fp = cm.metadata?.annotations?.[KEY_ANNOTATION];
+      if (
+        !view.foreign &&
+        fp !== undefined &&
+        this.keyFingerprint !== undefined &&
+        fp !== this.keyFingerprint
+      )
+        otherKey.add(name);
       if (view.foreign) {
         this.#log('warn', 'ledger shard skipped', { shard: name, reason: view.foreign });
         continue;
@@ -212,8 +229,41 @@ export class Ledger {
         });
       }
     }
+    this.#otherKey = otherKey;
     this.#loaded = true;
     return new Map(this.#entries);
+  }
+
+  /**
+   * True when, at the last load, a shard recorded another HMAC key than ours: its digests cannot be
+   * compared with ours (every one would differ), so the caller re-baselines instead of reloading.
+   * Shards written before fingerprints were recorded say nothing either way.
+   */
+  keyChanged(): boolean {
+    return this.#otherKey.size > 0;
+  }
+
+  /** Stamps our key's fingerprint on every shard that still names another key (after a re-baseline). */
+  async stampKey(): Promise<void> {
+    const fence = this.#fence;
+    for (const name of [...this.#otherKey]) {
+      if (this.dryRun) {
+        this.#otherKey.delete(name);
+        continue;
+      }
+      if (fence?.aborted)
+        throw new LedgerError(`not stamping ledger shard ${name}: no longer the leader`, {});
+      try {
+        await this.#core.patchNamespacedConfigMap({
+          name,
+          namespace: this.namespace,
+          body: { metadata: { annotations: { [KEY_ANNOTATION]: this.keyFingerprint } } },
+        });
+      } catch (err) {
+        if (statusOf(err) !== 404) throw this.#wrap(err, `stamping ledger shard ${name}`, { shard: name });
+      }
+      this.#otherKey.delete(name);
+    }
   }
 
   /** The in-memory entry for a workload (as loaded and since written). Entries are frozen. */
@@ -372,7 +422,13 @@ export class Ledger {
       return;
     }
 
-    const metadata = { labels: { ...LEDGER_LABELS }, annotations: { [FORMAT_ANNOTATION]: FORMAT_VERSION } };
+    const metadata = {
+      labels: { ...LEDGER_LABELS },
+      annotations: {
+        [FORMAT_ANNOTATION]: FORMAT_VERSION,
+        ...(this.keyFingerprint ? { [KEY_ANNOTATION]: this.keyFingerprint } : {}),
+      },
+    };
     const sets = Object.fromEntries([...change].filter(([, v]) => v !== null)) as Record<string, string>;
     // At most: patch → 404 → create → 409 → patch. More means someone keeps deleting the shard.
     for (let attempt = 1; ; attempt++) {
@@ -401,6 +457,7 @@ export class Ledger {
               body: { metadata: { name: view.name, ...metadata }, data: sets },
             });
         view.exists = true;
+        this.#otherKey.delete(view.name);
         this.#apply(view, new Map(Object.entries(cm.data ?? {})));
         return;
       } catch (err) {
