@@ -78,6 +78,10 @@ export class Reconciler {
   readonly #signal: AbortSignal;
   readonly #failures = new Map<string, number>();
   readonly #retryTimers = new Set<ReturnType<typeof setTimeout>>();
+  /** Per workload: the content (target digests) of the reload queued, running or waiting for a retry. */
+  readonly #inFlight = new Map<string, Record<string, string>>();
+  /** Workloads with a retry timer set. */
+  readonly #retrying = new Set<string>();
   #live = false;
   #sweepTimer: ReturnType<typeof setInterval> | undefined;
   /** Changes seen while start() judges the world; replayed once it is done, so none is lost. */
@@ -97,7 +101,7 @@ export class Reconciler {
     this.#queue = new WorkQueue<ReloadAction>({
       maxConcurrent: d.cfg.maxConcurrentReloads,
       minIntervalMs: d.cfg.minReloadIntervalMs,
-      run: (a) => this.#run(a),
+      run: (a) => this.#runTracked(a),
       // Fair across namespaces: one tenant's stuck reloads never hold every slot.
       groupOf: (w) => w.split('/')[1] ?? '',
       // The newer action has the later cutoff; it must still name every config that changed.
@@ -376,8 +380,32 @@ export class Reconciler {
     return max;
   }
 
+  /**
+   * Queues a reload, unless one for the same content is already queued, running or waiting to be
+   * retried: its cutoff is earlier, and every pod created after it already has this content, so a
+   * second reload would only recycle pods twice (e.g. a held sync released just after a new leader's
+   * start found the same change).
+   */
   #submit(a: ReloadAction): void {
+    const current = this.#inFlight.get(a.workload);
+    if (current && !a.resumed && same(current, a.target)) {
+      this.#d.log.debug({ workload: a.workload }, 'a reload for this content is already under way');
+      return;
+    }
+    this.#inFlight.set(a.workload, a.target);
     this.#queue.submit(a);
+  }
+
+  /** Runs one action and forgets its content once nothing more will run for it. */
+  async #runTracked(a: ReloadAction): Promise<void> {
+    try {
+      await this.#run(a);
+    } finally {
+      const current = this.#inFlight.get(a.workload);
+      if (!this.#retrying.has(a.workload) && current && same(current, a.target)) {
+        this.#inFlight.delete(a.workload);
+      }
+    }
   }
 
   async #run(a: ReloadAction): Promise<void> {
@@ -559,8 +587,10 @@ export class Reconciler {
   }
 
   #retry(a: ReloadAction, targets: readonly string[] | undefined, retryMs: number): void {
+    this.#retrying.add(a.workload);
     const timer = setTimeout(() => {
       this.#retryTimers.delete(timer);
+      this.#retrying.delete(a.workload);
       this.#submit({ ...a, resumed: true, ...(targets ? { targets } : {}) });
     }, retryMs);
     this.#retryTimers.add(timer);
