@@ -54,24 +54,29 @@ export async function installRelease(
     tokenFile = path.join(await mkdtemp(path.join(tmpdir(), 'gr-webhook-')), 'token');
     await writeFile(tokenFile, o.webhookToken, { mode: 0o600 });
   }
-  const set = [
-    `reload.namespaces={${o.watch.join(',')}}`,
-    ...(tokenFile ? ['webhook.enabled=true', `webhook.tokenSecret.name=${name}-webhook`] : []),
-    ...(o.extraArgs ?? []).map((a, i) => `extraArgs[${i}]=${a}`),
-    ...(o.set ?? []),
-  ];
-  const render = async () => helmTemplate(name, namespace, { set });
+  // The values a user would write: which namespaces to watch, extra flags, the webhook.
+  const valuesFile = path.join(await mkdtemp(path.join(tmpdir(), 'gr-values-')), 'values.yaml');
+  await writeFile(
+    valuesFile,
+    JSON.stringify({
+      reload: { namespaces: o.watch },
+      extraArgs: o.extraArgs ?? [],
+      ...(tokenFile ? { webhook: { enabled: true, tokenSecret: { name: `${name}-webhook` } } } : {}),
+    }),
+  );
+  const set = o.set ?? [];
+  const render = async () => helmTemplate(name, namespace, { values: [valuesFile], set });
   const text = await render();
   const objects = parseObjects(text);
   const applied = () =>
     objects
       .filter((x) => x.kind !== 'Deployment')
       .map((x) => JSON.stringify(x))
-      .join('\n');
+      .join('\n---\n');
   const apply = async () => {
     // Rendered afresh each time, as Argo CD does on every sync.
     const again = parseObjects(await render()).filter((x) => x.kind !== 'Deployment');
-    await kubectl(['apply', '-f', '-'], again.map((x) => JSON.stringify(x)).join('\n'));
+    await kubectl(['apply', '-f', '-'], again.map((x) => JSON.stringify(x)).join('\n---\n'));
   };
   await kubectl(['apply', '-f', '-'], applied());
   const container = deploymentOf(objects).spec.template.spec.containers[0];
@@ -226,7 +231,7 @@ export function nonLeaderWrites(replicas: Replica[]): NonLeaderWrite[] {
     for (const q of r.proxy.requests) {
       if (q.method === 'GET') continue;
       if (q.path.includes('/leases') || q.path.includes('/events')) continue;
-      if (q.method === 'POST' && q.path.endsWith('/serviceaccounts') === false) {
+      if (q.method === 'POST') {
         const name = (q.body as { metadata?: { name?: string } } | undefined)?.metadata?.name ?? '';
         if (/-notify-[0-9a-f]+$/.test(name) || /-hash-key$/.test(name)) continue;
       }
