@@ -21,8 +21,8 @@ import type { Logger } from './log.ts';
 import type { Metrics } from './metrics.ts';
 import type { ClusterState, TrackedWorkload } from './state.ts';
 import type { GitCommitter } from './strategies/git-commit.ts';
-import { SURGE_LABEL } from './strategies/restart-deployment.ts';
 import { runStrategy } from './strategies/run.ts';
+import { deleteSurgePodsOf, sweepSurgePods } from './strategies/surge-sweep.ts';
 import { StrategyUnsupported } from './strategies/types.ts';
 
 export interface ReloadAction {
@@ -206,48 +206,22 @@ export class Reconciler {
     this.#sweepTimer.unref?.();
   }
 
-  /**
-   * Deletes surge pods no reload needs: left by a crash, or by a reload that was dropped (its workload
-   * opted out or became invalid). A Deployment with a pending reload keeps its surge pods: the reload
-   * is resumed, and its strategy reuses and then removes them. Runs at start and every
-   * --surge-sweep-interval.
-   */
+  /** Surge pods no pending reload needs go (see strategies/surge-sweep.ts). */
   async #cleanUpSurgePods(): Promise<void> {
     const { core, cfg, state, ledger, log } = this.#d;
-    const lists =
-      cfg.namespaces.length > 0
-        ? cfg.namespaces.map((namespace) => core.listNamespacedPod({ namespace, labelSelector: SURGE_LABEL }))
-        : [core.listPodForAllNamespaces({ labelSelector: SURGE_LABEL })];
-    let found: Awaited<(typeof lists)[number]>[];
-    try {
-      found = await Promise.all(lists);
-    } catch (err) {
-      // Without the restart strategy's RBAC (rbac.restart=false) there are no surge pods of ours, and
-      // no right to list pods: skip the step instead of failing the start.
-      if ((err as { code?: number }).code !== 403) throw err;
-      log.info(
-        { err: (err as Error).message.slice(0, 300) },
-        'not allowed to list pods; surge-pod clean-up skipped (the restart strategy is not granted)',
-      );
-      return;
-    }
-    // Judged after the LIST: a reload that begins meanwhile writes its pending entry before it creates
-    // a surge pod, so a pod in the list whose reload is running is always seen as pending here.
-    const pending = new Set<string>();
-    for (const t of state.workloads.values()) if (ledger.get(t.id)?.pending) pending.add(t.rec.ref.uid);
-    for (const list of found) {
-      for (const pod of list.items) {
-        const owner = pod.metadata?.labels?.[SURGE_LABEL];
-        const namespace = pod.metadata?.namespace as string;
-        if (!owner || pending.has(owner) || !this.#d.inScope(namespace) || cfg.dryRun) continue;
-        if (this.#signal.aborted) return;
-        const name = pod.metadata?.name as string;
-        await core.deleteNamespacedPod({ name, namespace }).catch((err: { code?: number }) => {
-          if (err.code !== 404) throw err;
-        });
-        log.info({ pod: name, namespace }, 'deleted a surge pod no reload needs');
-      }
-    }
+    if (cfg.dryRun) return;
+    await sweepSurgePods({
+      core,
+      namespaces: cfg.namespaces,
+      inScope: (ns) => this.#d.inScope(ns),
+      pendingOwners: () => {
+        const pending = new Set<string>();
+        for (const t of state.workloads.values()) if (ledger.get(t.id)?.pending) pending.add(t.rec.ref.uid);
+        return pending;
+      },
+      signal: this.#signal,
+      log,
+    });
   }
 
   /** A ConfigMap or Secret was added, changed or deleted after the initial sync. */
@@ -568,16 +542,8 @@ export class Reconciler {
           ...(entry.reloadedAt ? { reloadedAt: entry.reloadedAt } : {}),
         });
       }
-      if (t.rec.ref.kind !== 'Deployment' || cfg.dryRun || this.#signal.aborted) return;
-      const { namespace, uid } = t.rec.ref;
-      const pods = await core.listNamespacedPod({ namespace, labelSelector: `${SURGE_LABEL}=${uid}` });
-      for (const pod of pods.items) {
-        const name = pod.metadata?.name as string;
-        await core.deleteNamespacedPod({ name, namespace }).catch((err: { code?: number }) => {
-          if (err.code !== 404) throw err;
-        });
-        log.info({ ...fields(t), pod: name }, 'deleted the surge pod of a dropped reload');
-      }
+      if (t.rec.ref.kind !== 'Deployment' || cfg.dryRun) return;
+      await deleteSurgePodsOf(core, t.rec.ref.namespace, t.rec.ref.uid, this.#signal, log, fields(t));
     } catch (err) {
       log.warn(
         { ...fields(t), err: (err as Error).message },
