@@ -64,7 +64,7 @@ describe('start failures with two replicas', () => {
     expect(nonLeaderWrites([a, b])).toEqual([]);
   });
 
-  it('a leader that cannot read the ledger releases the Lease, reports it, and acts once it can', async ({
+  it('a leader that cannot write the ledger releases the Lease, reports it, and acts once it can', async ({
     kube,
     namespace,
   }) => {
@@ -79,14 +79,15 @@ describe('start failures with two replicas', () => {
       extraArgs: [...FAST_LEASE, '--debounce=0s'],
     });
     releases.push(release);
-    // The ledger LIST is refused (as an API server answering 500 would refuse it): start() fails.
+    // Writing the ledger is refused (the Role is the only grant of it; an API server answering 500
+    // would refuse it the same way): the start, which records web's baseline, fails.
     const rbac = kube.kc.makeApiClient(RbacAuthorizationV1Api);
     const role = await rbac.readNamespacedRole({ name: release.fullname, namespace });
     const broken: V1Role = {
       ...role,
       rules: (role.rules ?? []).map((r) =>
         r.resources?.includes('configmaps')
-          ? { ...r, verbs: (r.verbs ?? []).filter((v) => v !== 'list') }
+          ? { ...r, verbs: (r.verbs ?? []).filter((v) => v !== 'create' && v !== 'patch') }
           : r,
       ),
     };
@@ -130,7 +131,7 @@ describe('start failures with two replicas', () => {
       },
       { describe: 'the pod replaced by the new leader', timeout: 60_000 },
     );
-    expect(leader.svc.logs.some((l) => l.msg === 'reload complete')).toBe(true);
+    await leader.svc.waitForLog('the leader completes the reload', (l) => l.msg === 'reload complete');
     expect(nonLeaderWrites([a, b])).toEqual([]);
   });
 });
