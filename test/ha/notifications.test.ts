@@ -135,15 +135,25 @@ describe('notifications with two replicas', () => {
     expect(await waitForLeader([a, b])).toBe(a);
     // Hand the Lease to b behind a's back: a learns it at its next renewal and steps down.
     const coordination = kube.kc.makeApiClient(CoordinationV1Api);
-    const lease = await coordination.readNamespacedLease({
-      name: `${releases[0]?.fullname}-leader`,
-      namespace,
-    });
-    await coordination.replaceNamespacedLease({
-      name: `${releases[0]?.fullname}-leader`,
-      namespace,
-      body: { ...lease, spec: { ...lease.spec, holderIdentity: 'replica-b' } },
-    });
+    const name = `${releases[0]?.fullname}-leader`;
+    await waitFor(
+      async () => {
+        const lease = await coordination.readNamespacedLease({ name, namespace });
+        try {
+          await coordination.replaceNamespacedLease({
+            name,
+            namespace,
+            body: { ...lease, spec: { ...lease.spec, holderIdentity: 'replica-b' } },
+          });
+          return true;
+        } catch (err) {
+          // a renewed the Lease between our read and write (409): read it again.
+          if ((err as { code?: number }).code === 409) return pending('conflict');
+          throw err;
+        }
+      },
+      { describe: 'the Lease handed to b', interval: 50 },
+    );
     await a.svc.waitForLog('a demoted', (l) => l.msg === 'stopped leading; no longer acting');
     expect(await waitForLeader([a, b])).toBe(b);
     const tracker = await PodTracker.start(kube, namespace, 'web');
