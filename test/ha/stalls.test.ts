@@ -3,7 +3,7 @@
 // at the reload deadline and says so, every time, with a ReloadStalled Event and a metric.
 import { afterEach, describe, expect } from 'vitest';
 import { it } from '../support/kube.ts';
-import { events, waitForEvent, waitReadyPods } from '../support/observe.ts';
+import { events, waitAllReplaced, waitForEvent, waitReadyPods } from '../support/observe.ts';
 import {
   FAST_LEASE,
   installRelease,
@@ -99,9 +99,7 @@ describe('stalled reloads', () => {
         body: configMap('app', { k: '2' }),
       });
       await waitForEvent(kube, other, 'Reloaded', 'web', 60_000);
-      const old = new Set(before.map((p) => p.uid));
-      const now = (await kube.core.listNamespacedPod({ namespace: other, labelSelector: 'app=web' })).items;
-      expect(now.some((p) => old.has(p.metadata?.uid ?? ''))).toBe(false);
+      await waitAllReplaced(kube, other, 'web', before, 2);
 
       // Every blocked attempt says so: the second attempt has its own Event, and the metric counts both.
       await waitFor(
