@@ -6,7 +6,7 @@
 import type { Config } from './config/config.ts';
 import { type AnnotationGlobals, KEYS } from './core/annotations.ts';
 import { type Batch, Batcher, type Change, type ChangeGate } from './core/batcher.ts';
-import { setDigest } from './core/config-hash.ts';
+import { namespaceKey, setDigest } from './core/config-hash.ts';
 import { effectiveCutoff } from './core/cutoff.ts';
 import type { LedgerEntry } from './core/ledger-entry.ts';
 import { isTracked, REQUEST, verdict, watchedSet } from './core/plan.ts';
@@ -21,6 +21,12 @@ import type { Logger } from './log.ts';
 import type { Metrics } from './metrics.ts';
 import type { ClusterState, TrackedWorkload } from './state.ts';
 import type { GitCommitter } from './strategies/git-commit.ts';
+import {
+  type ReloadWebhookOptions,
+  redact,
+  sendReloadNotice,
+  WebhookDeliveryError,
+} from './strategies/reload-webhook.ts';
 import { runStrategy } from './strategies/run.ts';
 import { deleteSurgePodsOf, sweepSurgePods } from './strategies/surge-sweep.ts';
 import { StrategyUnsupported } from './strategies/types.ts';
@@ -61,6 +67,8 @@ export interface ReconcilerDeps {
   git?: GitCommitter;
   /** The leadership term this reconciler acts for: nothing it started writes or evicts once it aborts. */
   term?: AbortSignal;
+  /** --webhook-url: POST each reload's details there instead of reloading. */
+  webhook?: ReloadWebhookOptions;
 }
 
 const RETRY_MS = [2_000, 5_000, 15_000, 30_000, 60_000];
@@ -87,6 +95,9 @@ export class Reconciler {
   /** Changes seen while start() judges the world; replayed once it is done, so none is lost. */
   #starting = false;
   readonly #buffered: Array<() => void> = [];
+  /** When each workload's queued action was first submitted (reloader_workqueue_latency_seconds). */
+  readonly #queuedAt = new Map<string, number>();
+  #detachDepth: (() => void) | undefined;
 
   constructor(d: ReconcilerDeps) {
     this.#d = d;
@@ -107,6 +118,7 @@ export class Reconciler {
       // The newer action has the later cutoff; it must still name every config that changed.
       merge: (a, b) => ({ ...b, changed: [...new Set([...a.changed, ...b.changed])].sort() }),
     });
+    this.#detachDepth = d.metrics?.reloader.queueDepthFrom(() => this.#queue.waiting);
   }
 
   /** Judges every known workload against the ledger once the caches are synced (invariant I6). */
@@ -231,20 +243,55 @@ export class Reconciler {
       return;
     }
     const rec = (now ?? old) as ConfigRecord;
-    if (old && now && old.digest.all === now.digest.all && same(old.annotations, now.annotations)) return;
-    if (!this.#d.inScope(rec.ref.namespace)) return;
-    const id = configId(rec.ref);
-    const affected = this.#d.state.affectedBy(rec.ref);
-    this.#d.log.debug(
-      { config: id, namespace: rec.ref.namespace, affected: affected.length },
-      'config changed',
-    );
-    const observedAt = Date.now();
-    for (const w of affected) {
-      const t = this.#d.state.workloads.get(w);
-      const change: Change = { workload: w, config: id, observedAt, debounceMs: t?.parsed.policy.debounceMs };
-      if (this.#d.gate?.hold(change, rec)) continue;
-      this.#batcher.add(change);
+    const m = this.#d.metrics?.reloader;
+    const eventType = !old ? 'add' : !now ? 'delete' : 'update';
+    // Reloader's resource names: a SecretProviderClass changes through its pod statuses.
+    const resource = {
+      ConfigMap: 'configmaps',
+      Secret: 'secrets',
+      SecretProviderClass: 'secretproviderclasspodstatuses',
+    }[rec.ref.kind];
+    const started = performance.now();
+    const done = (result: 'success' | 'skipped' | 'error') =>
+      m?.reconciled(eventType, resource, result, (performance.now() - started) / 1000);
+    if (!this.#d.inScope(rec.ref.namespace)) {
+      m?.skipped('ignored_or_not_selected');
+      return;
+    }
+    if (old && now && old.digest.all === now.digest.all && same(old.annotations, now.annotations)) {
+      m?.skipped('no_data_change');
+      done('skipped');
+      return;
+    }
+    try {
+      const id = configId(rec.ref);
+      const affected = this.#d.state.affectedBy(rec.ref);
+      this.#d.log.debug(
+        { config: id, namespace: rec.ref.namespace, affected: affected.length },
+        'config changed',
+      );
+      if (affected.length === 0) m?.skipped('no_match');
+      const observedAt = Date.now();
+      for (const w of affected) {
+        const t = this.#d.state.workloads.get(w);
+        if (t) m?.workloadsScanned(t.rec.ref.kind);
+        const change: Change = {
+          workload: w,
+          config: id,
+          observedAt,
+          debounceMs: t?.parsed.policy.debounceMs,
+        };
+        if (this.#d.gate?.hold(change, rec)) continue;
+        this.#batcher.add(change);
+      }
+      done('success');
+    } catch (err) {
+      done('error');
+      m?.error('handler_error');
+      this.#d.log.error(
+        { config: configId(rec.ref), namespace: rec.ref.namespace, err: (err as Error).message },
+        'could not handle a config change',
+      );
     }
   }
 
@@ -275,6 +322,7 @@ export class Reconciler {
   }
 
   async stop(): Promise<void> {
+    this.#detachDepth?.();
     this.#live = false;
     this.#starting = false;
     this.#buffered.length = 0;
@@ -328,9 +376,11 @@ export class Reconciler {
           log.info({ ...fields(t), added: v.added, removed: v.removed }, 'watched configs changed; recorded');
           return;
         case 'none':
+          this.#d.metrics?.reloader.skipped('no_data_change');
           log.info({ ...fields(t), configs: b.configs }, 'no reload needed');
           return;
         case 'reload':
+          this.#d.metrics?.reloader.workloadMatched(t.rec.ref.kind);
           this.#submit({
             workload: t.id,
             changed: v.changed,
@@ -367,6 +417,8 @@ export class Reconciler {
       return;
     }
     this.#inFlight.set(a.workload, a.target);
+    if (!this.#queuedAt.has(a.workload)) this.#queuedAt.set(a.workload, performance.now());
+    this.#d.metrics?.reloader.queueAdded();
     this.#queue.submit(a);
   }
 
@@ -384,6 +436,9 @@ export class Reconciler {
 
   async #run(a: ReloadAction): Promise<void> {
     const { state, ledger, log, cfg } = this.#d;
+    const queuedAt = this.#queuedAt.get(a.workload);
+    this.#queuedAt.delete(a.workload);
+    if (queuedAt !== undefined) this.#d.metrics?.reloader.queueLatency((performance.now() - queuedAt) / 1000);
     const t = state.workloads.get(a.workload);
     if (!t) {
       await ledger.remove(a.workload).catch(() => undefined);
@@ -396,10 +451,15 @@ export class Reconciler {
     const strategy = t.parsed.policy.strategy;
     const changed = a.changed.map(display);
     const f = { ...fields(t), strategy, configs: changed };
-    const metric = this.#d.metrics?.reloadStarted(strategy, t.rec.ref.kind);
-    if (!a.resumed) this.#d.metrics?.eventToAction(Math.max(0, Date.now() - a.cutoffMs) / 1000);
+    const metric = this.#d.metrics?.reloadStarted(strategy, t.rec.ref.kind, t.rec.ref.namespace);
+    if (!a.resumed) {
+      const seconds = Math.max(0, Date.now() - a.cutoffMs) / 1000;
+      this.#d.metrics?.eventToAction(seconds);
+      this.#d.metrics?.reloader.actionLatency(t.rec.ref.kind, seconds);
+    }
     if (cfg.dryRun) {
       metric?.finish('skipped');
+      this.#d.metrics?.reloader.skipped('dry_run');
       log.info({ ...f, cutoff: new Date(a.cutoffMs).toISOString() }, 'dry-run: would reload');
       await this.#event(
         t,
@@ -437,45 +497,60 @@ export class Reconciler {
       cfg.reloadDeadlineMs,
     );
     const signal = AbortSignal.any([this.#signal, deadline.signal]);
+    const webhook = this.#d.webhook;
     try {
-      const result = await runStrategy(strategy, t.rec, {
-        core: this.#d.core,
-        apps: this.#d.apps,
-        batch: this.#d.batch,
-        custom: this.#d.custom,
-        kc: this.#d.kc,
-        begin,
-        log,
-        signal,
-        stallAfterMs: cfg.stallAfterMs,
-        onStall: (why) => {
-          metric?.stalled();
-          this.#d.metrics?.reloadStall('blocked');
-          log.warn({ ...f, why }, 'reload stalled');
-          void this.#event(
+      const result = webhook
+        ? await this.#notify(
+            webhook,
             t,
-            'ReloadStalled',
-            `reload blocked for over ${cfg.stallAfterMs / 1000}s: ${why}`,
-            'Warning',
-          );
-        },
-        cutoffMs: a.cutoffMs,
-        ...(a.targets ? { targets: a.targets } : {}),
-        configHash: setDigest(a.target, this.#d.hashKey),
-        ...(this.#d.git ? { git: this.#d.git } : {}),
-        changed,
-        templateChangedSince: () => {
-          const rv = this.#d.state.workloads.get(a.workload)?.templateRV ?? '0';
-          return a.changeRV !== '0' && (compareResourceVersions(rv, a.changeRV) ?? -1) > 0;
-        },
-      });
+            strategy,
+            changed,
+            cutoff,
+            setDigest(a.target, namespaceKey(this.#d.hashKey, t.rec.ref.namespace)),
+          )
+        : await runStrategy(strategy, t.rec, {
+            core: this.#d.core,
+            apps: this.#d.apps,
+            batch: this.#d.batch,
+            custom: this.#d.custom,
+            kc: this.#d.kc,
+            begin,
+            log,
+            signal,
+            stallAfterMs: cfg.stallAfterMs,
+            onStall: (why) => {
+              metric?.stalled();
+              this.#d.metrics?.reloadStall('blocked');
+              log.warn({ ...f, why }, 'reload stalled');
+              void this.#event(
+                t,
+                'ReloadStalled',
+                `reload blocked for over ${cfg.stallAfterMs / 1000}s: ${why}`,
+                'Warning',
+              );
+            },
+            cutoffMs: a.cutoffMs,
+            ...(a.targets ? { targets: a.targets } : {}),
+            // Keyed per namespace, as the checksum plugin keys it (ADR 0010).
+            configHash: setDigest(a.target, namespaceKey(this.#d.hashKey, t.rec.ref.namespace)),
+            ...(this.#d.git ? { git: this.#d.git } : {}),
+            changed,
+            templateChangedSince: () => {
+              const rv = this.#d.state.workloads.get(a.workload)?.templateRV ?? '0';
+              return a.changeRV !== '0' && (compareResourceVersions(rv, a.changeRV) ?? -1) > 0;
+            },
+          });
       await ledger.put(t.id, { configs: a.target, reloadedAt: new Date().toISOString() });
       this.#failures.delete(t.id);
       metric?.finish('success', result.replaced);
       log.info({ ...f, replaced: result.replaced }, 'reload complete');
       // The cutoff is what decided only when no snapshot of pods did (ADR 0008).
-      const rule = targets ? '' : ` (cutoff ${cutoff})`;
-      await this.#event(t, 'Reloaded', `${changed.join(', ')} changed; ${result.summary}${rule}`);
+      const rule = targets || webhook ? '' : ` (cutoff ${cutoff})`;
+      await this.#event(
+        t,
+        webhook ? 'ReloadNotified' : 'Reloaded',
+        `${changed.join(', ')} changed; ${result.summary}${rule}`,
+      );
     } catch (err) {
       if (this.#signal.aborted) {
         metric?.finish('interrupted');
@@ -505,6 +580,7 @@ export class Reconciler {
       }
       if (err instanceof StrategyUnsupported) {
         metric?.finish('skipped');
+        this.#d.metrics?.reloader.skipped('unsupported');
         await ledger.put(t.id, {
           configs: a.target,
           ...(previous?.reloadedAt ? { reloadedAt: previous.reloadedAt } : {}),
@@ -514,6 +590,10 @@ export class Reconciler {
         return;
       }
       metric?.finish('failure');
+      this.#d.metrics?.reloader.error(
+        err instanceof WebhookDeliveryError ? 'webhook_send' : 'update_workload',
+      );
+      this.#d.metrics?.reloader.retry();
       const n = (this.#failures.get(t.id) ?? 0) + 1;
       this.#failures.set(t.id, n);
       const retryMs = RETRY_MS[Math.min(n - 1, RETRY_MS.length - 1)] as number;
@@ -560,6 +640,39 @@ export class Reconciler {
       this.#submit({ ...a, resumed: true, ...(targets ? { targets } : {}) });
     }, retryMs);
     this.#retryTimers.add(timer);
+  }
+
+  /** --webhook-url: the reload's details go to the webhook, and nothing in the cluster changes. */
+  async #notify(
+    o: ReloadWebhookOptions,
+    t: TrackedWorkload,
+    strategy: string,
+    changed: string[],
+    cutoff: string,
+    configHash: string,
+  ): Promise<{ replaced: number; summary: string }> {
+    const r = t.rec.ref;
+    const sent = await sendReloadNotice(
+      o,
+      {
+        event: 'reload',
+        workload: { kind: r.kind, namespace: r.namespace, name: r.name },
+        strategy,
+        changed,
+        cutoff,
+        configHash,
+        timestamp: new Date().toISOString(),
+      },
+      this.#signal,
+      (attempt, why) => {
+        this.#d.metrics?.reloader.retry();
+        this.#d.log.warn({ ...fields(t), attempt, why }, 'reload webhook failed; retrying');
+      },
+    );
+    return {
+      replaced: 0,
+      summary: `sent to the webhook ${redact(o.url)} (HTTP ${sent.status}, attempt ${sent.attempts}); not restarted`,
+    };
   }
 
   async #event(

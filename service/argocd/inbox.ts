@@ -1,4 +1,4 @@
-// The notification inbox (docs/adr/0010): any replica that receives an Argo CD notification while it
+// The notification inbox (docs/adr/0013): any replica that receives an Argo CD notification while it
 // does not act records it as a ConfigMap in the release namespace; the acting leader reads every
 // record (its watch), hands it to its SyncGate, and deletes it. A record outlives the replica that
 // wrote it and a leader change, so a notification sent to a standby, to a just-demoted leader, or

@@ -14,3 +14,20 @@ export type FailedSyncPolicy = (typeof FAILED_SYNC_POLICIES)[number];
 
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
+/** Stakater Reloader's extra --log-level values (logrus), read as the nearest of ours. */
+export const RELOADER_LOG_LEVELS = ['trace', 'warning', 'fatal', 'panic'] as const;
+
+/** Config kinds --ignore-resources may leave unwatched (Reloader's --resources-to-ignore values). */
+export const CONFIG_RESOURCE_NAMES = ['configmaps', 'secrets'] as const;
+export type ConfigResourceName = (typeof CONFIG_RESOURCE_NAMES)[number];
+
+/** Workload kinds --ignore-workload-kinds accepts. */
+export const WORKLOAD_KIND_NAMES = [
+  'Deployment',
+  'StatefulSet',
+  'DaemonSet',
+  'CronJob',
+  'Job',
+  'Rollout',
+] as const;
+export type WorkloadKindName = (typeof WORKLOAD_KIND_NAMES)[number];

@@ -765,9 +765,14 @@ describe('keys that are not acted on are reported as warnings', () => {
       /is not supported: gitops-reloader never pauses a Deployment/,
     ],
     ['deployment.reloader.stakater.com/paused-at', '2024-01-01T00:00:00Z', /kubectl rollout resume/],
-    ['secretproviderclass.reloader.stakater.com/reload', 'spc', /CSI SecretProviderClasses are not watched/],
-    ['secretproviderclass.reloader.stakater.com/auto', 'true', /CSI SecretProviderClasses are not watched/],
-    ['secretproviderclasses.exclude.reloader.stakater.com/reload', 'spc', /CSI SecretProviderClasses/],
+    [
+      'secretproviderclass.reloader.stakater.com/reload',
+      'spc',
+      /not acted on: CSI SecretProviderClasses are watched only with --enable-csi-integration$/,
+    ],
+    ['secretproviderclass.reloader.stakater.com/auto', 'true', /only with --enable-csi-integration$/],
+    ['secretproviderclasses.exclude.reloader.stakater.com/reload', 'spc', /--enable-csi-integration$/],
+    ['secretproviderclass.gitops-reloader.io/reload', 'spc', /--enable-csi-integration$/],
     ['reloader.stakater.com/pending', '{}', /restart-window scheduler/],
     ['reloader.stakater.com/applied', '{}', /restart-window scheduler/],
     ['reloader.stakater.com/restart-hash', 'abc', /restart-window scheduler/],
@@ -1026,5 +1031,108 @@ describe('name lists', () => {
   it(`allows exactly ${MAX_ENTRY_LENGTH} characters and ${MAX_UNBOUNDED_REPEATS} unbounded repetitions`, () => {
     expect(checkPattern('a'.repeat(MAX_ENTRY_LENGTH))).toBeUndefined();
     expect(checkPattern('.*-.*-.*')).toBeUndefined();
+  });
+});
+
+describe('SecretProviderClasses (Secrets Store CSI), with --enable-csi-integration', () => {
+  const csi: ParseOptions = { kind: 'Deployment', defaultStrategy: 'restart', csi: true };
+  const spc = (name: string, more: Partial<Change> = {}): Change => ({
+    kind: 'SecretProviderClass',
+    name,
+    ...more,
+  });
+
+  it('reads the SecretProviderClass keys without warnings', () => {
+    const { problems, warnings } = parse(
+      {
+        'secretproviderclass.reloader.stakater.com/reload': 'vault-db',
+        'secretproviderclass.reloader.stakater.com/auto': 'true',
+        'secretproviderclasses.exclude.reloader.stakater.com/reload': 'other',
+        'secretproviderclass.gitops-reloader.io/exclude': 'x-.*',
+      },
+      undefined,
+      csi,
+    );
+    expect(problems).toEqual([]);
+    expect(warnings).toEqual([]);
+  });
+
+  it('reloads a class named in secretproviderclass.reloader.stakater.com/reload (anchored regex), mounted or not', () => {
+    const policy = policyOf(
+      { 'secretproviderclass.reloader.stakater.com/reload': 'vault-.*' },
+      undefined,
+      csi,
+    );
+    expect(check(policy, spc('vault-db', { referenced: false }))).toMatchObject({
+      reload: true,
+      rule: 'named',
+    });
+    expect(check(policy, spc('my-vault-db'))).toMatchObject({ reload: false, rule: 'not-opted-in' });
+    // The list names classes only: a Secret of the same name is not reloaded by it.
+    expect(check(policy, { kind: 'Secret', name: 'vault-db' })).toMatchObject({ reload: false });
+  });
+
+  it('auto-reloads a mounted class with the typed or the generic auto key, never an unmounted one', () => {
+    for (const key of ['secretproviderclass.reloader.stakater.com/auto', 'reloader.stakater.com/auto']) {
+      const policy = policyOf({ [key]: 'true' }, undefined, csi);
+      expect(check(policy, spc('vault-db'))).toMatchObject({ reload: true, rule: 'auto' });
+      expect(check(policy, spc('vault-db', { referenced: false }))).toMatchObject({
+        reload: false,
+        rule: 'not-referenced',
+      });
+    }
+    // The typed key of another kind does not opt a class in.
+    const secretsOnly = policyOf({ 'secret.reloader.stakater.com/auto': 'true' }, undefined, csi);
+    expect(check(secretsOnly, spc('vault-db'))).toMatchObject({ reload: false, rule: 'not-opted-in' });
+  });
+
+  it('excludes exact names with secretproviderclasses.exclude.reloader.stakater.com/reload, as Reloader does', () => {
+    const policy = policyOf(
+      {
+        'reloader.stakater.com/auto': 'true',
+        'secretproviderclasses.exclude.reloader.stakater.com/reload': 'vault-db, azure-.*',
+      },
+      undefined,
+      csi,
+    );
+    expect(check(policy, spc('vault-db'))).toMatchObject({ reload: false, rule: 'exclude' });
+    // Reloader compares exclude entries as plain names: "azure-.*" is not a pattern there.
+    expect(check(policy, spc('azure-kv'))).toMatchObject({ reload: true, rule: 'auto' });
+    // The exclude list of classes does not exclude a Secret of the same name.
+    expect(check(policy, { kind: 'Secret', name: 'vault-db' })).toMatchObject({ reload: true });
+  });
+
+  it('honours reloader.stakater.com/ignore and /match on the SecretProviderClass object', () => {
+    const auto = policyOf({ 'reloader.stakater.com/auto': 'true' }, undefined, csi);
+    expect(
+      check(auto, spc('vault-db', { annotations: { 'reloader.stakater.com/ignore': 'true' } })),
+    ).toMatchObject({ reload: false, rule: 'ignore' });
+    const search = policyOf({ 'reloader.stakater.com/search': 'true' }, undefined, csi);
+    expect(
+      check(search, spc('vault-db', { annotations: { 'reloader.stakater.com/match': 'true' } })),
+    ).toMatchObject({ reload: true, rule: 'search' });
+    expect(check(search, spc('vault-db'))).toMatchObject({ reload: false });
+  });
+
+  it('reads the pod template when the metadata has no opt-in key for classes (per kind, as Reloader)', () => {
+    const policy = policyOf(
+      { 'secret.reloader.stakater.com/reload': 'db' },
+      { 'secretproviderclass.reloader.stakater.com/reload': 'vault-db' },
+      csi,
+    );
+    expect(policy.providerClasses.source).toBe('pod template');
+    expect(check(policy, spc('vault-db'))).toMatchObject({ reload: true, rule: 'named' });
+  });
+
+  it('is not ignored by the global ConfigMap and Secret ignore lists', () => {
+    const { globals } = compileGlobals({
+      autoReloadAll: true,
+      ignoreConfigMaps: ['vault-db'],
+      ignoreSecrets: ['vault-db'],
+    });
+    expect(check(policyOf({}, undefined, csi), spc('vault-db'), globals)).toMatchObject({
+      reload: true,
+      rule: 'auto-all',
+    });
   });
 });

@@ -51,6 +51,21 @@ export const KEYS = {
         reloader: 'secrets.exclude.reloader.stakater.com/reload',
       },
     },
+    // Secrets Store CSI driver classes, read only with --enable-csi-integration (docs/csi.md).
+    SecretProviderClass: {
+      auto: {
+        ours: 'secretproviderclass.gitops-reloader.io/auto',
+        reloader: 'secretproviderclass.reloader.stakater.com/auto',
+      },
+      reload: {
+        ours: 'secretproviderclass.gitops-reloader.io/reload',
+        reloader: 'secretproviderclass.reloader.stakater.com/reload',
+      },
+      exclude: {
+        ours: 'secretproviderclass.gitops-reloader.io/exclude',
+        reloader: 'secretproviderclasses.exclude.reloader.stakater.com/reload',
+      },
+    },
   } satisfies Record<ConfigKind, TypedKeys>,
   strategy: 'gitops-reloader.io/strategy',
   debounce: 'gitops-reloader.io/debounce',
@@ -85,15 +100,6 @@ const UNSUPPORTED: Readonly<Record<string, { message: string; problem?: boolean 
       "was written by Reloader's annotations strategy and is neither read nor updated. It is harmless; " +
       'removing it from the pod template restarts the pods once',
   },
-  'secretproviderclass.reloader.stakater.com/reload': {
-    message: 'is not supported: changes to CSI SecretProviderClasses are not watched',
-  },
-  'secretproviderclass.reloader.stakater.com/auto': {
-    message: 'is not supported: changes to CSI SecretProviderClasses are not watched',
-  },
-  'secretproviderclasses.exclude.reloader.stakater.com/reload': {
-    message: 'is not supported: changes to CSI SecretProviderClasses are not watched',
-  },
   'reloader.stakater.com/restart-window': {
     message:
       'is not supported, so the workload is skipped rather than restarted outside its window ' +
@@ -111,7 +117,7 @@ const UNSUPPORTED: Readonly<Record<string, { message: string; problem?: boolean 
   },
 };
 
-/** How one config kind (ConfigMaps or Secrets) reaches this workload. */
+/** How one config kind (ConfigMaps, Secrets or SecretProviderClasses) reaches this workload. */
 export interface KindRules {
   /** Where the opt-in keys for this kind were read: Reloader reads the pod template only when the metadata has none. */
   readonly source: 'metadata' | 'pod template';
@@ -137,6 +143,8 @@ export interface KeyedBool {
 export interface WorkloadPolicy {
   readonly configMaps: KindRules;
   readonly secrets: KindRules;
+  /** Secrets Store CSI driver classes mounted through CSI volumes (acted on with --enable-csi-integration). */
+  readonly providerClasses: KindRules;
   readonly strategy: ReloadStrategy;
   /** The key that chose the strategy, or 'default'. */
   readonly strategySource: string;
@@ -155,7 +163,18 @@ export interface ParsedWorkloadPolicy {
 export interface ParseOptions {
   readonly kind: WorkloadKind;
   readonly defaultStrategy: ReloadStrategy;
+  /** --enable-csi-integration: without it the SecretProviderClass keys are reported as not acted on. */
+  readonly csi?: boolean;
 }
+
+/** The rules of one config kind in a policy. */
+export function rulesFor(policy: WorkloadPolicy, kind: ConfigKind): KindRules {
+  if (kind === 'ConfigMap') return policy.configMaps;
+  if (kind === 'Secret') return policy.secrets;
+  return policy.providerClasses;
+}
+
+export const CONFIG_KINDS: readonly ConfigKind[] = ['ConfigMap', 'Secret', 'SecretProviderClass'];
 
 /** Global options, compiled once at start-up by compileGlobals. */
 export interface AnnotationGlobals {
@@ -394,6 +413,7 @@ function reportUnread(
   rules: Record<ConfigKind, KindRules>,
   problems: Set<string>,
   warnings: Set<string>,
+  csi: boolean,
 ): void {
   const configSide: readonly string[] = [
     KEYS.ignore.ours,
@@ -428,7 +448,13 @@ function reportUnread(
         continue;
       }
       // Opt-in and exclude keys: read if this source is the one chosen for a kind they apply to.
-      const kinds = (['ConfigMap', 'Secret'] as const).filter((k) => isWorkloadKey(key, k));
+      const kinds = CONFIG_KINDS.filter((k) => isWorkloadKey(key, k));
+      if (!csi && kinds.length === 1 && kinds[0] === 'SecretProviderClass') {
+        warnings.add(
+          `${key}${where(source)} is not acted on: CSI SecretProviderClasses are watched only with --enable-csi-integration`,
+        );
+        continue;
+      }
       if (kinds.length > 0) {
         const read = kinds.some(
           (k) => rules[k].source === source || (source === 'metadata' && isExcludeKey(key)),
@@ -475,14 +501,16 @@ export function parseWorkloadPolicy(
   const rules = {
     ConfigMap: kindRules('ConfigMap', m, t, problems),
     Secret: kindRules('Secret', m, t, problems),
+    SecretProviderClass: kindRules('SecretProviderClass', m, t, problems),
   };
   const { strategy, source } = readStrategy(m, t, opts, problems, warnings);
   const debounceMs = readDebounce(m, t, problems);
-  reportUnread(m, t, rules, problems, warnings);
+  reportUnread(m, t, rules, problems, warnings, opts.csi === true);
   return {
     policy: {
       configMaps: rules.ConfigMap,
       secrets: rules.Secret,
+      providerClasses: rules.SecretProviderClass,
       strategy,
       strategySource: source,
       debounceMs,
@@ -525,11 +553,17 @@ export const DEFAULT_GLOBALS: AnnotationGlobals = {
  */
 export function decide(policy: WorkloadPolicy, config: ConfigChange, globals: AnnotationGlobals): Decision {
   const { kind, name } = config.ref;
-  const rules = kind === 'ConfigMap' ? policy.configMaps : policy.secrets;
+  const rules = rulesFor(policy, kind);
   const on = where(rules.source);
   const ann = config.annotations ?? {};
 
-  const globalList = kind === 'ConfigMap' ? globals.ignoreConfigMaps : globals.ignoreSecrets;
+  // The global ignore lists name ConfigMaps and Secrets; Reloader has none for SecretProviderClasses.
+  const globalList =
+    kind === 'ConfigMap'
+      ? globals.ignoreConfigMaps
+      : kind === 'Secret'
+        ? globals.ignoreSecrets
+        : EMPTY_NAME_LIST;
   const globalHit = matchName(globalList, name);
   if (globalHit) {
     const opt = kind === 'ConfigMap' ? 'ignoreConfigMaps' : 'ignoreSecrets';

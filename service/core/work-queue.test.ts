@@ -50,6 +50,8 @@ describe('WorkQueue', () => {
     });
     for (const w of ['a', 'b', 'c', 'd']) q.submit({ workload: w, n: 0 });
     expect(q.active).toBe(2);
+    // Two run, two wait: the waiting count is the queue depth metrics report.
+    expect(q.waiting).toBe(2);
     for (let i = 0; i < 4; i++) {
       await new Promise((r) => setImmediate(r));
       for (const g of gates.values()) g.resolve();

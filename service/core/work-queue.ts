@@ -67,6 +67,13 @@ export class WorkQueue<A extends QueuedAction> {
     return this.#active;
   }
 
+  /** Actions queued and not yet running (waiting for a slot, their workload, or its interval). */
+  get waiting(): number {
+    let n = 0;
+    for (const s of this.#slots.values()) if (s.queued !== undefined) n++;
+    return n;
+  }
+
   /** Stops taking work; resolves when running actions have returned. Queued actions are dropped. */
   async stop(): Promise<void> {
     this.#stopped = true;

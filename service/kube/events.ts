@@ -11,7 +11,8 @@ export type EventReason =
   | 'ReloadFailed'
   | 'ReloadConfigInvalid'
   | 'ReloadStalled'
-  | 'ReloadPlanned';
+  | 'ReloadPlanned'
+  | 'ReloadNotified';
 
 export interface EventTarget {
   apiVersion: string;

@@ -1,5 +1,5 @@
 // The HMAC key for config digests, from the Secret <release-name>-hash-key in the release namespace
-// (docs/adr/0011). When the Secret is missing the service creates it with a random key, so the chart
+// (docs/adr/0014). When the Secret is missing the service creates it with a random key, so the chart
 // renders no key at all: `helm template` (Argo CD) cannot rotate a key it never renders. Two replicas
 // starting together both try; the API server lets one create win (409 for the other, which reads it).
 import { randomBytes } from 'node:crypto';

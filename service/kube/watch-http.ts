@@ -47,7 +47,20 @@ async function open(
   await kc.applyToHTTPSOptions(opts);
   signal.throwIfAborted();
   const request = url.protocol === 'http:' ? http.request : https.request;
-  return request(url, { ...opts, method, headers: { ...opts.headers, ...ours }, signal });
+  const req = request(url, { ...opts, method, headers: { ...opts.headers, ...ours }, signal });
+  const observe = kc.observeRequest?.bind(kc);
+  if (observe) {
+    const started = performance.now();
+    let seen = false;
+    const report = (code: string) => {
+      if (seen) return;
+      seen = true;
+      observe(method, url.host, code, (performance.now() - started) / 1000);
+    };
+    req.once('response', (res) => report(String(res.statusCode ?? '<error>')));
+    req.once('error', () => report('<error>'));
+  }
+  return req;
 }
 
 function statusError(method: string, path: string, status: number, body: string): KubeHttpError {

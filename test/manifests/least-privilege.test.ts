@@ -5,29 +5,20 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
-import { afterEach, describe, expect, inject } from 'vitest';
+import { afterEach, describe, expect } from 'vitest';
 import { createArgoObject } from '../support/argo.ts';
 import { it } from '../support/kube.ts';
 import { events, waitForEvent, waitReadyPods } from '../support/observe.ts';
 import { killAll, startService } from '../support/service.ts';
 import { configMap, deployment, statefulSet } from '../support/workloads.ts';
-import { chartDir, run } from './tools.ts';
+import { chartDir, helmOnCluster } from './tools.ts';
 
 afterEach(killAll);
 
 const AUTO = { 'reloader.stakater.com/auto': 'true' };
 const USES = { envFrom: [{ configMapRef: { name: 'app' } }] };
 
-function helm(args: string[]) {
-  const home = path.join(tmpdir(), 'gr-helm-home');
-  return run('helm', [...args, '--kubeconfig', inject('kubeconfig')], {
-    env: {
-      HELM_CACHE_HOME: path.join(home, 'cache'),
-      HELM_CONFIG_HOME: path.join(home, 'config'),
-      HELM_DATA_HOME: path.join(home, 'data'),
-    },
-  });
-}
+const helm = helmOnCluster;
 
 describe('least-privilege RBAC', () => {
   it('reloads every kind with only the permissions the chart grants', async ({ kube, namespace }) => {

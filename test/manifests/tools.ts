@@ -2,7 +2,9 @@
 // the chart, and read RBAC and container settings out of the rendered documents.
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { inject } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { clusterPaths, repoRoot } from '../cluster/paths.ts';
 
@@ -159,7 +161,7 @@ export function rbacProblems(objects: K8sObject[]): string[] {
   }
   for (const g of grants(objects)) {
     // The one Secret write allowed: create in the release namespace (the hash key the service makes
-    // when it is missing, ADR 0011). Never update, patch or delete, and nowhere else.
+    // when it is missing, ADR 0014). Never update, patch or delete, and nowhere else.
     const createsKey = g.verb === 'create' && g.scope === 'namespace';
     if (g.group === '' && g.resource.split('/')[0] === 'secrets' && SECRET_WRITE.has(g.verb) && !createsKey) {
       problems.push(`${g.role} grants ${g.verb} on ${g.resource}`);
@@ -208,5 +210,17 @@ export function serveFlagsUsed(objects: K8sObject[]): string[] {
     const m = /^--([a-z0-9-]+)(=|$)/.exec(a);
     if (!m?.[1]) throw new Error(`not a --flag=value argument: ${a}`);
     return m[1];
+  });
+}
+
+/** helm against the test cluster (install, uninstall), with its own cache and config dirs. */
+export function helmOnCluster(args: string[]): Promise<RunResult> {
+  const home = path.join(tmpdir(), 'gr-helm-home');
+  return run('helm', [...args, '--kubeconfig', inject('kubeconfig')], {
+    env: {
+      HELM_CACHE_HOME: path.join(home, 'cache'),
+      HELM_CONFIG_HOME: path.join(home, 'config'),
+      HELM_DATA_HOME: path.join(home, 'data'),
+    },
   });
 }
