@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Change, Timers } from '../core/batcher.ts';
 import type { ConfigRecord } from '../core/records.ts';
 import { silentLogger } from '../log.ts';
-import { APP_LIMIT, SyncGate, type SyncGateOptions } from './gate.ts';
+import { SyncGate, type SyncGateOptions } from './gate.ts';
 import { type AppSync, appFromObject } from './sync-tracker.ts';
 
 class FakeTimers implements Timers {
@@ -246,14 +246,16 @@ describe('SyncGate', () => {
 });
 
 describe('SyncGate bounds', () => {
-  it('holds changes for at most APP_LIMIT apps fed by notifications, releasing the oldest', async () => {
+  it('holds changes for at most appLimit apps fed by notifications, releasing the oldest', async () => {
+    const limit = 50;
     const { gate, released } = setup({
+      appLimit: limit,
       watched: () => false,
       onFailedSync: 'hold',
       usersOf: () => [{ workload: 'Deployment/web/api' }],
     });
     // Failed syncs under hold keep their changes; each notification names another app.
-    for (let i = 0; i <= APP_LIMIT; i++) {
+    for (let i = 0; i <= limit; i++) {
       await gate.notify({
         app: { namespace: 'argocd', name: `app-${i}` },
         phase: 'Failed',
@@ -261,7 +263,7 @@ describe('SyncGate bounds', () => {
         resources: [{ group: '', version: 'v1', kind: 'ConfigMap', namespace: 'web', name: `c${i}` }],
       });
     }
-    expect(gate.heldApps).toBe(APP_LIMIT);
+    expect(gate.heldApps).toBe(limit);
     expect(released.map((c) => c.config)).toEqual(['ConfigMap/web/c0']);
   });
 });

@@ -47,6 +47,8 @@ export interface SyncGateOptions {
   timers?: Timers;
   unwatchedMaxHoldMs?: number;
   unwatchedGraceMs?: number;
+  /** Apps held or remembered as notifying at most; default APP_LIMIT. */
+  appLimit?: number;
 }
 
 interface Held {
@@ -181,7 +183,7 @@ export class SyncGate implements ChangeGate {
     this.#remember(seenKey);
     this.#notifying.delete(key);
     this.#notifying.add(key);
-    if (this.#notifying.size > APP_LIMIT) {
+    if (this.#notifying.size > (this.#o.appLimit ?? APP_LIMIT)) {
       const oldest = this.#notifying.values().next().value;
       if (oldest !== undefined) this.#notifying.delete(oldest);
     }
@@ -284,7 +286,7 @@ export class SyncGate implements ChangeGate {
     let held = this.#held.get(key);
     if (!held) {
       // Over the cap, the app held longest is released now rather than kept without bound.
-      if (this.#held.size >= APP_LIMIT) {
+      if (this.#held.size >= (this.#o.appLimit ?? APP_LIMIT)) {
         const oldest = this.#held.keys().next().value;
         if (oldest !== undefined) this.#release(oldest, 'too many apps held at once');
       }
