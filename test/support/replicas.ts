@@ -60,6 +60,8 @@ export async function installRelease(
     valuesFile,
     JSON.stringify({
       reload: { namespaces: o.watch },
+      // No Argo CD here: its namespace (where the chart would grant reading Applications) does not exist.
+      argocd: { enabled: false },
       extraArgs: o.extraArgs ?? [],
       ...(tokenFile ? { webhook: { enabled: true, tokenSecret: { name: `${name}-webhook` } } } : {}),
     }),
