@@ -13,6 +13,7 @@ export const WORKLOAD_KINDS: readonly WorkloadKind[] = [
   'StatefulSet',
   'DaemonSet',
   'CronJob',
+  'Job',
   'Rollout',
 ];
 

@@ -11,6 +11,7 @@ import { effectiveCutoff } from './core/cutoff.ts';
 import type { LedgerEntry } from './core/ledger-entry.ts';
 import { isTracked, REQUEST, verdict, watchedSet } from './core/plan.ts';
 import { type ConfigRecord, compareResourceVersions } from './core/records.ts';
+import { windowState } from './core/restart-window.ts';
 import { configId } from './core/types.ts';
 import { WorkQueue } from './core/work-queue.ts';
 import type { ClusterAccess } from './kube/access.ts';
@@ -29,7 +30,7 @@ import {
 } from './strategies/reload-webhook.ts';
 import { runStrategy } from './strategies/run.ts';
 import { deleteSurgePodsOf, sweepSurgePods } from './strategies/surge-sweep.ts';
-import { StrategyUnsupported } from './strategies/types.ts';
+import { ReloadWaiting, type StrategyResult, StrategyUnsupported } from './strategies/types.ts';
 
 export interface ReloadAction {
   workload: string;
@@ -45,7 +46,20 @@ export interface ReloadAction {
   resumed?: boolean;
   /** The pods a resumed restart replaces: the snapshot its first run recorded. */
   targets?: readonly string[];
+  /** The workload's batch window (pause-period), and when its current one ends (see WorkQueue). */
+  minIntervalMs?: number;
+  notBefore?: number;
 }
+
+/** A reload held until a maintenance window opens; re-tried by `timer`. */
+interface Held {
+  action: ReloadAction;
+  opensAt: number;
+  timer: ReturnType<typeof setTimeout>;
+}
+
+/** Longest a held reload sleeps before looking at its window again (clock jumps, edited windows). */
+const HOLD_RECHECK_MS = 3_600_000;
 
 export interface ReconcilerDeps {
   cfg: Config;
@@ -90,6 +104,9 @@ export class Reconciler {
   readonly #inFlight = new Map<string, Record<string, string>>();
   /** Workloads with a retry timer set. */
   readonly #retrying = new Set<string>();
+  readonly #held = new Map<string, Held>();
+  /** Workloads whose reload is running now. */
+  readonly #running = new Set<string>();
   #live = false;
   #sweepTimer: ReturnType<typeof setInterval> | undefined;
   /** Changes seen while start() judges the world; replayed once it is done, so none is lost. */
@@ -303,19 +320,28 @@ export class Reconciler {
     }
     if (!this.#d.inScope(now.rec.ref.namespace)) return;
     this.#reportPolicy(now, old);
+    // A held reload looks at its (maybe edited) window again.
+    const held = this.#held.get(now.id);
+    if (held && !same(now.rec.annotations, old?.rec.annotations ?? {})) {
+      clearTimeout(held.timer);
+      this.#held.delete(now.id);
+      this.#submit(held.action);
+    }
     const req = now.rec.annotations[KEYS.reloadRequestedAt];
     if (req && req !== old?.rec.annotations[KEYS.reloadRequestedAt]) {
       this.#batcher.add({ workload: now.id, config: REQUEST, observedAt: Date.now(), debounceMs: 0 });
     }
-    if (!old) {
-      // A new workload: record its baseline so its first config change is recognised.
+    if (!old && !this.#running.has(now.id)) {
+      // A new workload: record its baseline so its first config change is recognised. (One that
+      // appears while its reload runs is that reload's doing, a recreated Job: the reload records it.)
       this.#batcher.add({ workload: now.id, config: 'workload', observedAt: Date.now(), debounceMs: 0 });
     }
   }
 
   async workloadDeleted(id: string): Promise<void> {
     this.#failures.delete(id);
-    if (!this.#live || !this.#d.ledger.get(id)) return;
+    // A reload that deletes its workload (a Job run again) records the outcome itself.
+    if (!this.#live || !this.#d.ledger.get(id) || this.#running.has(id)) return;
     await this.#d.ledger
       .remove(id)
       .catch((err: Error) => this.#d.log.warn({ err: err.message }, 'ledger remove failed'));
@@ -331,6 +357,8 @@ export class Reconciler {
     clearInterval(this.#sweepTimer);
     for (const t of this.#retryTimers) clearTimeout(t);
     this.#retryTimers.clear();
+    for (const h of this.#held.values()) clearTimeout(h.timer);
+    this.#held.clear();
     this.#abort.abort(new Error('the service is stopping'));
     await this.#queue.stop();
   }
@@ -342,7 +370,11 @@ export class Reconciler {
   }
 
   #reportPolicy(t: TrackedWorkload, old?: TrackedWorkload): void {
-    const { problems, warnings } = t.parsed;
+    const { problems, warnings, notes } = t.parsed;
+    if (notes.length > 0 && notes.join() !== old?.parsed.notes.join()) {
+      this.#d.log.info({ ...fields(t), notes }, 'Reloader annotation read with our meaning');
+      void this.#event(t, 'ReloadAnnotationMapped', notes.join('; '));
+    }
     if (problems.length > 0 && problems.join() !== old?.parsed.problems.join()) {
       this.#d.log.warn({ ...fields(t), problems }, 'invalid reload annotations; workload skipped');
       void this.#event(t, 'ReloadConfigInvalid', `skipped: ${problems.join('; ')}`, 'Warning');
@@ -419,7 +451,68 @@ export class Reconciler {
     this.#inFlight.set(a.workload, a.target);
     if (!this.#queuedAt.has(a.workload)) this.#queuedAt.set(a.workload, performance.now());
     this.#d.metrics?.reloader.queueAdded();
-    this.#queue.submit(a);
+    // pause-period: the batch window runs from the end of the last reload, also one before a restart.
+    const windowMs = this.#d.state.workloads.get(a.workload)?.parsed.policy.batchWindowMs;
+    if (windowMs === undefined) {
+      this.#queue.submit(a);
+      return;
+    }
+    const last = this.#d.ledger.get(a.workload)?.reloadedAt;
+    const notBefore = last ? Date.parse(last) + windowMs : undefined;
+    this.#queue.submit({ ...a, minIntervalMs: windowMs, ...(notBefore ? { notBefore } : {}) });
+  }
+
+  /**
+   * Holds a reload until the workload's maintenance window opens: the pending action goes to the
+   * ledger (so a restarted service holds it too, with the same cutoff), a ReloadDeferred Event says
+   * until when, and a timer submits it again. Changes while it is held join it: one reload.
+   */
+  async #hold(t: TrackedWorkload, a: ReloadAction, opensAt: number, windowText: string): Promise<void> {
+    const { ledger, log } = this.#d;
+    const before = this.#held.get(t.id);
+    if (before) clearTimeout(before.timer);
+    const action: ReloadAction = {
+      ...a,
+      changed: [...new Set([...(before?.action.changed ?? []), ...a.changed])].sort(),
+      resumed: true,
+    };
+    const delay = Math.min(Math.max(0, opensAt - Date.now()), HOLD_RECHECK_MS);
+    const timer = setTimeout(() => {
+      if (this.#held.get(t.id)?.timer !== timer) return;
+      this.#held.delete(t.id);
+      this.#submit(action);
+    }, delay);
+    this.#held.set(t.id, { action, opensAt, timer });
+    const entry = ledger.get(t.id);
+    const pending = {
+      cutoff: new Date(action.cutoffMs).toISOString(),
+      target: action.target,
+      changed: action.changed,
+      startedAt: entry?.pending?.startedAt ?? new Date().toISOString(),
+    };
+    if (JSON.stringify(entry?.pending) !== JSON.stringify(pending)) {
+      try {
+        await ledger.put(t.id, {
+          configs: entry?.configs ?? {},
+          pending,
+          ...(entry?.reloadedAt ? { reloadedAt: entry.reloadedAt } : {}),
+        });
+      } catch (err) {
+        log.error({ ...fields(t), err: (err as Error).message }, 'could not record the held reload');
+      }
+    }
+    const changed = action.changed.map(display);
+    const until = new Date(opensAt).toISOString();
+    if (before?.opensAt === opensAt && before.action.changed.join() === action.changed.join()) return;
+    log.info(
+      { ...fields(t), configs: changed, until, window: windowText },
+      'reload held until its window opens',
+    );
+    await this.#event(
+      t,
+      'ReloadDeferred',
+      `${changed.join(', ')} changed; reload held until ${until}, when a window of ${KEYS.restartWindow}="${windowText}" opens`,
+    );
   }
 
   /** Runs one action and forgets its content once nothing more will run for it. */
@@ -435,6 +528,15 @@ export class Reconciler {
   }
 
   async #run(a: ReloadAction): Promise<void> {
+    this.#running.add(a.workload);
+    try {
+      await this.#runOnce(a);
+    } finally {
+      this.#running.delete(a.workload);
+    }
+  }
+
+  async #runOnce(a: ReloadAction): Promise<void> {
     const { state, ledger, log, cfg } = this.#d;
     const queuedAt = this.#queuedAt.get(a.workload);
     this.#queuedAt.delete(a.workload);
@@ -447,6 +549,21 @@ export class Reconciler {
     if (t.parsed.problems.length > 0 || !isTracked(watchedSet(t.rec, t.parsed, state, this.#d.globals))) {
       await this.#drop(t);
       return;
+    }
+    const windows = t.parsed.policy.windows;
+    if (windows) {
+      const w = windowState(windows, Date.now());
+      if (!w.open) {
+        await this.#hold(t, a, w.opensAt, windows.text);
+        return;
+      }
+    }
+    const held = this.#held.get(t.id);
+    if (held) {
+      // A newer action runs now; it covers the held one, whose configs it names too.
+      clearTimeout(held.timer);
+      this.#held.delete(t.id);
+      a = { ...a, changed: [...new Set([...held.action.changed, ...a.changed])].sort() };
     }
     const strategy = t.parsed.policy.strategy;
     const changed = a.changed.map(display);
@@ -499,7 +616,7 @@ export class Reconciler {
     const signal = AbortSignal.any([this.#signal, deadline.signal]);
     const webhook = this.#d.webhook;
     try {
-      const result = webhook
+      const result: StrategyResult = webhook
         ? await this.#notify(
             webhook,
             t,
@@ -544,10 +661,12 @@ export class Reconciler {
       this.#failures.delete(t.id);
       metric?.finish('success', result.replaced);
       log.info({ ...f, replaced: result.replaced }, 'reload complete');
-      // The cutoff is what decided only when no snapshot of pods did (ADR 0008).
-      const rule = targets || webhook ? '' : ` (cutoff ${cutoff})`;
+      // The cutoff is what decided only when no snapshot of pods did (ADR 0008); a CronJob or Job
+      // reload runs a new Job and has no pods to judge by it.
+      const batch = t.rec.ref.kind === 'CronJob' || t.rec.ref.kind === 'Job';
+      const rule = targets || webhook || batch ? '' : ` (cutoff ${cutoff})`;
       await this.#event(
-        t,
+        result.uid ? { ...t, rec: { ...t.rec, ref: { ...t.rec.ref, uid: result.uid } } } : t,
         webhook ? 'ReloadNotified' : 'Reloaded',
         `${changed.join(', ')} changed; ${result.summary}${rule}`,
       );
@@ -576,6 +695,15 @@ export class Reconciler {
           'Warning',
         );
         this.#retry(a, targets, retryMs);
+        return;
+      }
+      if (err instanceof ReloadWaiting) {
+        // Not a failure, and nothing was written: the ledger still holds the old digests, so a restarted
+        // service finds the change again; this one tries again after a while.
+        metric?.finish('skipped');
+        log.info({ ...f, why: err.message, retryInMs: err.retryMs }, 'reload waiting');
+        await this.#event(t, 'ReloadDeferred', `${changed.join(', ')} changed; ${err.message}`);
+        this.#retry(a, undefined, err.retryMs);
         return;
       }
       if (err instanceof StrategyUnsupported) {

@@ -1,5 +1,6 @@
 // Runs reload actions: one at a time per workload, at most `maxConcurrent` overall, and no sooner
-// than `minIntervalMs` after the same workload's previous reload finished. An action submitted
+// than `minIntervalMs` (or the action's own, longer, interval) after the same workload's previous
+// reload finished, nor before the action's `notBefore`. An action submitted
 // while its workload is busy or waiting replaces the queued one (the newer action has the later
 // cutoff and covers the older one), so a workload never has more than one action queued.
 // Fair across groups (namespaces): no group runs more than maxPerGroup at once, and the next action
@@ -10,6 +11,10 @@ import { realTimers, type Timers } from './batcher.ts';
 
 export interface QueuedAction {
   workload: string;
+  /** This workload's own least interval after its previous reload; the longer of it and minIntervalMs holds. */
+  minIntervalMs?: number;
+  /** Not started before this instant (epoch ms): an interval that began before this process did. */
+  notBefore?: number;
 }
 
 interface Slot<A> {
@@ -148,8 +153,12 @@ export class WorkQueue<A extends QueuedAction> {
     if (slot.running || slot.queued === undefined || slot.timer !== undefined || this.#ready.includes(w))
       return;
     const timers = this.opts.timers ?? realTimers;
-    const wait =
-      slot.lastFinishedAt === undefined ? 0 : slot.lastFinishedAt + this.opts.minIntervalMs - timers.now();
+    const now = timers.now();
+    const interval = Math.max(this.opts.minIntervalMs, slot.queued.minIntervalMs ?? 0);
+    const wait = Math.max(
+      slot.lastFinishedAt === undefined ? 0 : slot.lastFinishedAt + interval - now,
+      (slot.queued.notBefore ?? 0) - now,
+    );
     if (wait > 0) {
       slot.timer = timers.set(() => {
         slot.timer = undefined;

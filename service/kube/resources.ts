@@ -22,6 +22,7 @@ export const WORKLOAD_RESOURCES: readonly Resource<WorkloadKind>[] = [
   { kind: 'StatefulSet', group: 'apps', version: 'v1', plural: 'statefulsets' },
   { kind: 'DaemonSet', group: 'apps', version: 'v1', plural: 'daemonsets' },
   { kind: 'CronJob', group: 'batch', version: 'v1', plural: 'cronjobs' },
+  { kind: 'Job', group: 'batch', version: 'v1', plural: 'jobs' },
   { kind: 'Rollout', group: 'argoproj.io', version: 'v1alpha1', plural: 'rollouts' },
 ];
 

@@ -259,6 +259,7 @@ describe('the Helm chart', () => {
         'argoproj.io/applications': ['get', 'list', 'watch'],
         'argoproj.io/rollouts': ['get', 'list', 'patch', 'watch'],
         'batch/cronjobs': ['get', 'list', 'watch'],
+        'batch/jobs': ['create', 'delete', 'get', 'list', 'watch'],
       });
       expect(verbsByResource(byDefault, 'namespace')).toEqual({
         configmaps: ['create', 'get', 'list', 'patch'],
@@ -311,6 +312,8 @@ describe('the Helm chart', () => {
       expect(Object.keys(minimal).filter((k) => k.startsWith('argoproj.io') || k.startsWith('pods'))).toEqual(
         [],
       );
+      // Without the restart strategy, Jobs are only watched: nothing creates or deletes them.
+      expect(minimal['batch/jobs']).toEqual(['get', 'list', 'watch']);
       const selector = verbsByResource(
         parseObjects(await helmTemplate('gr', 'ops', { set: ['reload.namespaceSelector=a=b'] })),
         'cluster',
@@ -529,6 +532,9 @@ describe('the manifests on the control plane', () => {
           'watch statefulsets.apps',
           'watch daemonsets.apps',
           'watch cronjobs.batch',
+          'watch jobs.batch',
+          'create jobs.batch in default',
+          'delete jobs.batch in default',
           'list replicasets.apps in default',
           'create pods in default',
           'delete pods in default',
@@ -553,6 +559,8 @@ describe('the manifests on the control plane', () => {
           'update deployments.apps in default',
           'patch statefulsets.apps in default',
           'patch cronjobs.batch in default',
+          'update cronjobs.batch in default',
+          'patch jobs.batch in default',
           'update pods in default',
           // Events are created, never patched.
           'patch events in default',
