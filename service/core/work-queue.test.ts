@@ -21,7 +21,10 @@ function fakeTimers() {
         pending.push(t);
         return t;
       },
-      clear: () => {},
+      clear: (h: unknown) => {
+        const i = pending.indexOf(h as (typeof pending)[number]);
+        if (i >= 0) pending.splice(i, 1);
+      },
     },
   };
 }

@@ -24,6 +24,8 @@ interface Slot<A> {
   timer?: unknown;
   /** Drops the idle slot once its minimum interval is over. */
   pruneTimer?: unknown;
+  /** The interval the last action asked to keep after it (its own, or minIntervalMs). */
+  keepMs?: number;
 }
 
 export interface WorkQueueOptions<A> {
@@ -117,7 +119,8 @@ export class WorkQueue<A extends QueuedAction> {
   #prune(w: string, slot: Slot<A>): void {
     if (slot.running || slot.queued !== undefined || slot.timer !== undefined) return;
     const timers = this.opts.timers ?? realTimers;
-    const left = (slot.lastFinishedAt ?? 0) + this.opts.minIntervalMs - timers.now();
+    const keep = Math.max(this.opts.minIntervalMs, slot.keepMs ?? 0);
+    const left = (slot.lastFinishedAt ?? 0) + keep - timers.now();
     if (left <= 0) {
       if (this.#slots.get(w) === slot) this.#slots.delete(w);
       return;
@@ -181,6 +184,7 @@ export class WorkQueue<A extends QueuedAction> {
       const group = this.#group(w);
       slot.queued = undefined;
       slot.running = true;
+      slot.keepMs = action.minIntervalMs;
       this.#active++;
       this.#perGroup.set(group, (this.#perGroup.get(group) ?? 0) + 1);
       void this.opts
