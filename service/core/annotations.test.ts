@@ -606,6 +606,65 @@ describe('debounce', () => {
   });
 });
 
+describe("pause-period (Reloader's, read as a batch window)", () => {
+  const KEY = 'deployment.reloader.stakater.com/pause-period';
+
+  it('sets the batch window of a Deployment and notes how it is read, once', () => {
+    const p = parse({ 'reloader.stakater.com/auto': 'true', [KEY]: '90s' });
+    expect(p.problems).toEqual([]);
+    expect(p.warnings).toEqual([]);
+    expect(p.policy.batchWindowMs).toBe(90_000);
+    expect(p.notes).toEqual([
+      `${KEY}=90s is read as a batch window: after a reload, further changes wait until 90s have ` +
+        'passed and then reload once; the Deployment is never paused',
+    ]);
+  });
+
+  it('is ignored, with a warning, on other kinds and on the pod template (as in Reloader)', () => {
+    const sts = parse({ 'reloader.stakater.com/auto': 'true', [KEY]: '1m' }, undefined, {
+      kind: 'StatefulSet',
+      defaultStrategy: 'restart',
+    });
+    expect(sts.policy.batchWindowMs).toBeUndefined();
+    expect(sts.warnings).toEqual([
+      `${KEY} only applies to Deployments (as in Reloader); it is ignored on a StatefulSet`,
+    ]);
+    const tpl = parse({ 'reloader.stakater.com/auto': 'true' }, { [KEY]: '1m' });
+    expect(tpl.policy.batchWindowMs).toBeUndefined();
+    expect(tpl.warnings).toEqual([
+      `${KEY} on the pod template is not read; Reloader reads it on the Deployment's metadata`,
+    ]);
+  });
+
+  it('is unset without the key', () => {
+    expect(parse({ 'reloader.stakater.com/auto': 'true' }).policy.batchWindowMs).toBeUndefined();
+  });
+});
+
+describe('restart-window', () => {
+  it('reads the windows from the metadata, else from the pod template', () => {
+    const meta = parse({
+      'gitops-reloader.io/restart-window': 'Mon-Fri 02:00-04:00 Europe/Berlin; Sat 10:00-11:00',
+    });
+    expect(meta.problems).toEqual([]);
+    expect(meta.policy.windows?.text).toBe('Mon-Fri 02:00-04:00 Europe/Berlin; Sat 10:00-11:00');
+    expect(meta.policy.windows?.windows).toHaveLength(2);
+    const tpl = parse({}, { 'gitops-reloader.io/restart-window': 'Sun 01:00-02:00' });
+    expect(tpl.policy.windows?.windows).toHaveLength(1);
+    expect(parse({}).policy.windows).toBeUndefined();
+  });
+
+  it('a bad window skips the workload rather than restarting it outside one', () => {
+    const p = parse({
+      'reloader.stakater.com/auto': 'true',
+      'gitops-reloader.io/restart-window': 'weekends',
+    });
+    expect(p.problems).toEqual([
+      'gitops-reloader.io/restart-window: window "weekends": has no time range; write HH:MM-HH:MM, e.g. 02:00-04:00',
+    ]);
+  });
+});
+
 describe('bad values become problems, never exceptions', () => {
   it.each([
     [
@@ -642,8 +701,16 @@ describe('bad values become problems, never exceptions', () => {
       /^gitops-reloader\.io\/auto=true and reloader\.stakater\.com\/auto=false disagree; set one of them$/,
     ],
     [
-      { 'reloader.stakater.com/restart-window': '{}' },
-      /^reloader\.stakater\.com\/restart-window is not supported, so the workload is skipped/,
+      { 'gitops-reloader.io/restart-window': 'Mon-Fri 2am' },
+      /^gitops-reloader\.io\/restart-window: window "Mon-Fri 2am": has no time range/,
+    ],
+    [
+      { 'gitops-reloader.io/restart-window': 'Mon 02:00-04:00 Europe/Nowhere' },
+      /^gitops-reloader\.io\/restart-window: window .*"Europe\/Nowhere" is not an IANA time zone/,
+    ],
+    [
+      { 'deployment.reloader.stakater.com/pause-period': 'soon' },
+      /^deployment\.reloader\.stakater\.com\/pause-period: "soon" is not a duration/,
     ],
   ] as [Annotations, RegExp | undefined][])('%j', (meta, message) => {
     const { problems } = parse(meta);
@@ -759,11 +826,6 @@ describe('bad values become problems, never exceptions', () => {
 
 describe('keys that are not acted on are reported as warnings', () => {
   it.each([
-    [
-      'deployment.reloader.stakater.com/pause-period',
-      '5m',
-      /is not supported: gitops-reloader never pauses a Deployment/,
-    ],
     ['deployment.reloader.stakater.com/paused-at', '2024-01-01T00:00:00Z', /kubectl rollout resume/],
     [
       'secretproviderclass.reloader.stakater.com/reload',
@@ -773,9 +835,11 @@ describe('keys that are not acted on are reported as warnings', () => {
     ['secretproviderclass.reloader.stakater.com/auto', 'true', /only with --enable-csi-integration$/],
     ['secretproviderclasses.exclude.reloader.stakater.com/reload', 'spc', /--enable-csi-integration$/],
     ['secretproviderclass.gitops-reloader.io/reload', 'spc', /--enable-csi-integration$/],
-    ['reloader.stakater.com/pending', '{}', /restart-window scheduler/],
-    ['reloader.stakater.com/applied', '{}', /restart-window scheduler/],
-    ['reloader.stakater.com/restart-hash', 'abc', /restart-window scheduler/],
+    // Keys no released Reloader defines (an unreleased restart-window scheduler used them): unknown.
+    ['reloader.stakater.com/restart-window', '{}', /is not a Reloader annotation gitops-reloader knows/],
+    ['reloader.stakater.com/pending', '{}', /is not a Reloader annotation gitops-reloader knows/],
+    ['reloader.stakater.com/applied', '{}', /is not a Reloader annotation gitops-reloader knows/],
+    ['reloader.stakater.com/restart-hash', 'abc', /is not a Reloader annotation gitops-reloader knows/],
     ['reloader.stakater.com/ignore', 'true', /belongs on the ConfigMap or Secret, not on the workload/],
     ['gitops-reloader.io/match', 'true', /belongs on the ConfigMap or Secret/],
     [
@@ -825,8 +889,12 @@ describe('docs/annotations.md examples', () => {
     changes?: [ConfigKind, string, boolean, DecisionRule][];
     strategy?: ReloadStrategy;
     debounceMs?: number;
+    batchWindowMs?: number;
+    /** How many restart windows the example declares. */
+    windows?: number;
     problems?: RegExp[];
     warnings?: RegExp[];
+    notes?: RegExp[];
   }
 
   const cases: Record<string, DocCase> = {
@@ -895,7 +963,12 @@ describe('docs/annotations.md examples', () => {
     },
     'pause-period': {
       changes: [['ConfigMap', 'billing-config', true, 'auto']],
-      warnings: [/^deployment\.reloader\.stakater\.com\/pause-period is not supported/],
+      batchWindowMs: 300_000,
+      notes: [/^deployment\.reloader\.stakater\.com\/pause-period=5m is read as a batch window/],
+    },
+    'restart-window': {
+      changes: [['ConfigMap', 'ledger-config', true, 'auto']],
+      windows: 2,
     },
   };
 
@@ -934,6 +1007,12 @@ describe('docs/annotations.md examples', () => {
     });
     if (c.strategy) expect(parsed.policy.strategy).toBe(c.strategy);
     if (c.debounceMs !== undefined) expect(parsed.policy.debounceMs).toBe(c.debounceMs);
+    expect(parsed.policy.batchWindowMs).toBe(c.batchWindowMs);
+    expect(parsed.policy.windows?.windows.length).toBe(c.windows);
+    expect(parsed.notes).toHaveLength(c.notes?.length ?? 0);
+    c.notes?.forEach((re, i) => {
+      expect(parsed.notes[i]).toMatch(re);
+    });
 
     const uses = extractReferences('default', (template?.spec ?? {}) as PodSpecLike);
     const globals = globalsWith({ ignoreConfigMaps: ['kube-root-ca.crt'] });

@@ -2,8 +2,9 @@
 // gitops-reloader.io keys and from Stakater Reloader's keys with Reloader's meaning and precedence.
 // docs/annotations.md is the user-facing description of this file; keep the two in step.
 
-import { parseDuration } from './duration.ts';
+import { formatDuration, parseDuration } from './duration.ts';
 import { compileNameList, EMPTY_NAME_LIST, matchName, type NameList, splitList } from './name-pattern.ts';
+import { parseRestartWindows, type RestartWindows } from './restart-window.ts';
 import {
   type ConfigKind,
   type ConfigRef,
@@ -69,10 +70,18 @@ export const KEYS = {
   } satisfies Record<ConfigKind, TypedKeys>,
   strategy: 'gitops-reloader.io/strategy',
   debounce: 'gitops-reloader.io/debounce',
+  /** Maintenance windows: a reload outside them is held until one opens (core/restart-window.ts). */
+  restartWindow: 'gitops-reloader.io/restart-window',
+  /** Reloader's pause after a Deployment reload; read as a batch window (see readPausePeriod). */
+  pausePeriod: 'deployment.reloader.stakater.com/pause-period',
   /** Reloader's per-Rollout choice between a template rollout and spec.restartAt. */
   rolloutStrategy: 'reloader.stakater.com/rollout-strategy',
   /** Written by the annotate and git strategies on the pod template. */
   configHash: 'gitops-reloader.io/config-hash',
+  /** Written on the Jobs a reload creates (from a CronJob, or recreating a Job): the configs that changed. */
+  reloadedFor: 'gitops-reloader.io/reloaded-for',
+  /** Written with reloadedFor: the reload's cutoff, which makes creating the Job idempotent. */
+  reloadCutoff: 'gitops-reloader.io/reload-cutoff',
   /** Written on workload metadata by the Argo CD "reload (drift-free)" resource action. */
   reloadRequestedAt: 'gitops-reloader.io/reload-requested-at',
   /** Git strategy, Helm sources: the values map that holds pod annotations (default podAnnotations). */
@@ -82,14 +91,11 @@ export const KEYS = {
 /** The longest debounce accepted; longer would overflow Node timers long before it was useful. */
 export const MAX_DEBOUNCE_MS = 24 * 3_600_000;
 
-// Reloader keys we know and deliberately do not act on, with what happens instead. A `problem` skips
-// the workload; anything else is a warning and the workload is still reloaded.
-const UNSUPPORTED: Readonly<Record<string, { message: string; problem?: boolean }>> = {
-  'deployment.reloader.stakater.com/pause-period': {
-    message:
-      'is not supported: gitops-reloader never pauses a Deployment (that would change the workload object). ' +
-      'Changes are already batched per Argo CD sync and debounced; set gitops-reloader.io/debounce to widen the window',
-  },
+// Reloader keys we know and deliberately do not act on: a warning, and the workload is still
+// reloaded. Every Reloader key we claim is one its released source (v1.4.x) defines: the annotation
+// defaults in internal/pkg/config/config.go and the CSI and pause-deployment ones. Any other
+// *reloader.stakater.com key is reported as unknown.
+const UNSUPPORTED: Readonly<Record<string, { message: string }>> = {
   'deployment.reloader.stakater.com/paused-at': {
     message:
       "was written by Reloader's pause-period and is not read. If spec.paused is still true, Reloader paused " +
@@ -99,21 +105,6 @@ const UNSUPPORTED: Readonly<Record<string, { message: string; problem?: boolean 
     message:
       "was written by Reloader's annotations strategy and is neither read nor updated. It is harmless; " +
       'removing it from the pod template restarts the pods once',
-  },
-  'reloader.stakater.com/restart-window': {
-    message:
-      'is not supported, so the workload is skipped rather than restarted outside its window ' +
-      '(Reloader also refuses to reload such a workload when restart windows are off)',
-    problem: true,
-  },
-  'reloader.stakater.com/pending': {
-    message: "is state of Reloader's restart-window scheduler and is not read",
-  },
-  'reloader.stakater.com/applied': {
-    message: "is state of Reloader's restart-window scheduler and is not read",
-  },
-  'reloader.stakater.com/restart-hash': {
-    message: "is state of Reloader's restart-window scheduler and is not read",
   },
 };
 
@@ -150,6 +141,13 @@ export interface WorkloadPolicy {
   readonly strategySource: string;
   /** Per-workload debounce override in ms; undefined means the global debounce. */
   readonly debounceMs: number | undefined;
+  /**
+   * Least time between the end of one reload and the start of the next (Reloader's pause-period on a
+   * Deployment): changes in between wait and become one reload. Undefined: the global minimum.
+   */
+  readonly batchWindowMs: number | undefined;
+  /** Maintenance windows: a reload starts only inside one. Undefined: any time. */
+  readonly windows: RestartWindows | undefined;
 }
 
 export interface ParsedWorkloadPolicy {
@@ -158,6 +156,8 @@ export interface ParsedWorkloadPolicy {
   readonly problems: string[];
   /** Keys that are not acted on (unsupported, misplaced, unknown, not read). Report; keep reloading. */
   readonly warnings: string[];
+  /** Reloader keys read with a meaning of our own (pause-period). Report once, as a Normal Event. */
+  readonly notes: string[];
 }
 
 export interface ParseOptions {
@@ -403,6 +403,68 @@ function readDebounce(meta: Annotations, template: Annotations, problems: Set<st
   return undefined;
 }
 
+/**
+ * Reloader pauses a Deployment (spec.paused) after a reload for `pause-period`, so that changes in that
+ * time roll out together when it resumes it. Pausing would write the workload object, so we keep the
+ * meaning and not the mechanism: the first change reloads at once, later ones wait until the period
+ * has passed since that reload ended, then reload once. Read, as Reloader does, on a Deployment's
+ * metadata only.
+ */
+function readPausePeriod(
+  meta: Annotations,
+  template: Annotations,
+  opts: ParseOptions,
+  problems: Set<string>,
+  warnings: Set<string>,
+  notes: Set<string>,
+): number | undefined {
+  const key = KEYS.pausePeriod;
+  if (template[key] !== undefined) {
+    warnings.add(`${key} on the pod template is not read; Reloader reads it on the Deployment's metadata`);
+  }
+  const raw = meta[key]?.trim();
+  if (raw === undefined || raw === '') return undefined;
+  if (opts.kind !== 'Deployment') {
+    warnings.add(`${key} only applies to Deployments (as in Reloader); it is ignored on a ${opts.kind}`);
+    return undefined;
+  }
+  const ms = parseDuration(raw);
+  if (ms === undefined) {
+    problems.add(`${key}: ${JSON.stringify(raw)} is not a duration; write e.g. 30s, 5m or 1h`);
+    return undefined;
+  }
+  if (ms > MAX_DEBOUNCE_MS) {
+    problems.add(`${key}: ${JSON.stringify(raw)} is longer than the 24h limit`);
+    return undefined;
+  }
+  notes.add(
+    `${key}=${raw} is read as a batch window: after a reload, further changes wait until ` +
+      `${formatDuration(ms)} have passed and then reload once; the Deployment is never paused`,
+  );
+  return ms;
+}
+
+function readWindows(
+  meta: Annotations,
+  template: Annotations,
+  problems: Set<string>,
+): RestartWindows | undefined {
+  for (const [ann, source] of [
+    [meta, 'metadata'],
+    [template, 'pod template'],
+  ] as const) {
+    const raw = ann[KEYS.restartWindow];
+    if (raw === undefined || raw.trim() === '') continue;
+    const parsed = parseRestartWindows(raw);
+    if ('problem' in parsed) {
+      problems.add(`${KEYS.restartWindow}${where(source)}: ${parsed.problem}`);
+      return undefined;
+    }
+    return parsed.windows;
+  }
+  return undefined;
+}
+
 const OUR_DOMAIN = /^([a-z0-9-]+\.)*gitops-reloader\.io\//;
 const RELOADER_DOMAIN = /^([a-z0-9-]+\.)*reloader\.stakater\.com\//;
 
@@ -411,7 +473,6 @@ function reportUnread(
   meta: Annotations,
   template: Annotations,
   rules: Record<ConfigKind, KindRules>,
-  problems: Set<string>,
   warnings: Set<string>,
   csi: boolean,
 ): void {
@@ -424,8 +485,12 @@ function reportUnread(
   const always: readonly string[] = [
     KEYS.strategy,
     KEYS.debounce,
+    KEYS.restartWindow,
+    KEYS.pausePeriod,
     KEYS.rolloutStrategy,
     KEYS.configHash,
+    KEYS.reloadedFor,
+    KEYS.reloadCutoff,
     KEYS.reloadRequestedAt,
     KEYS.gitValuesPath,
   ];
@@ -438,7 +503,7 @@ function reportUnread(
       if (always.includes(key)) continue;
       const unsupported = UNSUPPORTED[key];
       if (unsupported) {
-        (unsupported.problem ? problems : warnings).add(`${key}${where(source)} ${unsupported.message}`);
+        warnings.add(`${key}${where(source)} ${unsupported.message}`);
         continue;
       }
       if (configSide.includes(key)) {
@@ -498,6 +563,7 @@ export function parseWorkloadPolicy(
   const t = template ?? {};
   const problems = new Set<string>();
   const warnings = new Set<string>();
+  const notes = new Set<string>();
   const rules = {
     ConfigMap: kindRules('ConfigMap', m, t, problems),
     Secret: kindRules('Secret', m, t, problems),
@@ -505,7 +571,9 @@ export function parseWorkloadPolicy(
   };
   const { strategy, source } = readStrategy(m, t, opts, problems, warnings);
   const debounceMs = readDebounce(m, t, problems);
-  reportUnread(m, t, rules, problems, warnings, opts.csi === true);
+  const batchWindowMs = readPausePeriod(m, t, opts, problems, warnings, notes);
+  const windows = readWindows(m, t, problems);
+  reportUnread(m, t, rules, warnings, opts.csi === true);
   return {
     policy: {
       configMaps: rules.ConfigMap,
@@ -514,9 +582,12 @@ export function parseWorkloadPolicy(
       strategy,
       strategySource: source,
       debounceMs,
+      batchWindowMs,
+      windows,
     },
     problems: [...problems],
     warnings: [...warnings],
+    notes: [...notes],
   };
 }
 

@@ -7,7 +7,7 @@
  */
 export type ConfigKind = 'ConfigMap' | 'Secret' | 'SecretProviderClass';
 
-export type WorkloadKind = 'Deployment' | 'StatefulSet' | 'DaemonSet' | 'CronJob' | 'Rollout';
+export type WorkloadKind = 'Deployment' | 'StatefulSet' | 'DaemonSet' | 'CronJob' | 'Job' | 'Rollout';
 
 /** A ConfigMap, Secret or SecretProviderClass, by name. Configs are always in the workload's namespace. */
 export interface ConfigRef {

@@ -8,7 +8,10 @@ import type {
   CoreV1Event,
   V1ConfigMap,
   V1ConfigMapList,
+  V1CronJob,
   V1Eviction,
+  V1Job,
+  V1JobList,
   V1Lease,
   V1Pod,
   V1PodList,
@@ -32,6 +35,8 @@ export interface CoreApi {
   readNamespacedConfigMap(a: Named): Promise<V1ConfigMap>;
   listNamespacedConfigMap(a: InNamespace & Selected): Promise<V1ConfigMapList>;
   createNamespacedConfigMap(a: InNamespace & { body: V1ConfigMap }): Promise<V1ConfigMap>;
+  deleteNamespacedConfigMap(a: Named): Promise<unknown>;
+  createNamespacedSecret(a: InNamespace & { body: V1Secret }): Promise<V1Secret>;
   /** A JSON merge patch (whatever options a client-node caller would add). */
   patchNamespacedConfigMap(a: Named & { body: object }, options?: unknown): Promise<V1ConfigMap>;
   createNamespacedEvent(a: InNamespace & { body: CoreV1Event }): Promise<CoreV1Event>;
@@ -51,6 +56,12 @@ export interface AppsApi {
 
 export interface BatchApi {
   patchNamespacedCronJob(a: Named & { body: object }, options?: unknown): Promise<unknown>;
+  readNamespacedCronJob(a: Named): Promise<V1CronJob>;
+  readNamespacedJob(a: Named): Promise<V1Job>;
+  listNamespacedJob(a: InNamespace & Selected): Promise<V1JobList>;
+  createNamespacedJob(a: InNamespace & { body: V1Job }): Promise<V1Job>;
+  /** DeleteOptions as the body: propagationPolicy, preconditions. */
+  deleteNamespacedJob(a: Named & { body?: object }): Promise<unknown>;
 }
 
 type Custom = { group: string; version: string; namespace: string; plural: string; name: string };
@@ -116,6 +127,8 @@ export function coreApi(access: ClusterAccess): CoreApi {
     listNamespacedConfigMap: (a) => list(access, core(a.namespace, 'configmaps'), a),
     createNamespacedConfigMap: (a) => call(access, 'POST', core(a.namespace, 'configmaps'), a.body),
     patchNamespacedConfigMap: (a) => call(access, 'PATCH', core(a.namespace, 'configmaps', a.name), a.body),
+    deleteNamespacedConfigMap: (a) => call(access, 'DELETE', core(a.namespace, 'configmaps', a.name)),
+    createNamespacedSecret: (a) => call(access, 'POST', core(a.namespace, 'secrets'), a.body),
     createNamespacedEvent: (a) => call(access, 'POST', core(a.namespace, 'events'), a.body),
     readNamespacedPod: (a) => call(access, 'GET', core(a.namespace, 'pods', a.name)),
     listNamespacedPod: (a) => list(access, core(a.namespace, 'pods'), a),
@@ -136,10 +149,17 @@ export function appsApi(access: ClusterAccess): AppsApi {
   };
 }
 
+const batch = (ns: string, resource: string, name?: string) =>
+  `/apis/batch/v1/namespaces/${seg(ns)}/${resource}${name !== undefined ? `/${seg(name)}` : ''}`;
+
 export function batchApi(access: ClusterAccess): BatchApi {
   return {
-    patchNamespacedCronJob: (a) =>
-      call(access, 'PATCH', `/apis/batch/v1/namespaces/${seg(a.namespace)}/cronjobs/${seg(a.name)}`, a.body),
+    patchNamespacedCronJob: (a) => call(access, 'PATCH', batch(a.namespace, 'cronjobs', a.name), a.body),
+    readNamespacedCronJob: (a) => call(access, 'GET', batch(a.namespace, 'cronjobs', a.name)),
+    readNamespacedJob: (a) => call(access, 'GET', batch(a.namespace, 'jobs', a.name)),
+    listNamespacedJob: (a) => list(access, batch(a.namespace, 'jobs'), a),
+    createNamespacedJob: (a) => call(access, 'POST', batch(a.namespace, 'jobs'), a.body),
+    deleteNamespacedJob: (a) => call(access, 'DELETE', batch(a.namespace, 'jobs', a.name), a.body),
   };
 }
 

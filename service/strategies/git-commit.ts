@@ -95,6 +95,7 @@ const GROUPS: Record<WorkloadRecord['ref']['kind'], string> = {
   StatefulSet: 'apps',
   DaemonSet: 'apps',
   CronJob: 'batch',
+  Job: 'batch',
   Rollout: 'argoproj.io',
 };
 

@@ -143,6 +143,8 @@ export async function restartDeployment(
           continue;
         }
         for (const s of surge) {
+          // A leader whose term ended leaves its surge pod to the next one (which reuses it).
+          ctx.signal.throwIfAborted();
           await ctx.core
             .deleteNamespacedPod({ name: s.metadata?.name as string, namespace })
             .catch((err: { code?: number }) => {
@@ -154,7 +156,7 @@ export async function restartDeployment(
           n === 0
             ? 'every pod was already newer than the change'
             : `replaced ${plural(n, 'pod')}${recreate ? ' (strategy Recreate: downtime accepted, no surge pod)' : ''}`;
-        return { replaced: n, summary };
+        return { replaced: n, summary, ...(n === 0 ? { notNeeded: true } : {}) };
       }
       case 'evict': {
         await evictor.evictNamedAndPace(step.pods, pods);

@@ -47,10 +47,32 @@ export interface StrategyResult {
   replaced: number;
   /** One line for the Reloaded Event, after "configs changed;". */
   summary: string;
+  /**
+   * Nothing had to be restarted: every pod was already newer than the change (a template rollout
+   * in the same sync replaced them, or is replacing them). Not a reload: its own Event reason, and
+   * not in the reload counters.
+   */
+  notNeeded?: boolean;
+  /** The uid the Event goes on when the reload replaced the workload object itself (a recreated Job). */
+  uid?: string;
 }
 
 export class StrategyUnsupported extends Error {
   override name = 'StrategyUnsupported';
+}
+
+/**
+ * The reload cannot start yet for a reason that will pass by itself (a CronJob's Job still running
+ * under concurrencyPolicy Forbid). Nothing was changed; the pending reload stays in the ledger and is
+ * tried again after `retryMs`.
+ */
+export class ReloadWaiting extends Error {
+  override name = 'ReloadWaiting';
+  readonly retryMs: number;
+  constructor(message: string, retryMs: number) {
+    super(message);
+    this.retryMs = retryMs;
+  }
 }
 
 /** Waits `ms`, or less if the signal aborts (then throws the abort reason). */

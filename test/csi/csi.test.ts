@@ -25,7 +25,7 @@ import {
 } from '../support/observe.ts';
 import { hashKeyFile, killAll, type RunningService, serviceArgs, startService } from '../support/service.ts';
 import { pending, waitFor } from '../support/wait-for.ts';
-import { deployment } from '../support/workloads.ts';
+import { configMap, deployment } from '../support/workloads.ts';
 
 afterEach(killAll);
 beforeAll(async () => {
@@ -171,10 +171,10 @@ describe('Secrets Store CSI (--enable-csi-integration)', () => {
     }
   });
 
-  it('reloads with only the permissions the chart grants with csiIntegration.enabled', async ({
-    kube,
-    namespace,
-  }) => {
+  it.for([
+    [true, 'reloads on a version change with only the permissions the chart grants'],
+    [false, 'warns and keeps reloading ConfigMaps when the chart grants no CSI access'],
+  ] as const)('csiIntegration.enabled=%s: %s', async ([enabled], { kube, namespace }) => {
     const release = `gr-${randomBytes(3).toString('hex')}`;
     const fullname = `${release}-gitops-reloader`;
     const apps = (await kube.core.createNamespace({ body: { metadata: { generateName: 'csi-apps-' } } }))
@@ -196,7 +196,7 @@ describe('Secrets Store CSI (--enable-csi-integration)', () => {
         '--namespace',
         namespace,
         '--set',
-        'csiIntegration.enabled=true',
+        `csiIntegration.enabled=${enabled}`,
       ]);
       const token = await kube.core.createNamespacedServiceAccountToken({
         name: fullname,
@@ -219,9 +219,19 @@ describe('Secrets Store CSI (--enable-csi-integration)', () => {
       await createProviderClass(kube, apps, 'vault-db');
       const node = new CsiNode(kube, apps);
       node.setVersions('vault-db', { 'secret/data/db': 'v1' });
+      await kube.core.createNamespacedConfigMap({ namespace: apps, body: configMap('app', { k: '1' }) });
       const before = await mounting(kube, apps, 'web', 'vault-db', { 'reloader.stakater.com/auto': 'true' });
+      await kube.apps.createNamespacedDeployment({
+        namespace: apps,
+        body: deployment('cm', {
+          annotations: { 'reloader.stakater.com/auto': 'true' },
+          container: { envFrom: [{ configMapRef: { name: 'app' } }] },
+        }),
+      });
+      await waitReadyPods(kube, apps, 'cm', 1);
       await node.mountAll();
 
+      // The chart's flags, with the chart's RBAC (the release's ServiceAccount token).
       const svc = startService([
         'serve',
         `--kubeconfig=${kubeconfig}`,
@@ -237,13 +247,29 @@ describe('Secrets Store CSI (--enable-csi-integration)', () => {
         '--log-level=debug',
       ]);
       await svc.waitForLog('ready', (l) => l.msg === 'ready', 60_000);
+      const warned = svc.logs.filter((l) => /listing the CSI driver objects is forbidden/.test(l.msg));
+      expect(warned).toHaveLength(enabled ? 0 : 1);
+
       await node.rotate('vault-db', { 'secret/data/db': 'v2' });
-      await waitForEvent(kube, apps, 'Reloaded', 'web');
-      await waitAllReplaced(kube, apps, 'web', before, 1);
-      const refused = [...svc.logs.map((l) => JSON.stringify(l)), ...svc.text].filter((l) =>
-        /forbidden|\b403\b|CSI driver CRDs are not served/i.test(l),
-      );
-      expect(refused).toEqual([]);
+      await kube.core.replaceNamespacedConfigMap({
+        name: 'app',
+        namespace: apps,
+        body: configMap('app', { k: '2' }),
+      });
+      await waitForEvent(kube, apps, 'Reloaded', 'cm');
+      await svc.waitForLog('cm done', (l) => l.msg === 'reload complete' && l.workload === 'Deployment/cm');
+      if (enabled) {
+        await waitForEvent(kube, apps, 'Reloaded', 'web');
+        await waitAllReplaced(kube, apps, 'web', before, 1);
+        const refused = [...svc.logs.map((l) => JSON.stringify(l)), ...svc.text].filter((l) =>
+          /forbidden|\b403\b|CSI driver CRDs are not served/i.test(l),
+        );
+        expect(refused).toEqual([]);
+      } else {
+        // The rotation was processed by nobody: the ConfigMap change, later, was.
+        expect(await events(kube, apps, 'Reloaded', 'web')).toHaveLength(0);
+        expect((await livePods(kube, apps, 'web')).map((p) => p.uid)).toEqual(before.map((p) => p.uid));
+      }
     } finally {
       await helm(['uninstall', release, '--namespace', namespace]).catch(() => undefined);
       await kube.core.deleteNamespace({ name: apps });

@@ -101,7 +101,7 @@ Role per namespace when reload.namespaces lists them.
   resources: [deployments, statefulsets, daemonsets]
   verbs: [get, list, watch]
 - apiGroups: [batch]
-  resources: [cronjobs]
+  resources: [cronjobs, jobs]
   verbs: [get, list, watch]
 # Events on the workloads it reloads (Reloaded, ReloadStalled, ReloadFailed, ...): created, never patched.
 - apiGroups: [""]
@@ -120,6 +120,11 @@ Role per namespace when reload.namespaces lists them.
 - apiGroups: [apps]
   resources: [replicasets]
   verbs: [get, list]
+# A CronJob reload creates one Job from its jobTemplate (Replace deletes the running one); a Job
+# reload deletes the Job and creates it again. CronJobs and Job templates are never written.
+- apiGroups: [batch]
+  resources: [jobs]
+  verbs: [create, delete]
 {{- end }}
 {{- if .Values.rbac.annotate }}
 # Annotate strategy (opt-in, causes drift): writes gitops-reloader.io/config-hash into pod templates.
