@@ -240,6 +240,9 @@ describe('notifications from the real Argo CD to a service that cannot read Appl
       repo,
       destination: namespace,
       annotations: SUBSCRIBE,
+      // Argo CD retries a failed automated sync (5 times by default, from 5 s doubling up to 3 min),
+      // and the operation stays Running between attempts: one quick retry here.
+      retry: { limit: 1, backoff: { duration: '1s', factor: 2, maxDuration: '5s' } },
     });
     try {
       const first = await app.waitSynced(await repo.head());
@@ -257,6 +260,8 @@ describe('notifications from the real Argo CD to a service that cannot read Appl
       if (!op) throw new Error('no operationState');
       const hook = op.syncResult?.resources?.find((r) => r.name === 'post');
       expect(hook?.hookPhase, JSON.stringify(op.syncResult?.resources)).toBe('Failed');
+      // One operation, retried once: Failed only after its retry, and notified once, at the end.
+      expect(op.retryCount).toBe(1);
       // The configs were applied before the hook ran.
       const applied = op.syncResult?.resources?.filter((r) => r.kind === 'ConfigMap' || r.kind === 'Secret');
       expect(applied?.map((r) => r.name).sort()).toEqual(['app', 'creds']);
