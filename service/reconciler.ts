@@ -5,7 +5,7 @@
 
 import type { Config } from './config/config.ts';
 import { type AnnotationGlobals, KEYS } from './core/annotations.ts';
-import { type Batch, Batcher, type Change, type ChangeSink } from './core/batcher.ts';
+import { type Batch, Batcher, type Change, type ChangeSink, changeObservedAt } from './core/batcher.ts';
 import { setDigest } from './core/config-hash.ts';
 import { effectiveCutoff } from './core/cutoff.ts';
 import type { LedgerEntry } from './core/ledger-entry.ts';
@@ -293,7 +293,7 @@ export class Reconciler {
           this.#submit({
             workload: t.id,
             changed: v.changed,
-            cutoffMs: effectiveCutoff(b.lastObservedAt),
+            cutoffMs: effectiveCutoff(changeObservedAt(b, v.changed)),
             target: set,
             changeRV: this.#changeRV(v.changed),
           });
