@@ -274,6 +274,65 @@ describe('notifications from the real Argo CD to a service that cannot read Appl
     }
   });
 
+  it('config and template in one commit: the Deployment rolls once, and the unchanged Secret the notification lists does not make its new pods look old', async ({
+    kube,
+    namespace,
+  }) => {
+    const u = await startUnwatched(kube, namespace);
+    const files = (v: string) =>
+      toFiles([
+        cm('app', { k: v }),
+        secret('creds', { p: '1' }),
+        web('web', {
+          configMaps: ['app'],
+          secrets: ['creds'],
+          replicas: 2,
+          image: `registry.invalid/app:${v}`,
+        }),
+      ]);
+    const repo = await GitRepo.create(namespace, files('1'));
+    const app = await ArgoApp.create(kube, {
+      name: namespace,
+      repo,
+      destination: namespace,
+      annotations: SUBSCRIBE,
+    });
+    try {
+      const first = await app.waitSynced(await repo.head());
+      await waitNotified(u.svc, namespace, first.status?.operationState?.startedAt as string);
+      const before = await waitReadyPods(kube, namespace, 'web', 2);
+      const pods = await PodTracker.start(kube, namespace, 'web');
+
+      const sha = await app.commit(repo, files('2'), 'New image and new config');
+      const synced = await app.waitOperation(sha, 'Succeeded');
+      const op = synced.status?.operationState;
+      // The notification lists every resource the sync applied, the unchanged Secret too.
+      const ended = await u.svc.waitForLog(
+        'the notification of the commit',
+        (l) => l.msg === 'Argo CD sync ended' && l.startedAt === op?.startedAt && l.via === 'notification',
+        120_000,
+      );
+      const notNeeded = await waitForEvent(kube, namespace, 'ReloadNotNeeded', 'web', 120_000);
+      await waitReadyPods(kube, namespace, 'web', 2);
+      await stayQuiet(10_000, async () => {
+        const created = pods.newSince(before);
+        return created.length > 2 ? `${created.length} new pods` : undefined;
+      });
+      pods.stop();
+
+      // The notification came after the rollout had started: Argo CD notifies only once the app
+      // was reconciled after the operation ended.
+      const rolloutStart = Math.min(...pods.newSince(before).map((p) => p.createdAt));
+      expect(at(ended)).toBeGreaterThan(rolloutStart);
+      expect(notNeeded.message).toBeTruthy();
+      expect(pods.newSince(before), 'one new pod per replica: the rollout only').toHaveLength(2);
+      expect(await reloadedCount(kube, namespace, 'web')).toBe(0);
+      await app.waitSynced(sha);
+    } finally {
+      await app.delete();
+    }
+  });
+
   it('a re-sync of the same revision through the API that changes a config: notified again, one reload', async ({
     kube,
     namespace,
