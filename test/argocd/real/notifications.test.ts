@@ -333,6 +333,74 @@ describe('notifications from the real Argo CD to a service that cannot read Appl
     }
   });
 
+  it('a pod a later sync wave adds after the config changed is not restarted: the cutoff is when the config changed, not when the notification came', async ({
+    kube,
+    namespace,
+  }) => {
+    const u = await startUnwatched(kube, namespace);
+    const wave = (m: Manifest, n: number): Manifest => ({
+      ...m,
+      metadata: {
+        ...m.metadata,
+        annotations: { ...m.metadata.annotations, 'argocd.argoproj.io/sync-wave': String(n) },
+      },
+    });
+    // The config in wave 0, an unrelated ConfigMap in wave 1, web (scaled up by the commit) in wave 2:
+    // Argo CD waits between waves, so web's new pod is created seconds after the config changed, and
+    // the notification, sent once the app was reconciled after the operation, comes later still.
+    const files = (v: string, replicas: number) =>
+      toFiles([
+        wave(cm('app', { k: v }), 0),
+        wave(secret('creds', { p: '1' }), 0),
+        wave(cm('other', { v }), 1),
+        wave(web('web', { configMaps: ['app'], secrets: ['creds'], replicas }), 2),
+      ]);
+    const repo = await GitRepo.create(namespace, files('1', 2));
+    const app = await ArgoApp.create(kube, {
+      name: namespace,
+      repo,
+      destination: namespace,
+      annotations: SUBSCRIBE,
+    });
+    try {
+      const first = await app.waitSynced(await repo.head());
+      await waitNotified(u.svc, namespace, first.status?.operationState?.startedAt as string);
+      const before = await waitReadyPods(kube, namespace, 'web', 2);
+      const pods = await PodTracker.start(kube, namespace, 'web');
+
+      const sha = await app.commit(repo, files('2', 3), 'New config; web scaled to 3');
+      await app.waitOperation(sha, 'Succeeded');
+      await waitForEvent(kube, namespace, 'Reloaded', 'web', 120_000);
+      await u.svc.waitForLog(
+        'reload complete',
+        (l) => l.msg === 'reload complete' && l.workload === 'Deployment/web',
+        60_000,
+      );
+      const after = await waitReadyPods(kube, namespace, 'web', 3);
+      pods.stop();
+
+      const started = logsOf(u.svc, 'reload started');
+      expect(started).toHaveLength(1);
+      const reloadAt = at(started[0] as LogLine);
+      const held = u.svc.logs.find(
+        (l) =>
+          l.msg === 'config change held until the Argo CD sync ends' && String(l.configs).endsWith('/app'),
+      );
+      // The scale-up pod: created after the config changed (it reads the new config), before the reload.
+      const scaled = pods.newSince(before).filter((p) => p.createdAt < reloadAt);
+      expect(scaled, 'one pod added by the scale-up before the reload').toHaveLength(1);
+      expect(scaled[0]?.createdAt).toBeGreaterThanOrEqual(Math.floor(at(held as LogLine) / 1000) * 1000);
+      expect(
+        after.map((p) => p.uid),
+        'the scale-up pod is still running: not restarted',
+      ).toContain(scaled[0]?.uid);
+      expect(pods.newSince(before), 'two replacements and the scale-up pod').toHaveLength(3);
+      expect(await reloadedCount(kube, namespace, 'web')).toBe(1);
+    } finally {
+      await app.delete();
+    }
+  });
+
   it('a re-sync of the same revision through the API that changes a config: notified again, one reload', async ({
     kube,
     namespace,
