@@ -274,7 +274,7 @@ describe('notifications from the real Argo CD to a service that cannot read Appl
     }
   });
 
-  it('config and template in one commit: the Deployment rolls once, and the unchanged Secret the notification lists does not make its new pods look old', async ({
+  it('config and template in one commit: the Deployment is rolled once, by its own controller, and gitops-reloader adds no restart', async ({
     kube,
     namespace,
   }) => {
@@ -306,7 +306,6 @@ describe('notifications from the real Argo CD to a service that cannot read Appl
       const sha = await app.commit(repo, files('2'), 'New image and new config');
       const synced = await app.waitOperation(sha, 'Succeeded');
       const op = synced.status?.operationState;
-      // The notification lists every resource the sync applied, the unchanged Secret too.
       const ended = await u.svc.waitForLog(
         'the notification of the commit',
         (l) => l.msg === 'Argo CD sync ended' && l.startedAt === op?.startedAt && l.via === 'notification',
