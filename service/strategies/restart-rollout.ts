@@ -48,7 +48,7 @@ export async function restartRollout(ctx: StrategyContext, req: ReloadRequest): 
       return {
         replaced: 0,
         notNeeded: true,
-        summary: 'the pod template changed after the config: the Rollout\'s own update replaces the pods',
+        summary: "the pod template changed after the config: the Rollout's own update replaces the pods",
       };
     }
     const current = ro.spec?.restartAt;

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { PatchStrategy, setHeaderOptions, Watch } from '@kubernetes/client-node';
-import { inject } from 'vitest';
+import { inject, onTestFinished } from 'vitest';
 import { stringify } from 'yaml';
 import type { ArgoCdEndpoints } from '../cluster/argocd.ts';
 import type { Kube } from './kube.ts';
@@ -379,7 +379,10 @@ function summary(a: Application): unknown {
   };
 }
 
-/** gitops-reloader confined to one test namespace, following the Applications of the real Argo CD. */
+/**
+ * gitops-reloader confined to one test namespace, following the Applications of the real Argo CD.
+ * Killed when the test finishes (its own service only: these suites run tests concurrently).
+ */
 export async function startReloader(namespace: string, extra: string[] = []): Promise<RunningService> {
   const svc = startService(
     serviceArgs(namespace, await hashKeyFile(), [
@@ -389,6 +392,7 @@ export async function startReloader(namespace: string, extra: string[] = []): Pr
       ...extra,
     ]),
   );
-  await svc.waitForLog('ready', (l) => l.msg === 'ready');
+  onTestFinished(() => svc.kill());
+  await svc.waitForLog('ready', (l) => l.msg === 'ready', 60_000);
   return svc;
 }

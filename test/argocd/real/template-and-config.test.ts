@@ -3,15 +3,12 @@
 // gitops-reloader restarts nothing on top. Also: hook Jobs and sync waves hold the reload until the
 // whole operation ends.
 import { BatchV1Api } from '@kubernetes/client-node';
-import { afterEach, describe, expect } from 'vitest';
+import { describe, expect } from 'vitest';
 import { ArgoApp, GitRepo, type Manifest, startReloader, toFiles } from '../../support/argocd.ts';
 import { it } from '../../support/kube.ts';
 import { events, PodTracker, waitForEvent, waitReadyPods } from '../../support/observe.ts';
-import { killAll } from '../../support/service.ts';
 import { deployment, statefulSet } from '../../support/workloads.ts';
 import { AUTO, cm, reloadedCount, stayQuiet } from '../fixtures.ts';
-
-afterEach(killAll);
 
 const envFrom = { envFrom: [{ configMapRef: { name: 'app' } }] };
 
@@ -170,7 +167,9 @@ describe.concurrent('a real Argo CD sync of config and template together', { tim
       tracker.stop();
 
       const op = synced.status?.operationState;
-      const hooks = op?.syncResult?.resources?.filter((r) => r.hookPhase) ?? [];
+      const hooks =
+        op?.syncResult?.resources?.filter((r) => r.syncPhase === 'PreSync' || r.syncPhase === 'PostSync') ??
+        [];
       expect(hooks.map((h) => `${h.name}:${h.syncPhase}:${h.hookPhase}`).sort()).toEqual([
         'post:PostSync:Succeeded',
         'pre:PreSync:Succeeded',
