@@ -5,17 +5,14 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { afterEach, beforeAll, describe, expect, inject } from 'vitest';
+import { beforeAll, describe, expect, inject } from 'vitest';
 import { repoRoot } from '../../cluster/paths.ts';
 import { ArgoApp, argocdEndpoints, GitRepo, startReloader, toFiles } from '../../support/argocd.ts';
 import { listResourceActions, type ResourceRef, runResourceAction } from '../../support/argocd-api.ts';
 import { it } from '../../support/kube.ts';
 import { PodTracker, waitAllReplaced, waitForEvent, waitReadyPods } from '../../support/observe.ts';
-import { killAll } from '../../support/service.ts';
 import { pending, waitFor } from '../../support/wait-for.ts';
 import { cm, reloadedCount, stayQuiet, web } from '../fixtures.ts';
-
-afterEach(killAll);
 
 const run = promisify(execFile);
 const STAMP = 'gitops-reloader.io/reload-requested-at';

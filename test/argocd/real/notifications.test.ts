@@ -10,7 +10,7 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { afterAll, afterEach, describe, expect } from 'vitest';
+import { afterAll, describe, expect, onTestFinished } from 'vitest';
 import { UNWATCHED_GRACE_MS } from '../../../service/argocd/gate.ts';
 import { WEBHOOK_PATH } from '../../../service/argocd/webhook.ts';
 import {
@@ -30,17 +30,10 @@ import {
 import { adminKubeConfig, clients, it, type Kube } from '../../support/kube.ts';
 import { PodTracker, waitAllReplaced, waitForEvent, waitReadyPods } from '../../support/observe.ts';
 import { restrictedKubeConfigFile } from '../../support/restricted-service-account.ts';
-import {
-  hashKeyFile,
-  killAll,
-  type LogLine,
-  type RunningService,
-  startService,
-} from '../../support/service.ts';
+import { hashKeyFile, type LogLine, type RunningService, startService } from '../../support/service.ts';
 import { pending, waitFor } from '../../support/wait-for.ts';
 import { cm, reloadedCount, secret, stayQuiet, web } from '../fixtures.ts';
 
-afterEach(killAll);
 afterAll(async () => {
   await uninstallNotifications(clients(adminKubeConfig()));
 });
@@ -71,6 +64,7 @@ async function startUnwatched(kube: Kube, namespace: string): Promise<Unwatched>
     '--debounce=1s',
     '--max-debounce-wait=2s',
   ]);
+  onTestFinished(() => svc.kill());
   const listening = await svc.waitForLog('http listening', (l) => l.msg === 'http listening');
   await svc.waitForLog('ready', (l) => l.msg === 'ready');
   await svc.waitForLog('no Application access', (l) => l.msg.startsWith('cannot list Argo CD Applications'));
