@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 import { DEFAULT_GLOBALS, parseWorkloadPolicy } from '../service/core/annotations.ts';
-import { setDigest } from '../service/core/config-hash.ts';
+import { namespaceKey, setDigest } from '../service/core/config-hash.ts';
 import { type ConfigLookup, watchedSet } from '../service/core/plan.ts';
 import { configId } from '../service/core/types.ts';
 import { configRecord, workloadRecord } from '../service/kube/to-record.ts';
@@ -115,8 +115,35 @@ describe('injectChecksums', () => {
       defaultStrategy: 'restart',
     });
     const set = watchedSet(w, policy, lookup, DEFAULT_GLOBALS);
-    expect(written).toBe(setDigest(set.digests, KEY));
+    // The reconciler keys the published value with the workload namespace's key (ADR 0010).
+    expect(written).toBe(setDigest(set.digests, namespaceKey(KEY, 'shop')));
+    expect(written).not.toBe(setDigest(set.digests, KEY));
     expect(r.workloads.map((x) => x.name)).toEqual(['web']);
+  });
+
+  it('confined to a namespace, refuses a config or workload that names another', () => {
+    expect(() =>
+      injectChecksums([{ name: '-', text: STREAM }], KEY, {
+        annotation: ANN,
+        namespace: 'other',
+        confine: true,
+      }),
+    ).toThrow(/names namespace shop; this render is confined to other/);
+    const r = injectChecksums([{ name: '-', text: STREAM }], KEY, {
+      annotation: ANN,
+      namespace: 'shop',
+      confine: true,
+    });
+    expect(r.workloads.map((x) => x.name)).toEqual(['web']);
+  });
+
+  it('gives the same objects in two namespaces unrelated values', () => {
+    const unnamed = STREAM.replace(/\n\s*namespace: shop/g, '');
+    const hashIn = (ns: string) =>
+      injectChecksums([{ name: '-', text: unnamed }], KEY, { annotation: ANN, namespace: ns }).workloads[0]
+        ?.hash;
+    expect(hashIn('team-a')).toMatch(/^[0-9a-f]{32}$/);
+    expect(hashIn('team-a')).not.toBe(hashIn('team-b'));
   });
 
   it('changes nothing but the annotation lines, and nothing for a workload whose configs are elsewhere', () => {

@@ -29,9 +29,15 @@ export const checksumFlags: readonly FlagSpec[] = [
     type: 'string',
     help: 'Namespace of objects that name none (in the Argo CD plugin: $ARGOCD_APP_NAMESPACE). Default: none, which matches the live value only for objects that name theirs.',
   },
+  {
+    name: 'confine',
+    type: 'bool',
+    help: 'Refuse (exit 1, print nothing) when a ConfigMap, Secret or workload names a namespace other than --namespace. The Argo CD plugin sets it, so a tenant cannot have it compute values for another namespace.',
+    default: 'false',
+  },
 ];
 
-export const CHECKSUM_USAGE = `Usage: gitops-reloader checksum [DIR|-] [--in-place] [--check] [--key-file F] [--annotation K] [--namespace NS]
+export const CHECKSUM_USAGE = `Usage: gitops-reloader checksum [DIR|-] [--in-place] [--check] [--key-file F] [--annotation K] [--namespace NS [--confine]]
 
 Reads the YAML files under DIR (default .) or a multi-document stream on stdin (-). For every
 Deployment, StatefulSet, DaemonSet, CronJob or Rollout whose ConfigMaps/Secrets are in the same
@@ -81,6 +87,12 @@ export async function checksum(
     io.err('gitops-reloader checksum: --in-place needs a directory, not -\n');
     return 2;
   }
+  if (values.confine === true && typeof values.namespace !== 'string') {
+    io.err(
+      'gitops-reloader checksum: --confine needs --namespace (the namespace to confine the render to)\n',
+    );
+    return 2;
+  }
   const keyFile = (values['key-file'] as string | undefined) ?? env.GITOPS_RELOADER_HASH_KEY_FILE;
   if (!keyFile) {
     io.err('gitops-reloader checksum: --key-file is required (the HMAC key the service uses)\n');
@@ -92,6 +104,7 @@ export async function checksum(
     const result = injectChecksums(sources, key, {
       annotation: values.annotation as string,
       ...(typeof values.namespace === 'string' ? { namespace: values.namespace } : {}),
+      confine: values.confine === true,
     });
     if (check) {
       const bad = result.workloads.filter((w) => w.previous !== w.hash);

@@ -1,10 +1,15 @@
 // Computes, for a set of manifests, the config hash of every workload whose ConfigMaps or Secrets
 // are in the same set, and writes it into the workload's pod template. Pure: text in, text out.
 //
-// The value is the one the service computes for the same objects: setDigest over the usage digests
-// (extractReferences + hashConfig, both keyed) of the configs the pod template references. So a
-// Secret's checksum is an HMAC under the service's key, never a bare hash of its data.
-import { hashConfig, setDigest, usageDigest } from '../service/core/config-hash.ts';
+// The value is the one the service computes for the same objects: setDigest, under the workload
+// namespace's key (namespaceKey, ADR 0010), over the usage digests (extractReferences + hashConfig,
+// both keyed) of the configs the pod template references. So a Secret's checksum is an HMAC under a
+// key derived from the service's, never a bare hash of its data.
+//
+// With `confine` (the Argo CD plugin), a ConfigMap, Secret or workload that names a namespace other
+// than the Application's is refused: otherwise a tenant could have the plugin compute values for
+// another namespace's objects and compare them with that namespace's annotations.
+import { hashConfig, namespaceKey, setDigest, usageDigest } from '../service/core/config-hash.ts';
 import { extractReferences, type PodSpecLike } from '../service/core/references.ts';
 import { type ConfigKind, configId, type WorkloadKind } from '../service/core/types.ts';
 import {
@@ -26,6 +31,13 @@ export interface ChecksumOptions {
   annotation: string;
   /** The namespace of objects that name none (Argo CD's destination namespace). Default ''. */
   namespace?: string;
+  /** Refuse a ConfigMap, Secret or workload that names a namespace other than `namespace`. */
+  confine?: boolean;
+}
+
+/** A manifest names a namespace other than the one the render is confined to. */
+export class NamespaceConfinementError extends Error {
+  override name = 'NamespaceConfinementError';
 }
 
 export interface WorkloadChecksum {
@@ -84,6 +96,22 @@ export function injectChecksums(
     return typeof ns === 'string' && ns !== '' ? ns : defaultNs;
   };
 
+  if (opts.confine) {
+    if (!opts.namespace) throw new NamespaceConfinementError('confining a render needs its namespace');
+    parsed.forEach((docs, si) => {
+      for (const m of docs) {
+        if (!m || typeof m.kind !== 'string') continue;
+        if (m.kind !== 'ConfigMap' && m.kind !== 'Secret' && !WORKLOAD_KINDS.has(m.kind)) continue;
+        const ns = nsOf(m);
+        if (ns !== opts.namespace) {
+          throw new NamespaceConfinementError(
+            `${sources[si]?.name}: ${m.kind} ${String(m.metadata?.name)} names namespace ${ns}; this render is confined to ${opts.namespace} (the Application's destination), so its checksums cannot be computed for another namespace`,
+          );
+        }
+      }
+    });
+  }
+
   const digests = new Map<string, ReturnType<typeof hashConfig>>();
   for (const docs of parsed) {
     for (const m of docs) {
@@ -116,7 +144,7 @@ export function injectChecksums(
       }
       const configs = Object.keys(seen).sort();
       if (configs.length === 0) return;
-      const hash = setDigest(seen, key);
+      const hash = setDigest(seen, namespaceKey(key, namespace));
       const prev = template.metadata?.annotations?.[opts.annotation];
       workloads.push({
         source: source.name,

@@ -53,6 +53,7 @@ const API_VERSIONS: Record<WorkloadKind, string> = {
   StatefulSet: 'apps/v1',
   DaemonSet: 'apps/v1',
   CronJob: 'batch/v1',
+  Job: 'batch/v1',
   Rollout: 'argoproj.io/v1alpha1',
 };
 

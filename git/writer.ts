@@ -5,7 +5,7 @@
 //
 // Credentials reach git only through the child's environment: never the command line, the remote URL
 // stored in .git/config, a log line or an error message.
-import { mkdtemp, rm } from 'node:fs/promises';
+import { chmod, copyFile, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -13,6 +13,7 @@ import { type SimpleGit, simpleGit } from 'simple-git';
 import { KEYS } from '../service/core/annotations.ts';
 import type { WorkloadKind } from '../service/core/types.ts';
 import { type ChecksumTarget, editCheckout, type TargetOutcome } from './edit-checkout.ts';
+import { guardSize } from './size-guard.ts';
 
 export interface ChecksumWorkload {
   kind: WorkloadKind;
@@ -58,6 +59,11 @@ export interface CommitChecksumRequest {
   author?: CommitAuthor;
   /** Placeholders: {{namespace}} {{workload}} {{kind}} {{configs}} {{hash}}. */
   messageTemplate?: string;
+  /**
+   * Sign commits with this SSH private key (git's gpg.format=ssh; needs ssh-keygen). It is copied
+   * into the write's private temp dir, so a mounted Secret's file mode does not matter.
+   */
+  signingKeyPath?: string;
   /** Default gitops-reloader.io/config-hash; e.g. checksum/config. */
   annotationKey?: string;
   retry?: RetryPolicy;
@@ -94,6 +100,7 @@ export type GitWriteReason =
   | 'push-rejected'
   | 'conflict'
   | 'aborted'
+  | 'too-large'
   | 'git';
 
 /** A repository-level failure. The message names the repository without credentials. */
@@ -118,6 +125,15 @@ export interface GitWriterOptions {
   commandTimeoutMs?: number;
   /** Allow file:// repository URLs (tests, local mirrors). Default false. */
   allowFileURLs?: boolean;
+  /**
+   * Allow plain http:// repository URLs, which carry credentials in clear text. Default false
+   * (--git-allow-insecure-http; loopback tests).
+   */
+  allowInsecureHttp?: boolean;
+  /** Abort a whole write (clone, edits, every push attempt) that takes longer. Default 10 min. */
+  deadlineMs?: number;
+  /** Abort a write whose clone grows past this many bytes on disk. Default 200 MiB. */
+  maxCheckoutBytes?: number;
 }
 
 interface Job {
@@ -149,12 +165,15 @@ export class GitWriter {
       tmpDir: opts.tmpDir ?? tmpdir(),
       commandTimeoutMs: opts.commandTimeoutMs ?? 120_000,
       allowFileURLs: opts.allowFileURLs ?? false,
+      allowInsecureHttp: opts.allowInsecureHttp ?? false,
+      deadlineMs: opts.deadlineMs ?? 600_000,
+      maxCheckoutBytes: opts.maxCheckoutBytes ?? 200 * 1024 * 1024,
     };
   }
 
   /** Sets the workloads' checksums on the branch in one commit (or none, when all are already set). */
   async commitChecksum(req: CommitChecksumRequest): Promise<CommitChecksumResult> {
-    const remote = parseRemote(req.repoURL, this.#opts.allowFileURLs);
+    const remote = parseRemote(req.repoURL, this.#opts.allowFileURLs, this.#opts.allowInsecureHttp);
     const branches = parseBranch(req.branch);
     const template = req.messageTemplate ?? DEFAULT_MESSAGE_TEMPLATE;
     checkTemplate(template);
@@ -169,6 +188,7 @@ export class GitWriter {
       template,
       req.annotationKey ?? KEYS.configHash,
       req.retry ?? null,
+      req.signingKeyPath ?? null,
     ]);
     return new Promise((resolve, reject) => {
       const job: Job = { req, remote, branches, template, creds, group, resolve, reject };
@@ -222,8 +242,43 @@ export class GitWriter {
     const paths = [...new Set(items.map((i) => i.appPath))];
     const tmp = await mkdtemp(path.join(this.#opts.tmpDir, 'gitops-reloader-git-'));
     const work = path.join(tmp, 'repo');
-    const env = gitEnv(tmp, creds, req.author ?? DEFAULT_AUTHOR);
-    const run = new Runner(env, creds.secrets, remote.display, this.#opts.commandTimeoutMs, req.signal);
+    const signing: Array<[string, string]> = [];
+    if (req.signingKeyPath) {
+      const key = path.join(tmp, 'signing-key');
+      try {
+        await copyFile(req.signingKeyPath, key);
+        await chmod(key, 0o600);
+      } catch (err) {
+        await rm(tmp, { recursive: true, force: true });
+        throw new GitWriteError(
+          `cannot read the commit signing key: ${(err as NodeJS.ErrnoException).code ?? 'error'}`,
+          'invalid',
+        );
+      }
+      signing.push(['gpg.format', 'ssh'], ['user.signingKey', key], ['commit.gpgSign', 'true']);
+    }
+    const env = gitEnv(tmp, creds, req.author ?? DEFAULT_AUTHOR, signing);
+    // One deadline for the whole write: a server that trickles bytes defeats the per-command timeout.
+    const deadline = AbortSignal.timeout(this.#opts.deadlineMs);
+    const size = guardSize(tmp, this.#opts.maxCheckoutBytes);
+    const signals = [deadline, size.signal, ...(req.signal ? [req.signal] : [])];
+    const signal = AbortSignal.any(signals);
+    const mib = (n: number) => `${Math.ceil(n / 1024 / 1024)} MiB`;
+    const run = new Runner(env, creds.secrets, remote.display, this.#opts.commandTimeoutMs, signal, () => {
+      const big = size.exceeded();
+      if (big !== undefined) {
+        return {
+          reason: 'too-large',
+          message: `the clone grew past ${mib(this.#opts.maxCheckoutBytes)} (${mib(big)} seen) and was stopped; raise --git-max-checkout-mib or point the Application at a smaller repository`,
+        };
+      }
+      return deadline.aborted
+        ? {
+            reason: 'unreachable',
+            message: `the write took longer than its deadline of ${Math.round(this.#opts.deadlineMs / 1000)}s`,
+          }
+        : undefined;
+    });
     try {
       // Argo CD's default targetRevision: the remote's default branch.
       const base = branches.base === 'HEAD' ? await run.defaultBranch(tmp, remote.url) : branches.base;
@@ -285,9 +340,10 @@ export class GitWriter {
         }
         const backoff = Math.min(retry.maxDelayMs, retry.baseDelayMs * 2 ** (attempts - 1));
         // Jitter, so that writers that collided do not collide again in step.
-        await pause(Math.round(backoff / 2 + Math.random() * (backoff / 2)), req.signal);
+        await pause(Math.round(backoff / 2 + Math.random() * (backoff / 2)), signal);
       }
     } finally {
+      size.stop();
       await rm(tmp, { recursive: true, force: true });
     }
   }
@@ -332,7 +388,7 @@ interface Remote {
   userinfo?: { username: string; password: string };
 }
 
-function parseRemote(raw: string, allowFile: boolean): Remote {
+function parseRemote(raw: string, allowFile: boolean, allowInsecureHttp: boolean): Remote {
   const trimmed = raw.trim();
   const scp = /^([A-Za-z0-9._-]+@)?([A-Za-z0-9.-]+):(?!\/\/)([A-Za-z0-9._~/-]+)$/.exec(trimmed);
   if (scp) {
@@ -354,6 +410,12 @@ function parseRemote(raw: string, allowFile: boolean): Remote {
   if (!['https', 'http', 'ssh', 'file'].includes(scheme) || (scheme === 'file' && !allowFile)) {
     throw new GitWriteError(
       `repository URL scheme ${scheme}: is not supported (https, http, ssh)`,
+      'invalid',
+    );
+  }
+  if (scheme === 'http' && !allowInsecureHttp) {
+    throw new GitWriteError(
+      `repository URL ${u.protocol}//${u.host}${u.pathname} is plain http: credentials and content would cross the network in clear text (allow it with --git-allow-insecure-http)`,
       'invalid',
     );
   }
@@ -398,8 +460,10 @@ function parseBranch(raw: string): Branches {
 }
 
 interface Creds {
-  /** GIT_CONFIG_* pairs and other env for git. */
+  /** Other env for git (GIT_SSH_COMMAND). */
   env: Record<string, string>;
+  /** git config pairs, passed as GIT_CONFIG_KEY_n/GIT_CONFIG_VALUE_n. */
+  config: Array<[string, string]>;
   /** Strings that must never appear in an error message. */
   secrets: string[];
 }
@@ -419,26 +483,40 @@ function credentialsFor(remote: Remote, given: GitCredentials | undefined): Cred
       env: {
         GIT_SSH_COMMAND: `ssh -i ${given.sshKeyPath} -o IdentitiesOnly=yes -o BatchMode=yes -o StrictHostKeyChecking=yes${knownHosts}`,
       },
+      config: [],
       secrets: [],
     };
   }
   const username = given?.username ?? remote.userinfo?.username;
   const token = given?.token ?? remote.userinfo?.password;
-  if (!remote.http || !token) return { env: {}, secrets: token ? [token] : [] };
+  if (!remote.http || !token) return { env: {}, config: [], secrets: token ? [token] : [] };
   const basic = Buffer.from(`${username || 'x-access-token'}:${token}`).toString('base64');
-  // Scoped to this repository's URL, so a redirect to another host does not carry it.
+  // Scoped to this repository's URL; and redirects are not followed at all (see gitEnv).
   return {
-    env: {
-      GIT_CONFIG_COUNT: '1',
-      GIT_CONFIG_KEY_0: `http.${remote.url}.extraHeader`,
-      GIT_CONFIG_VALUE_0: `Authorization: Basic ${basic}`,
-    },
+    env: {},
+    config: [[`http.${remote.url}.extraHeader`, `Authorization: Basic ${basic}`]],
     secrets: [token, basic, encodeURIComponent(token)],
   };
 }
 
-function gitEnv(tmp: string, creds: Creds, author: CommitAuthor): Record<string, string> {
+function gitEnv(
+  tmp: string,
+  creds: Creds,
+  author: CommitAuthor,
+  extra: Array<[string, string]> = [],
+): Record<string, string> {
+  // Never follow a redirect: a server that answers with a Location on another host or port must not
+  // receive the Authorization header, nor make us clone from there. git's default follows the first.
+  const config: Array<[string, string]> = [['http.followRedirects', 'false'], ...creds.config, ...extra];
+  const pairs = Object.fromEntries(
+    config.flatMap(([k, v], i) => [
+      [`GIT_CONFIG_KEY_${i}`, k],
+      [`GIT_CONFIG_VALUE_${i}`, v],
+    ]),
+  );
   return {
+    GIT_CONFIG_COUNT: String(config.length),
+    ...pairs,
     PATH: process.env.PATH ?? '/usr/bin:/bin',
     // An empty home and no system config: no credential helper, url rewrite or hook from the host.
     HOME: tmp,
@@ -463,6 +541,7 @@ class Runner {
   readonly #display: string;
   readonly #timeoutMs: number;
   readonly #signal: AbortSignal | undefined;
+  readonly #expired: () => { reason: GitWriteReason; message: string } | undefined;
 
   constructor(
     env: Record<string, string>,
@@ -470,19 +549,27 @@ class Runner {
     display: string,
     timeoutMs: number,
     signal: AbortSignal | undefined,
+    expired: () => { reason: GitWriteReason; message: string } | undefined = () => undefined,
   ) {
     this.#env = env;
     this.#secrets = secrets;
     this.#display = display;
     this.#timeoutMs = timeoutMs;
     this.#signal = signal;
+    this.#expired = expired;
   }
 
   #git(dir: string): SimpleGit {
     return simpleGit({
       baseDir: dir,
       allowEnvironment: Object.keys(this.#env),
-      allowConfig: ['http.*.extraheader'],
+      allowConfig: [
+        'http.*.extraheader',
+        'http.followredirects',
+        'gpg.format',
+        'user.signingkey',
+        'commit.gpgsign',
+      ],
       timeout: { block: this.#timeoutMs },
       // simple-git treats a non-zero exit without stderr as success; git does not.
       errors: (error, result) =>
@@ -574,7 +661,14 @@ class Runner {
     await this.#raw(dir, ['add', '--', ...files], 'stage the edits');
     const staged = await this.#raw(dir, ['diff', '--cached', '--name-only'], 'list staged files');
     if (staged.trim() === '') return undefined;
-    await this.#raw(dir, ['commit', '--quiet', '--no-verify', '--no-gpg-sign', '-m', msg], 'commit');
+    // Signed only when commit.gpgSign is configured for this write (a signing key was given).
+    const sign =
+      this.#env.GIT_CONFIG_COUNT !== undefined && Object.values(this.#env).includes('commit.gpgSign');
+    await this.#raw(
+      dir,
+      ['commit', '--quiet', '--no-verify', sign ? '--gpg-sign' : '--no-gpg-sign', '-m', msg],
+      sign ? 'sign and commit' : 'commit',
+    );
     return (await this.#raw(dir, ['rev-parse', 'HEAD'], 'read the commit')).trim();
   }
 
@@ -591,6 +685,8 @@ class Runner {
   }
 
   #explain(err: unknown, doing: string): GitWriteError {
+    const expired = this.#expired();
+    if (expired) return new GitWriteError(`${doing} (${this.#display}): ${expired.message}`, expired.reason);
     if (this.#signal?.aborted) return new GitWriteError(`${doing}: aborted`, 'aborted');
     const text = errorText(err);
     const detail = this.#redact(lastLines(text));

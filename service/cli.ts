@@ -5,10 +5,12 @@ import { WEBHOOK_PATH } from './argocd/webhook.ts';
 // gitops-reloader: `serve` runs the service; `plan` shows what a config change would reload.
 import { loadConfig, serveFlags } from './config/config.ts';
 import { FlagError, usage } from './config/flags.ts';
+import { reloaderFlags } from './config/reloader-flags.ts';
 import { countResponses, startHttpServer } from './http.ts';
-import { loadClusterAccess } from './kube/access.ts';
+import { loadClusterAccess, observedAccess } from './kube/access.ts';
 import { createLogger } from './log.ts';
 import { Metrics } from './metrics.ts';
+import { migrate, migrateFlags } from './migrate/migrate-command.ts';
 import { plan, planFlags } from './plan-command.ts';
 import { serve } from './serve.ts';
 
@@ -19,23 +21,35 @@ Usage:
   gitops-reloader serve [flags]
   gitops-reloader plan --namespace N (--configmap NAME | --secret NAME) [--kubeconfig PATH]
   gitops-reloader checksum [DIR|-] [--in-place] [--check] [--key-file F]
+  gitops-reloader migrate (--values FILE | --deployment NAMESPACE/NAME) [--namespace N] [--kubeconfig PATH]
   gitops-reloader help
 
 serve flags:
 ${usage(serveFlags)}
+
+serve also accepts Stakater Reloader's flags under their own names, for migration:
+${usage(reloaderFlags)}
 
 plan flags:
 ${usage(planFlags)}
 
 checksum:
 ${CHECKSUM_USAGE}
+
+migrate: prints gitops-reloader chart values for a Stakater Reloader installation, with a comment
+on each value that changes meaning; exits 3 when something cannot be carried over.
+${usage(migrateFlags)}
 `;
 
 async function runServe(argv: string[]): Promise<number> {
   const cfg = loadConfig(argv, process.env);
   const log = createLogger(cfg.logLevel);
-  const metrics = new Metrics({ version: packageVersion() });
-  const svc = await serve(cfg, await loadClusterAccess(cfg.kubeconfig), log, metrics);
+  for (const note of cfg.reloaderNotes) log.info({ flag: note }, 'Stakater Reloader flag translated');
+  const metrics = new Metrics({ version: packageVersion(), countByNamespace: cfg.metricsCountByNamespace });
+  const kc = observedAccess(await loadClusterAccess(cfg.kubeconfig), (method, host, code, seconds) =>
+    metrics.reloader.apiRequest(method, host, code, seconds),
+  );
+  const svc = await serve(cfg, kc, log, metrics);
   const http = await startHttpServer({
     address: cfg.httpAddress,
     metrics,
@@ -102,6 +116,13 @@ async function main(argv: string[]): Promise<number> {
       return plan(rest, process.env, (s) => process.stdout.write(s));
     case 'checksum':
       return checksum(rest, process.env, (s) => process.stdout.write(s));
+    case 'migrate':
+      return migrate(
+        rest,
+        process.env,
+        (s) => process.stdout.write(s),
+        (s) => process.stderr.write(s),
+      );
     case undefined:
     case 'help':
     case '--help':

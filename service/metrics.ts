@@ -1,15 +1,19 @@
 // Prometheus metrics, in a registry of our own. Every label has a small, fixed set of values:
 // never a workload, config or namespace name, and never anything derived from Secret data.
-// Reloader's `reloader_reload_executed_total{success}` is kept so existing dashboards keep working.
+// Stakater Reloader's families (reloader_*, rest_client_*) are in reloader-metrics.ts, on the same
+// registry, so dashboards built on Reloader keep working.
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import { RELOAD_STRATEGIES, type ReloadStrategy, type WorkloadKind } from './core/types.ts';
+import { REFUSAL_RULES, type RefusalRule } from './gitops/refusal.ts';
 import type { FailureMode } from './kube/watch-logic.ts';
+import { ReloaderMetrics } from './reloader-metrics.ts';
 
 export const WORKLOAD_KINDS: readonly WorkloadKind[] = [
   'Deployment',
   'StatefulSet',
   'DaemonSet',
   'CronJob',
+  'Job',
   'Rollout',
 ];
 
@@ -73,6 +77,8 @@ export interface MetricsOptions {
   version?: string;
   /** Clock in ms, for reload durations. Default performance.now. */
   now?: () => number;
+  /** Export reloader_reload_executed_total_by_namespace (--metrics-count-by-namespace). */
+  countByNamespace?: boolean;
 }
 
 type WatchedSource = () => Iterable<readonly [resource: string, count: number]>;
@@ -80,7 +86,8 @@ type WatchedSource = () => Iterable<readonly [resource: string, count: number]>;
 export class Metrics {
   readonly registry = new Registry();
   readonly #now: () => number;
-  readonly #executed: Counter<'success'>;
+  /** Stakater Reloader's families. */
+  readonly reloader: ReloaderMetrics;
   readonly #reloads: Counter<'strategy' | 'kind' | 'result'>;
   readonly #duration: Histogram<'strategy' | 'kind' | 'result'>;
   readonly #podsReplaced: Counter<'kind'>;
@@ -90,6 +97,7 @@ export class Metrics {
   readonly #webhook: Counter<'code'>;
   readonly #gitCommits: Counter<'result'>;
   readonly #gitPushRetries: Counter;
+  readonly #gitRefused: Counter<'rule'>;
   readonly #leader: Gauge;
   readonly #watchFailures: Counter<'resource' | 'mode'>;
   #watchedSources: WatchedSource[] = [];
@@ -106,12 +114,7 @@ export class Metrics {
       registers,
     }).set({ version: o.version ?? 'unknown', node: process.versions.node }, 1);
 
-    this.#executed = new Counter({
-      name: 'reloader_reload_executed_total',
-      help: 'Reloads executed, by success (Stakater Reloader compatible). Skipped and interrupted reloads are not counted.',
-      labelNames: ['success'],
-      registers,
-    });
+    this.reloader = new ReloaderMetrics({ registers, countByNamespace: o.countByNamespace ?? false });
     this.#reloads = new Counter({
       name: 'gitops_reloader_reloads_total',
       help: 'Reload attempts, by strategy, workload kind and result. A retried failure counts once per attempt.',
@@ -164,6 +167,12 @@ export class Metrics {
       help: 'Git pushes retried after the remote rejected them (fetch, rebase, push again).',
       registers,
     });
+    this.#gitRefused = new Counter({
+      name: 'gitops_reloader_git_refused_total',
+      help: 'Git-mode writes refused before any clone, by rule (docs/security.md): an Application that does not manage the workload, unbound credentials, a clear-text transport.',
+      labelNames: ['rule'],
+      registers,
+    });
     this.#leader = new Gauge({
       name: 'gitops_reloader_leader',
       help: '1 while this replica holds the leader Lease and executes reloads, else 0.',
@@ -195,22 +204,25 @@ export class Metrics {
     });
 
     // Every series an alert reads starts at 0, so increase() sees the first failure.
-    for (const success of ['true', 'false']) this.#executed.inc({ success }, 0);
     for (const strategy of RELOAD_STRATEGIES) {
       for (const kind of WORKLOAD_KINDS) {
-        for (const result of RELOAD_RESULTS) this.#reloads.inc({ strategy, kind, result }, 0);
+        for (const result of RELOAD_RESULTS) {
+          // Informational: no alert reads it, so it appears only once it happens.
+          if (result !== 'not-needed') this.#reloads.inc({ strategy, kind, result }, 0);
+        }
       }
     }
     for (const kind of WORKLOAD_KINDS) this.#podsReplaced.inc({ kind }, 0);
     for (const result of GIT_COMMIT_RESULTS) this.#gitCommits.inc({ result }, 0);
     this.#gitPushRetries.inc(0);
+    for (const rule of REFUSAL_RULES) this.#gitRefused.inc({ rule }, 0);
     this.#leader.set(0);
     this.#inProgress.set(0);
     this.#stalled.set(0);
   }
 
   /** Starts timing one reload attempt; call finish() on the result exactly when it ends. */
-  reloadStarted(strategy: ReloadStrategy, kind: WorkloadKind): ReloadTimer {
+  reloadStarted(strategy: ReloadStrategy, kind: WorkloadKind, namespace = ''): ReloadTimer {
     const started = this.#now();
     let stalled = false;
     let finished = false;
@@ -230,7 +242,7 @@ export class Metrics {
         this.#reloads.inc({ strategy, kind, result });
         this.#duration.observe({ strategy, kind, result }, seconds);
         if (result === 'success' || result === 'failure') {
-          this.#executed.inc({ success: String(result === 'success') });
+          this.reloader.reloadExecuted(result === 'success', kind, namespace);
         }
         if (podsReplaced > 0) this.#podsReplaced.inc({ kind }, podsReplaced);
       },
@@ -255,6 +267,7 @@ export class Metrics {
 
   /** One report of a watch loop's failure hook: `watch` is the watch path or the resource plural. */
   watchFailure(watch: string, mode: FailureMode): void {
+    if (mode !== 'relist' && mode !== 'reconnect') this.reloader.error('watch');
     this.#watchFailures.inc({
       resource: resourceOf(watch),
       mode: WATCH_FAILURE_MODES.includes(mode) ? mode : 'other',
@@ -267,6 +280,10 @@ export class Metrics {
 
   gitCommit(result: GitCommitResult): void {
     this.#gitCommits.inc({ result });
+  }
+
+  gitRefused(rule: RefusalRule): void {
+    this.#gitRefused.inc({ rule });
   }
 
   gitPushRetry(): void {

@@ -3,7 +3,9 @@
 import { randomBytes } from 'node:crypto';
 import type { FlagSpec } from './config/flags.ts';
 import { FlagError, parseFlags } from './config/flags.ts';
-import { compileGlobals, decide } from './core/annotations.ts';
+import { compileGlobals, decide, type WorkloadPolicy } from './core/annotations.ts';
+import { formatDuration } from './core/duration.ts';
+import { windowState } from './core/restart-window.ts';
 import type { ConfigKind, ConfigRef } from './core/types.ts';
 import { configId } from './core/types.ts';
 import { type ClusterAccess, loadClusterAccess } from './kube/access.ts';
@@ -36,11 +38,37 @@ export const planFlags: readonly FlagSpec[] = [
 const HOW: Record<string, Record<string, string>> = {
   restart: {
     Deployment: 'evict pods created before the change, one budget at a time (surge pod when none may go)',
-    CronJob: 'nothing to restart: the next Job reads the new config',
+    StatefulSet: 'evict pods created before the change, highest ordinal first',
+    DaemonSet: 'evict pods created before the change, node by node',
+    Rollout: 'set spec.restartAt (Argo Rollouts restarts the pods)',
+    CronJob:
+      'create one Job from its jobTemplate now (none while suspended; Forbid waits for the running Job, Replace replaces it)',
+    Job: 'delete the Job and create it again with the same spec, so it runs again',
   },
-  annotate: { '*': 'set gitops-reloader.io/config-hash on the pod template (changes the template: drift)' },
-  git: { '*': 'commit a checksum bump to git (not enabled in this release)' },
+  annotate: {
+    Job: "not reloaded: a Job's pod template cannot change (use the restart strategy)",
+    '*': 'set gitops-reloader.io/config-hash on the pod template (changes the template: drift)',
+  },
+  git: {
+    Job: "not reloaded: a Job's pod template cannot change (use the restart strategy)",
+    '*': 'commit a checksum bump to git (not enabled in this release)',
+  },
 };
+
+/** When the reload would start: maintenance windows and the pause-period batch window. */
+export function timing(policy: WorkloadPolicy, nowMs: number): string {
+  let out = '';
+  if (policy.windows) {
+    const w = windowState(policy.windows, nowMs);
+    out += w.open
+      ? `; window "${policy.windows.text}" open until ${new Date(w.closesAt).toISOString()}`
+      : `; held until ${new Date(w.opensAt).toISOString()}, when a window of "${policy.windows.text}" opens`;
+  }
+  if (policy.batchWindowMs !== undefined) {
+    out += `; at most one reload per ${formatDuration(policy.batchWindowMs)} (pause-period)`;
+  }
+  return out;
+}
 
 async function list(kc: ClusterAccess, path: string): Promise<RawObject[]> {
   const signal = new AbortController().signal;
@@ -116,7 +144,7 @@ export async function plan(
     const strategy = t.parsed.policy.strategy;
     const how =
       HOW[strategy]?.[t.rec.ref.kind] ?? HOW[strategy]?.['*'] ?? `not handled for ${t.rec.ref.kind} yet`;
-    rows.push([label, strategy, `${d.reason}; ${how}`]);
+    rows.push([label, strategy, `${d.reason}; ${how}${timing(t.parsed.policy, Date.now())}`]);
   }
   if (rows.length === 0) out('  no workload in the namespace references it or names it\n');
   const width = Math.max(...rows.map((r) => (r[0] as string).length), 8);

@@ -5,12 +5,13 @@
 
 import type { Config } from './config/config.ts';
 import { type AnnotationGlobals, KEYS } from './core/annotations.ts';
-import { type Batch, Batcher, type Change, type ChangeSink, changeObservedAt } from './core/batcher.ts';
-import { setDigest } from './core/config-hash.ts';
+import { type Batch, Batcher, type Change, type ChangeGate, changeObservedAt } from './core/batcher.ts';
+import { namespaceKey, setDigest } from './core/config-hash.ts';
 import { effectiveCutoff } from './core/cutoff.ts';
 import type { LedgerEntry } from './core/ledger-entry.ts';
 import { isTracked, REQUEST, verdict, watchedSet } from './core/plan.ts';
 import { type ConfigRecord, compareResourceVersions } from './core/records.ts';
+import { windowState } from './core/restart-window.ts';
 import { configId } from './core/types.ts';
 import { WorkQueue } from './core/work-queue.ts';
 import type { ClusterAccess } from './kube/access.ts';
@@ -21,9 +22,15 @@ import type { Logger } from './log.ts';
 import type { Metrics } from './metrics.ts';
 import type { ClusterState, TrackedWorkload } from './state.ts';
 import type { GitCommitter } from './strategies/git-commit.ts';
+import {
+  type ReloadWebhookOptions,
+  redact,
+  sendReloadNotice,
+  WebhookDeliveryError,
+} from './strategies/reload-webhook.ts';
 import { SURGE_LABEL } from './strategies/restart-deployment.ts';
 import { runStrategy } from './strategies/run.ts';
-import { StrategyUnsupported } from './strategies/types.ts';
+import { ReloadWaiting, type StrategyResult, StrategyUnsupported } from './strategies/types.ts';
 
 export interface ReloadAction {
   workload: string;
@@ -39,19 +46,20 @@ export interface ReloadAction {
   resumed?: boolean;
   /** The pods a resumed restart replaces: the snapshot its first run recorded. */
   targets?: readonly string[];
+  /** The workload's batch window (pause-period), and when its current one ends (see WorkQueue). */
+  minIntervalMs?: number;
+  notBefore?: number;
 }
 
-/**
- * Decides whether a config change waits before it is batched (the Argo CD integration holds
- * changes to configs of an Application that is syncing, and releases them as one batch when the
- * operation ends, through the `sink` it is given).
- */
-export interface ChangeGate {
-  /** Called once with the sink to release held changes into. */
-  attach(sink: ChangeSink): void;
-  /** True when the gate took the change and will release it later. */
-  hold(change: Change, config: ConfigRecord): boolean;
+/** A reload held until a maintenance window opens; re-tried by `timer`. */
+interface Held {
+  action: ReloadAction;
+  opensAt: number;
+  timer: ReturnType<typeof setTimeout>;
 }
+
+/** Longest a held reload sleeps before looking at its window again (clock jumps, edited windows). */
+const HOLD_RECHECK_MS = 3_600_000;
 
 export interface ReconcilerDeps {
   cfg: Config;
@@ -71,6 +79,8 @@ export interface ReconcilerDeps {
   metrics?: Metrics;
   /** The git strategy (one GitWriter per process). */
   git?: GitCommitter;
+  /** --webhook-url: POST each reload's details there instead of reloading. */
+  webhook?: ReloadWebhookOptions;
 }
 
 const RETRY_MS = [2_000, 5_000, 15_000, 30_000, 60_000];
@@ -86,10 +96,16 @@ export class Reconciler {
   readonly #abort = new AbortController();
   readonly #failures = new Map<string, number>();
   readonly #retryTimers = new Set<ReturnType<typeof setTimeout>>();
+  readonly #held = new Map<string, Held>();
+  /** Workloads whose reload is running now. */
+  readonly #running = new Set<string>();
   #live = false;
   /** Changes seen while start() judges the world; replayed once it is done, so none is lost. */
   #starting = false;
   readonly #buffered: Array<() => void> = [];
+  /** When each workload's queued action was first submitted (reloader_workqueue_latency_seconds). */
+  readonly #queuedAt = new Map<string, number>();
+  #detachDepth: (() => void) | undefined;
 
   constructor(d: ReconcilerDeps) {
     this.#d = d;
@@ -106,6 +122,7 @@ export class Reconciler {
       // The newer action has the later cutoff; it must still name every config that changed.
       merge: (a, b) => ({ ...b, changed: [...new Set([...a.changed, ...b.changed])].sort() }),
     });
+    this.#detachDepth = d.metrics?.reloader.queueDepthFrom(() => this.#queue.waiting);
   }
 
   /** Judges every known workload against the ledger once the caches are synced (invariant I6). */
@@ -194,20 +211,55 @@ export class Reconciler {
       return;
     }
     const rec = (now ?? old) as ConfigRecord;
-    if (old && now && old.digest.all === now.digest.all && same(old.annotations, now.annotations)) return;
-    if (!this.#d.inScope(rec.ref.namespace)) return;
-    const id = configId(rec.ref);
-    const affected = this.#d.state.affectedBy(rec.ref);
-    this.#d.log.debug(
-      { config: id, namespace: rec.ref.namespace, affected: affected.length },
-      'config changed',
-    );
-    const observedAt = Date.now();
-    for (const w of affected) {
-      const t = this.#d.state.workloads.get(w);
-      const change: Change = { workload: w, config: id, observedAt, debounceMs: t?.parsed.policy.debounceMs };
-      if (this.#d.gate?.hold(change, rec)) continue;
-      this.#batcher.add(change);
+    const m = this.#d.metrics?.reloader;
+    const eventType = !old ? 'add' : !now ? 'delete' : 'update';
+    // Reloader's resource names: a SecretProviderClass changes through its pod statuses.
+    const resource = {
+      ConfigMap: 'configmaps',
+      Secret: 'secrets',
+      SecretProviderClass: 'secretproviderclasspodstatuses',
+    }[rec.ref.kind];
+    const started = performance.now();
+    const done = (result: 'success' | 'skipped' | 'error') =>
+      m?.reconciled(eventType, resource, result, (performance.now() - started) / 1000);
+    if (!this.#d.inScope(rec.ref.namespace)) {
+      m?.skipped('ignored_or_not_selected');
+      return;
+    }
+    if (old && now && old.digest.all === now.digest.all && same(old.annotations, now.annotations)) {
+      m?.skipped('no_data_change');
+      done('skipped');
+      return;
+    }
+    try {
+      const id = configId(rec.ref);
+      const affected = this.#d.state.affectedBy(rec.ref);
+      this.#d.log.debug(
+        { config: id, namespace: rec.ref.namespace, affected: affected.length },
+        'config changed',
+      );
+      if (affected.length === 0) m?.skipped('no_match');
+      const observedAt = Date.now();
+      for (const w of affected) {
+        const t = this.#d.state.workloads.get(w);
+        if (t) m?.workloadsScanned(t.rec.ref.kind);
+        const change: Change = {
+          workload: w,
+          config: id,
+          observedAt,
+          debounceMs: t?.parsed.policy.debounceMs,
+        };
+        if (this.#d.gate?.hold(change, rec)) continue;
+        this.#batcher.add(change);
+      }
+      done('success');
+    } catch (err) {
+      done('error');
+      m?.error('handler_error');
+      this.#d.log.error(
+        { config: configId(rec.ref), namespace: rec.ref.namespace, err: (err as Error).message },
+        'could not handle a config change',
+      );
     }
   }
 
@@ -219,29 +271,41 @@ export class Reconciler {
     }
     if (!this.#d.inScope(now.rec.ref.namespace)) return;
     this.#reportPolicy(now, old);
+    // A held reload looks at its (maybe edited) window again.
+    const held = this.#held.get(now.id);
+    if (held && !same(now.rec.annotations, old?.rec.annotations ?? {})) {
+      clearTimeout(held.timer);
+      this.#held.delete(now.id);
+      this.#submit(held.action);
+    }
     const req = now.rec.annotations[KEYS.reloadRequestedAt];
     if (req && req !== old?.rec.annotations[KEYS.reloadRequestedAt]) {
       this.#batcher.add({ workload: now.id, config: REQUEST, observedAt: Date.now(), debounceMs: 0 });
     }
-    if (!old) {
-      // A new workload: record its baseline so its first config change is recognised.
+    if (!old && !this.#running.has(now.id)) {
+      // A new workload: record its baseline so its first config change is recognised. (One that
+      // appears while its reload runs is that reload's doing, a recreated Job: the reload records it.)
       this.#batcher.add({ workload: now.id, config: 'workload', observedAt: Date.now(), debounceMs: 0 });
     }
   }
 
   async workloadDeleted(id: string): Promise<void> {
-    if (!this.#live || !this.#d.ledger.get(id)) return;
+    // A reload that deletes its workload (a Job run again) records the outcome itself.
+    if (!this.#live || !this.#d.ledger.get(id) || this.#running.has(id)) return;
     await this.#d.ledger
       .remove(id)
       .catch((err: Error) => this.#d.log.warn({ err: err.message }, 'ledger remove failed'));
   }
 
   async stop(): Promise<void> {
+    this.#detachDepth?.();
     this.#live = false;
     this.#starting = false;
     this.#buffered.length = 0;
     this.#batcher.clear();
     for (const t of this.#retryTimers) clearTimeout(t);
+    for (const h of this.#held.values()) clearTimeout(h.timer);
+    this.#held.clear();
     this.#abort.abort(new Error('the service is stopping'));
     await this.#queue.stop();
   }
@@ -253,7 +317,11 @@ export class Reconciler {
   }
 
   #reportPolicy(t: TrackedWorkload, old?: TrackedWorkload): void {
-    const { problems, warnings } = t.parsed;
+    const { problems, warnings, notes } = t.parsed;
+    if (notes.length > 0 && notes.join() !== old?.parsed.notes.join()) {
+      this.#d.log.info({ ...fields(t), notes }, 'Reloader annotation read with our meaning');
+      void this.#event(t, 'ReloadAnnotationMapped', notes.join('; '));
+    }
     if (problems.length > 0 && problems.join() !== old?.parsed.problems.join()) {
       this.#d.log.warn({ ...fields(t), problems }, 'invalid reload annotations; workload skipped');
       void this.#event(t, 'ReloadConfigInvalid', `skipped: ${problems.join('; ')}`, 'Warning');
@@ -287,9 +355,11 @@ export class Reconciler {
           log.info({ ...fields(t), added: v.added, removed: v.removed }, 'watched configs changed; recorded');
           return;
         case 'none':
+          this.#d.metrics?.reloader.skipped('no_data_change');
           log.info({ ...fields(t), configs: b.configs }, 'no reload needed');
           return;
         case 'reload':
+          this.#d.metrics?.reloader.workloadMatched(t.rec.ref.kind);
           this.#submit({
             workload: t.id,
             changed: v.changed,
@@ -314,23 +384,118 @@ export class Reconciler {
   }
 
   #submit(a: ReloadAction): void {
-    this.#queue.submit(a);
+    if (!this.#queuedAt.has(a.workload)) this.#queuedAt.set(a.workload, performance.now());
+    this.#d.metrics?.reloader.queueAdded();
+    // pause-period: the batch window runs from the end of the last reload, also one before a restart.
+    const windowMs = this.#d.state.workloads.get(a.workload)?.parsed.policy.batchWindowMs;
+    if (windowMs === undefined) {
+      this.#queue.submit(a);
+      return;
+    }
+    const last = this.#d.ledger.get(a.workload)?.reloadedAt;
+    const notBefore = last ? Date.parse(last) + windowMs : undefined;
+    this.#queue.submit({ ...a, minIntervalMs: windowMs, ...(notBefore ? { notBefore } : {}) });
+  }
+
+  /**
+   * Holds a reload until the workload's maintenance window opens: the pending action goes to the
+   * ledger (so a restarted service holds it too, with the same cutoff), a ReloadDeferred Event says
+   * until when, and a timer submits it again. Changes while it is held join it: one reload.
+   */
+  async #hold(t: TrackedWorkload, a: ReloadAction, opensAt: number, windowText: string): Promise<void> {
+    const { ledger, log } = this.#d;
+    const before = this.#held.get(t.id);
+    if (before) clearTimeout(before.timer);
+    const action: ReloadAction = {
+      ...a,
+      changed: [...new Set([...(before?.action.changed ?? []), ...a.changed])].sort(),
+      resumed: true,
+    };
+    const delay = Math.min(Math.max(0, opensAt - Date.now()), HOLD_RECHECK_MS);
+    const timer = setTimeout(() => {
+      if (this.#held.get(t.id)?.timer !== timer) return;
+      this.#held.delete(t.id);
+      this.#submit(action);
+    }, delay);
+    this.#held.set(t.id, { action, opensAt, timer });
+    const entry = ledger.get(t.id);
+    const pending = {
+      cutoff: new Date(action.cutoffMs).toISOString(),
+      target: action.target,
+      changed: action.changed,
+      startedAt: entry?.pending?.startedAt ?? new Date().toISOString(),
+    };
+    if (JSON.stringify(entry?.pending) !== JSON.stringify(pending)) {
+      try {
+        await ledger.put(t.id, {
+          configs: entry?.configs ?? {},
+          pending,
+          ...(entry?.reloadedAt ? { reloadedAt: entry.reloadedAt } : {}),
+        });
+      } catch (err) {
+        log.error({ ...fields(t), err: (err as Error).message }, 'could not record the held reload');
+      }
+    }
+    const changed = action.changed.map(display);
+    const until = new Date(opensAt).toISOString();
+    if (before?.opensAt === opensAt && before.action.changed.join() === action.changed.join()) return;
+    log.info(
+      { ...fields(t), configs: changed, until, window: windowText },
+      'reload held until its window opens',
+    );
+    await this.#event(
+      t,
+      'ReloadDeferred',
+      `${changed.join(', ')} changed; reload held until ${until}, when a window of ${KEYS.restartWindow}="${windowText}" opens`,
+    );
   }
 
   async #run(a: ReloadAction): Promise<void> {
+    this.#running.add(a.workload);
+    try {
+      await this.#runOnce(a);
+    } finally {
+      this.#running.delete(a.workload);
+    }
+  }
+
+  async #runOnce(a: ReloadAction): Promise<void> {
     const { state, ledger, log, cfg } = this.#d;
+    const queuedAt = this.#queuedAt.get(a.workload);
+    this.#queuedAt.delete(a.workload);
+    if (queuedAt !== undefined) this.#d.metrics?.reloader.queueLatency((performance.now() - queuedAt) / 1000);
     const t = state.workloads.get(a.workload);
     if (!t) {
       await ledger.remove(a.workload).catch(() => undefined);
       return;
     }
+    const windows = t.parsed.policy.windows;
+    if (windows) {
+      const w = windowState(windows, Date.now());
+      if (!w.open) {
+        await this.#hold(t, a, w.opensAt, windows.text);
+        return;
+      }
+    }
+    const held = this.#held.get(t.id);
+    if (held) {
+      // A newer action runs now; it covers the held one, whose configs it names too.
+      clearTimeout(held.timer);
+      this.#held.delete(t.id);
+      a = { ...a, changed: [...new Set([...held.action.changed, ...a.changed])].sort() };
+    }
     const strategy = t.parsed.policy.strategy;
     const changed = a.changed.map(display);
     const f = { ...fields(t), strategy, configs: changed };
-    const metric = this.#d.metrics?.reloadStarted(strategy, t.rec.ref.kind);
-    if (!a.resumed) this.#d.metrics?.eventToAction(Math.max(0, Date.now() - a.cutoffMs) / 1000);
+    const metric = this.#d.metrics?.reloadStarted(strategy, t.rec.ref.kind, t.rec.ref.namespace);
+    if (!a.resumed) {
+      const seconds = Math.max(0, Date.now() - a.cutoffMs) / 1000;
+      this.#d.metrics?.eventToAction(seconds);
+      this.#d.metrics?.reloader.actionLatency(t.rec.ref.kind, seconds);
+    }
     if (cfg.dryRun) {
       metric?.finish('skipped');
+      this.#d.metrics?.reloader.skipped('dry_run');
       log.info({ ...f, cutoff: new Date(a.cutoffMs).toISOString() }, 'dry-run: would reload');
       await this.#event(
         t,
@@ -361,37 +526,48 @@ export class Reconciler {
       });
     };
     log.info({ ...f, cutoff, resumed: a.resumed ?? false }, 'reload started');
+    const webhook = this.#d.webhook;
     try {
-      const result = await runStrategy(strategy, t.rec, {
-        core: this.#d.core,
-        apps: this.#d.apps,
-        batch: this.#d.batch,
-        custom: this.#d.custom,
-        kc: this.#d.kc,
-        begin,
-        log,
-        signal: this.#abort.signal,
-        stallAfterMs: cfg.stallAfterMs,
-        onStall: (why) => {
-          metric?.stalled();
-          log.warn({ ...f, why }, 'reload stalled');
-          void this.#event(
+      const result: StrategyResult = webhook
+        ? await this.#notify(
+            webhook,
             t,
-            'ReloadStalled',
-            `reload blocked for over ${cfg.stallAfterMs / 1000}s: ${why}`,
-            'Warning',
-          );
-        },
-        cutoffMs: a.cutoffMs,
-        ...(a.targets ? { targets: a.targets } : {}),
-        configHash: setDigest(a.target, this.#d.hashKey),
-        ...(this.#d.git ? { git: this.#d.git } : {}),
-        changed,
-        templateChangedSince: () => {
-          const rv = this.#d.state.workloads.get(a.workload)?.templateRV ?? '0';
-          return a.changeRV !== '0' && (compareResourceVersions(rv, a.changeRV) ?? -1) > 0;
-        },
-      });
+            strategy,
+            changed,
+            cutoff,
+            setDigest(a.target, namespaceKey(this.#d.hashKey, t.rec.ref.namespace)),
+          )
+        : await runStrategy(strategy, t.rec, {
+            core: this.#d.core,
+            apps: this.#d.apps,
+            batch: this.#d.batch,
+            custom: this.#d.custom,
+            kc: this.#d.kc,
+            begin,
+            log,
+            signal: this.#abort.signal,
+            stallAfterMs: cfg.stallAfterMs,
+            onStall: (why) => {
+              metric?.stalled();
+              log.warn({ ...f, why }, 'reload stalled');
+              void this.#event(
+                t,
+                'ReloadStalled',
+                `reload blocked for over ${cfg.stallAfterMs / 1000}s: ${why}`,
+                'Warning',
+              );
+            },
+            cutoffMs: a.cutoffMs,
+            ...(a.targets ? { targets: a.targets } : {}),
+            // Keyed per namespace, as the checksum plugin keys it (ADR 0010).
+            configHash: setDigest(a.target, namespaceKey(this.#d.hashKey, t.rec.ref.namespace)),
+            ...(this.#d.git ? { git: this.#d.git } : {}),
+            changed,
+            templateChangedSince: () => {
+              const rv = this.#d.state.workloads.get(a.workload)?.templateRV ?? '0';
+              return a.changeRV !== '0' && (compareResourceVersions(rv, a.changeRV) ?? -1) > 0;
+            },
+          });
       await ledger.put(t.id, { configs: a.target, reloadedAt: new Date().toISOString() });
       this.#failures.delete(t.id);
       if (result.notNeeded) {
@@ -402,17 +578,37 @@ export class Reconciler {
       }
       metric?.finish('success', result.replaced);
       log.info({ ...f, replaced: result.replaced }, 'reload complete');
-      // The cutoff is what decided only when no snapshot of pods did (ADR 0008).
-      const rule = targets ? '' : ` (cutoff ${cutoff})`;
-      await this.#event(t, 'Reloaded', `${changed.join(', ')} changed; ${result.summary}${rule}`);
+      // The cutoff is what decided only when no snapshot of pods did (ADR 0008); a CronJob or Job
+      // reload runs a new Job and has no pods to judge by it.
+      const batch = t.rec.ref.kind === 'CronJob' || t.rec.ref.kind === 'Job';
+      const rule = targets || webhook || batch ? '' : ` (cutoff ${cutoff})`;
+      await this.#event(
+        result.uid ? { ...t, rec: { ...t.rec, ref: { ...t.rec.ref, uid: result.uid } } } : t,
+        webhook ? 'ReloadNotified' : 'Reloaded',
+        `${changed.join(', ')} changed; ${result.summary}${rule}`,
+      );
     } catch (err) {
       if (this.#abort.signal.aborted) {
         metric?.finish('interrupted');
         log.info(f, 'reload interrupted; the pending action stays in the ledger');
         return;
       }
+      if (err instanceof ReloadWaiting) {
+        // Not a failure, and nothing was written: the ledger still holds the old digests, so a restarted
+        // service finds the change again; this one tries again after a while.
+        metric?.finish('skipped');
+        log.info({ ...f, why: err.message, retryInMs: err.retryMs }, 'reload waiting');
+        await this.#event(t, 'ReloadDeferred', `${changed.join(', ')} changed; ${err.message}`);
+        const timer = setTimeout(() => {
+          this.#retryTimers.delete(timer);
+          this.#submit({ ...a, resumed: true });
+        }, err.retryMs);
+        this.#retryTimers.add(timer);
+        return;
+      }
       if (err instanceof StrategyUnsupported) {
         metric?.finish('skipped');
+        this.#d.metrics?.reloader.skipped('unsupported');
         await ledger.put(t.id, {
           configs: a.target,
           ...(previous?.reloadedAt ? { reloadedAt: previous.reloadedAt } : {}),
@@ -422,6 +618,10 @@ export class Reconciler {
         return;
       }
       metric?.finish('failure');
+      this.#d.metrics?.reloader.error(
+        err instanceof WebhookDeliveryError ? 'webhook_send' : 'update_workload',
+      );
+      this.#d.metrics?.reloader.retry();
       const n = (this.#failures.get(t.id) ?? 0) + 1;
       this.#failures.set(t.id, n);
       const retryMs = RETRY_MS[Math.min(n - 1, RETRY_MS.length - 1)] as number;
@@ -438,6 +638,39 @@ export class Reconciler {
       }, retryMs);
       this.#retryTimers.add(timer);
     }
+  }
+
+  /** --webhook-url: the reload's details go to the webhook, and nothing in the cluster changes. */
+  async #notify(
+    o: ReloadWebhookOptions,
+    t: TrackedWorkload,
+    strategy: string,
+    changed: string[],
+    cutoff: string,
+    configHash: string,
+  ): Promise<{ replaced: number; summary: string }> {
+    const r = t.rec.ref;
+    const sent = await sendReloadNotice(
+      o,
+      {
+        event: 'reload',
+        workload: { kind: r.kind, namespace: r.namespace, name: r.name },
+        strategy,
+        changed,
+        cutoff,
+        configHash,
+        timestamp: new Date().toISOString(),
+      },
+      this.#abort.signal,
+      (attempt, why) => {
+        this.#d.metrics?.reloader.retry();
+        this.#d.log.warn({ ...fields(t), attempt, why }, 'reload webhook failed; retrying');
+      },
+    );
+    return {
+      replaced: 0,
+      summary: `sent to the webhook ${redact(o.url)} (HTTP ${sent.status}, attempt ${sent.attempts}); not restarted`,
+    };
   }
 
   async #event(

@@ -1,21 +1,21 @@
 // `gitops-reloader serve`: watches configs and workloads, and reloads what changed.
 import type { Router } from 'express';
 import { startArgoCd } from './argocd/argocd.ts';
-import { type Config, readHashKeyFile } from './config/config.ts';
+import { type Config, readHashKeyFile, readWebhookKeyFile } from './config/config.ts';
 import { FlagError } from './config/flags.ts';
 import { compileGlobals } from './core/annotations.ts';
 import { MIN_HMAC_KEY_BYTES } from './core/config-hash.ts';
 import type { ConfigRecord, WorkloadRecord } from './core/records.ts';
+import { watchProviderClasses } from './csi.ts';
 import { WatchProgress } from './http.ts';
 import type { ClusterAccess } from './kube/access.ts';
 import { appsApi, batchApi, type CoreApi, coreApi, customApi } from './kube/api.ts';
 import { EventRecorder } from './kube/events.ts';
 import { type LeaderElection, startLeaderElection } from './kube/leader.ts';
 import { Ledger } from './kube/ledger.ts';
-import { CONFIG_RESOURCES, collectionPath, type Resource, WORKLOAD_RESOURCES } from './kube/resources.ts';
+import { CONFIG_RESOURCES, collectionPath, served, WORKLOAD_RESOURCES } from './kube/resources.ts';
 import { configRecord, type RawObject, workloadRecord } from './kube/to-record.ts';
 import { startWatch, type Watch, type WatchFailure } from './kube/watch.ts';
-import { getJson } from './kube/watch-http.ts';
 import type { Logger } from './log.ts';
 import { Metrics } from './metrics.ts';
 import { Reconciler } from './reconciler.ts';
@@ -49,23 +49,6 @@ async function hashKey(cfg: Config, core: CoreApi): Promise<Buffer> {
   return key;
 }
 
-/** True when the API server serves this resource (Argo Rollouts may not be installed). */
-async function served(kc: ClusterAccess, r: Resource<string>): Promise<boolean> {
-  try {
-    const list = (await getJson(
-      kc,
-      `/apis/${r.group}/${r.version}`,
-      new AbortController().signal,
-      10_000,
-    )) as {
-      resources?: Array<{ name: string }>;
-    };
-    return Boolean(list.resources?.some((x) => x.name === r.plural));
-  } catch {
-    return false;
-  }
-}
-
 export interface RunningService {
   /** Resolves once caches are synced and start-up decisions are made. */
   ready: Promise<void>;
@@ -96,7 +79,7 @@ export async function serve(
   const { globals, problems } = compileGlobals(cfg);
   if (problems.length > 0) throw new FlagError(problems.join('; '));
 
-  const state = new ClusterState(cfg.defaultStrategy);
+  const state = new ClusterState(cfg.defaultStrategy, cfg.enableCsiIntegration);
   const ledger = new Ledger({
     core,
     namespace: cfg.releaseNamespace,
@@ -119,6 +102,14 @@ export async function serve(
     batch: batchApi(kc),
     custom: customApi(kc),
   };
+  const webhook = cfg.webhookUrl
+    ? {
+        url: cfg.webhookUrl,
+        timeoutMs: cfg.webhookTimeoutMs,
+        retries: cfg.webhookRetries,
+        ...(cfg.webhookSecretFile ? { key: readWebhookKeyFile(cfg.webhookSecretFile) } : {}),
+      }
+    : undefined;
   // One writer for the process: its per-repository queue is what merges a batch into one commit.
   const git = await createGitCommitter(cfg, { core, custom: apis.custom, log, metrics });
   // Every replica watches (a standby has a warm cache); only the leader has a Reconciler, one per
@@ -139,6 +130,7 @@ export async function serve(
       gate: argocd.gate,
       metrics,
       git,
+      ...(webhook ? { webhook } : {}),
     });
   // A live watch reports a relist at least every relist interval, so two intervals of silence means stuck.
   const progress = new WatchProgress(2 * cfg.relistIntervalMs + 60_000);
@@ -194,14 +186,24 @@ export async function serve(
       labelSelector: cfg.namespaceSelector,
       transform: (raw) => raw.metadata?.name,
       key: (raw) => raw.metadata?.name ?? '',
-      onAdd: (_k, ns) => allowedByLabel.add(ns),
-      onUpdate: (_k, ns) => allowedByLabel.add(ns),
-      onDelete: (_k, ns) => allowedByLabel.delete(ns),
+      onAdd: (_k, ns) => {
+        metrics.reloader.eventReceived('add', 'namespaces');
+        allowedByLabel.add(ns);
+      },
+      onUpdate: (_k, ns) => {
+        metrics.reloader.eventReceived('update', 'namespaces');
+        allowedByLabel.add(ns);
+      },
+      onDelete: (_k, ns) => {
+        metrics.reloader.eventReceived('delete', 'namespaces');
+        allowedByLabel.delete(ns);
+      },
     });
   }
 
   for (const ns of scopes) {
     for (const r of CONFIG_RESOURCES) {
+      if ((cfg.ignoreResources as readonly string[]).includes(r.plural)) continue;
       watch<ConfigRecord>(collectionPath(r, ns), {
         labelSelector: cfg.resourceLabelSelector,
         // Our own ledger shards are ConfigMaps too; they never reload anything.
@@ -210,14 +212,43 @@ export async function serve(
           (raw as RawObject).metadata?.labels?.['app.kubernetes.io/name'] === 'gitops-reloader'
             ? undefined
             : argocd.withTrackingLabel(raw as RawObject, configRecord(r.kind, raw as RawObject, key)),
-        onAdd: (_k, rec) => reconciler?.configChanged(state.putConfig(rec), rec) ?? state.putConfig(rec),
-        onUpdate: (_k, rec) => reconciler?.configChanged(state.putConfig(rec), rec) ?? state.putConfig(rec),
-        onDelete: (_k, old) =>
-          reconciler?.configChanged(state.deleteConfig(old.ref), undefined) ?? state.deleteConfig(old.ref),
+        onAdd: (_k, rec) => {
+          metrics.reloader.eventReceived('add', r.plural);
+          const old = state.putConfig(rec);
+          reconciler?.configChanged(old, rec);
+        },
+        onUpdate: (_k, rec) => {
+          metrics.reloader.eventReceived('update', r.plural);
+          const old = state.putConfig(rec);
+          reconciler?.configChanged(old, rec);
+        },
+        onDelete: (_k, old) => {
+          metrics.reloader.eventReceived('delete', r.plural);
+          const gone = state.deleteConfig(old.ref);
+          reconciler?.configChanged(gone, undefined);
+        },
       });
     }
   }
+  if (cfg.enableCsiIntegration) {
+    await watchProviderClasses({
+      kc,
+      hashKey: key,
+      state,
+      scopes,
+      log,
+      events,
+      watch,
+      metrics,
+      reconciler: () => reconciler,
+    });
+  }
+
   for (const r of WORKLOAD_RESOURCES) {
+    if ((cfg.ignoreWorkloadKinds as readonly string[]).includes(r.kind)) {
+      log.info({ kind: r.kind }, 'workload kind ignored (--ignore-workload-kinds); not watched');
+      continue;
+    }
     if (r.group === 'argoproj.io' && !(await served(kc, r))) {
       log.info({ resource: `${r.plural}.${r.group}` }, 'not served by the API server; not watched');
       continue;

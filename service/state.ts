@@ -23,9 +23,12 @@ export class ClusterState implements ConfigLookup {
   readonly #named = new Map<string, Set<string>>();
   readonly #byNamespace = new Map<string, Map<string, ConfigRecord>>();
   readonly #defaultStrategy: ParsedWorkloadPolicy['policy']['strategy'];
+  readonly #csi: boolean;
 
-  constructor(defaultStrategy: ParsedWorkloadPolicy['policy']['strategy']) {
+  /** `csi`: --enable-csi-integration, so SecretProviderClass annotations are acted on. */
+  constructor(defaultStrategy: ParsedWorkloadPolicy['policy']['strategy'], csi = false) {
     this.#defaultStrategy = defaultStrategy;
+    this.#csi = csi;
   }
 
   get(ref: ConfigRef): ConfigRecord | undefined {
@@ -65,6 +68,7 @@ export class ClusterState implements ConfigLookup {
     const parsed = parseWorkloadPolicy(rec.annotations, rec.templateAnnotations, {
       kind: rec.ref.kind,
       defaultStrategy: this.#defaultStrategy,
+      csi: this.#csi,
     });
     const templateRV =
       old && old.rec.templateHash !== rec.templateHash ? rec.resourceVersion : (old?.templateRV ?? '0');
@@ -90,7 +94,9 @@ export class ClusterState implements ConfigLookup {
 
   #hasNamed(t: TrackedWorkload): boolean {
     const p = t.parsed.policy;
-    return [...p.configMaps.named, ...p.secrets.named].some((n) => n.list.entries.length > 0);
+    return [...p.configMaps.named, ...p.secrets.named, ...p.providerClasses.named].some(
+      (n) => n.list.entries.length > 0,
+    );
   }
 
   #index(t: TrackedWorkload) {

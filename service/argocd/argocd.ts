@@ -4,6 +4,7 @@
 // server.
 
 import type { Router } from 'express';
+import { DEFAULT_TRACKING_LABEL } from '../config/choices.ts';
 import type { Config } from '../config/config.ts';
 import type { ConfigRecord } from '../core/records.ts';
 import type { ClusterAccess } from '../kube/access.ts';
@@ -13,7 +14,7 @@ import type { Logger } from '../log.ts';
 import type { ClusterState } from '../state.ts';
 import { SyncGate } from './gate.ts';
 import { type AppSync, appFromObject } from './sync-tracker.ts';
-import { type AppKey, DEFAULT_TRACKING_LABEL } from './tracking.ts';
+import type { AppKey } from './tracking.ts';
 import { argocdWebhookRouter } from './webhook.ts';
 
 const GROUP_VERSION = '/apis/argoproj.io/v1alpha1';

@@ -9,19 +9,16 @@
 //    app we cannot read (Argo CD in another cluster) that has notified us before, changes to its
 //    configs are held from the moment they are seen, and the terminal notification, with its
 //    resource list, releases the batch. A safety timer releases them if no notification comes.
-import type { Change, ChangeSink, Timers } from '../core/batcher.ts';
+import type { FailedSyncPolicy } from '../config/choices.ts';
+import type { Change, ChangeGate, ChangeSink, Timers } from '../core/batcher.ts';
 import { realTimers } from '../core/batcher.ts';
 import type { ConfigRecord } from '../core/records.ts';
 import type { ConfigKind, ConfigRef } from '../core/types.ts';
 import { configId } from '../core/types.ts';
 import type { Logger } from '../log.ts';
-import type { ChangeGate } from '../reconciler.ts';
 import type { SyncNotification } from './notification.ts';
 import { type AppSync, isTerminal, type OperationPhase, SyncTracker } from './sync-tracker.ts';
 import { type AppKey, appKeyString, type TrackingOptions, trackedBy } from './tracking.ts';
-
-export const FAILED_SYNC_POLICIES = ['reload', 'hold'] as const;
-export type FailedSyncPolicy = (typeof FAILED_SYNC_POLICIES)[number];
 
 /** How long changes of an unwatched app wait for a notification before they are released anyway. */
 export const UNWATCHED_MAX_HOLD_MS = 10 * 60_000;

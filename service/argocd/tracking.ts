@@ -2,12 +2,9 @@
 // tracking-id annotation `<app>:<group>/<kind>:<namespace>/<name>` (Argo CD 3.x default), or the
 // instance label (2.x default). Apps outside Argo CD's own namespace are written `<appNs>_<app>`.
 // Pure: no I/O.
+import type { TrackingMethod } from '../config/choices.ts';
 
 export const TRACKING_ANNOTATION = 'argocd.argoproj.io/tracking-id';
-export const DEFAULT_TRACKING_LABEL = 'app.kubernetes.io/instance';
-
-export const TRACKING_METHODS = ['annotation', 'label', 'annotation+label'] as const;
-export type TrackingMethod = (typeof TRACKING_METHODS)[number];
 
 export interface TrackingId {
   /** The instance name as written: `app`, or `appNs_app`. */

@@ -1,14 +1,25 @@
 // The service's configuration: one validated object built at start-up from flags and env, then
 // passed to every part. No module reads process.env on its own.
-import { FAILED_SYNC_POLICIES, type FailedSyncPolicy } from '../argocd/gate.ts';
-import { TRACKING_METHODS, type TrackingMethod } from '../argocd/tracking.ts';
 import { RELOAD_STRATEGIES, type ReloadStrategy } from '../core/types.ts';
+import {
+  CONFIG_RESOURCE_NAMES,
+  type ConfigResourceName,
+  DEFAULT_TRACKING_LABEL,
+  FAILED_SYNC_POLICIES,
+  type FailedSyncPolicy,
+  LOG_LEVELS,
+  type LogLevel,
+  RELOADER_LOG_LEVELS,
+  TRACKING_METHODS,
+  type TrackingMethod,
+  WORKLOAD_KIND_NAMES,
+  type WorkloadKindName,
+} from './choices.ts';
 import { FlagError, type FlagSpec, type FlagValue, parseFlags } from './flags.ts';
 import { readKeyFile } from './hash-key.ts';
+import { reloaderFlags, reloaderSelector, translateReloaderFlags } from './reloader-flags.ts';
 
 export type Strategy = ReloadStrategy;
-
-export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 
 export const serveFlags: readonly FlagSpec[] = [
   {
@@ -42,6 +53,16 @@ export const serveFlags: readonly FlagSpec[] = [
     name: 'ignore-secrets',
     type: 'list',
     help: 'Secrets that never trigger a reload: names or anchored regexes (comma list).',
+  },
+  {
+    name: 'ignore-resources',
+    type: 'list',
+    help: 'Do not watch these config kinds at all: configmaps or secrets (comma list). Also needs no RBAC on them.',
+  },
+  {
+    name: 'ignore-workload-kinds',
+    type: 'list',
+    help: `Never reload workloads of these kinds, and do not watch them (comma list of ${WORKLOAD_KIND_NAMES.join(', ')}).`,
   },
   {
     name: 'auto-reload-all',
@@ -136,7 +157,7 @@ export const serveFlags: readonly FlagSpec[] = [
     name: 'argocd-tracking-label',
     type: 'string',
     help: "The label Argo CD's label tracking writes (application.instanceLabelKey).",
-    default: 'app.kubernetes.io/instance',
+    default: DEFAULT_TRACKING_LABEL,
   },
   {
     name: 'argocd-on-failed-sync',
@@ -149,6 +170,36 @@ export const serveFlags: readonly FlagSpec[] = [
     name: 'webhook-token-file',
     type: 'string',
     help: 'File holding the bearer token Argo CD notifications must send. Unset: the notification webhook is off.',
+  },
+  {
+    name: 'webhook-url',
+    type: 'string',
+    help: "Instead of reloading, POST each reload's details (workload, changed configs, cutoff) as JSON to this http(s) URL. Stakater Reloader's flag of the same name.",
+  },
+  {
+    name: 'webhook-secret-file',
+    type: 'string',
+    help: 'File holding the HMAC-SHA256 key (≥32 bytes) that signs each --webhook-url POST in the X-Gitops-Reloader-Signature header. Unset: requests are not signed.',
+  },
+  {
+    name: 'webhook-timeout',
+    type: 'duration',
+    help: 'Time one --webhook-url POST may take before it counts as failed.',
+    default: '10s',
+    min: 100,
+  },
+  {
+    name: 'webhook-retries',
+    type: 'int',
+    help: 'Retries of a --webhook-url POST that failed (network error, timeout, HTTP 429 or 5xx), with backoff; then the reload counts as failed and is retried later.',
+    default: '3',
+    min: 0,
+  },
+  {
+    name: 'metrics-count-by-namespace',
+    type: 'bool',
+    help: "Also export reloader_reload_executed_total_by_namespace{success,namespace} (Reloader's METRICS_COUNT_BY_NAMESPACE=enabled, which is read too). One series per namespace: mind the cardinality.",
+    default: 'false',
   },
   {
     name: 'http-address',
@@ -194,6 +245,36 @@ export const serveFlags: readonly FlagSpec[] = [
     help: 'Git strategy: a directory (a mounted Secret) holding `username` and `token` (or `password`) for HTTPS, or `ssh-privatekey` (and optional `known_hosts`) for SSH. Read at every write. Used when no Argo CD repository Secret matches.',
   },
   {
+    name: 'git-credentials-urls',
+    type: 'list',
+    help: 'Git strategy: the repositories --git-credentials-dir credentials may be sent to (comma list; required with it): URL prefixes such as https://git.example.com/team-a, matched on a path-segment boundary with the same scheme and host, or bare hosts (https and ssh to that host).',
+  },
+  {
+    name: 'git-allow-insecure-http',
+    type: 'bool',
+    help: 'Git strategy: allow plain http:// repository URLs, which send credentials in clear text. For loopback or a trusted network only.',
+    default: 'false',
+  },
+  {
+    name: 'git-deadline',
+    type: 'duration',
+    help: 'Git strategy: the longest one write may take, clone to last push attempt; past it the write fails and is retried later.',
+    default: '10m',
+    min: 1000,
+  },
+  {
+    name: 'git-max-checkout-mib',
+    type: 'int',
+    help: 'Git strategy: stop a write whose clone grows past this many MiB on disk, with a clear error, before it fills /tmp (the chart gives it 256 MiB).',
+    default: '200',
+    min: 1,
+  },
+  {
+    name: 'git-signing-key-file',
+    type: 'string',
+    help: 'Git strategy: sign every commit with this SSH private key (a mounted Secret; git gpg.format=ssh). Unset: commits are unsigned, by --git-author-name/--git-author-email.',
+  },
+  {
     name: 'git-argocd-credentials',
     type: 'bool',
     help: "Git strategy: use Argo CD's repository Secrets (secret-type repository-write, repo-write-creds, repository, repo-creds) in the first --argocd-namespaces namespace, matched by URL as Argo CD matches them.",
@@ -222,13 +303,28 @@ export const serveFlags: readonly FlagSpec[] = [
     help: 'Git strategy: commit message; placeholders {{namespace}} {{workload}} {{kind}} {{configs}} {{hash}}. Unset: "chore(reload): {{namespace}}/{{workload}} config changed ({{configs}})".',
   },
   {
+    name: 'enable-csi-integration',
+    type: 'bool',
+    help: "Watch Secrets Store CSI driver SecretProviderClassPodStatus objects and reload workloads that mount a SecretProviderClass when a mounted object version changes (Reloader's flag, same name). Needs the driver's CRDs and the chart value csiIntegration.enabled for RBAC; see docs/csi.md.",
+    default: 'false',
+  },
+  {
     name: 'dry-run',
     type: 'bool',
     help: 'Log and emit Events for what would be done; change nothing.',
     default: 'false',
   },
-  { name: 'log-level', type: 'enum', values: LOG_LEVELS, help: 'Log level.', default: 'info' },
+  {
+    name: 'log-level',
+    type: 'enum',
+    values: [...LOG_LEVELS, ...RELOADER_LOG_LEVELS],
+    help: "Log level. Reloader's trace, warning, fatal and panic read as debug, warn, error and error.",
+    default: 'info',
+  },
 ];
+
+/** Every flag `serve` accepts: ours, then Stakater Reloader's under their own names. */
+export const allServeFlags: readonly FlagSpec[] = [...serveFlags, ...reloaderFlags];
 
 export interface Config {
   kubeconfig?: string;
@@ -238,6 +334,10 @@ export interface Config {
   resourceLabelSelector?: string;
   ignoreConfigMaps: string[];
   ignoreSecrets: string[];
+  /** Config kinds not watched at all. */
+  ignoreResources: ConfigResourceName[];
+  /** Workload kinds never reloaded (and not watched). */
+  ignoreWorkloadKinds: WorkloadKindName[];
   autoReloadAll: boolean;
   defaultStrategy: Strategy;
   debounceMs: number;
@@ -256,7 +356,18 @@ export interface Config {
   argocdTrackingLabel: string;
   argocdOnFailedSync: FailedSyncPolicy;
   webhookTokenFile?: string;
+  /** Reload webhook: POST instead of reloading. */
+  webhookUrl?: string;
+  webhookSecretFile?: string;
+  webhookTimeoutMs: number;
+  webhookRetries: number;
+  metricsCountByNamespace: boolean;
   gitCredentialsDir?: string;
+  gitCredentialsUrls: string[];
+  gitAllowInsecureHttp: boolean;
+  gitDeadlineMs: number;
+  gitMaxCheckoutMib: number;
+  gitSigningKeyFile?: string;
   gitArgocdCredentials: boolean;
   gitBranch?: string;
   gitAuthorName: string;
@@ -268,8 +379,12 @@ export interface Config {
   leaseDurationMs: number;
   leaseRenewDeadlineMs: number;
   leaseRetryPeriodMs: number;
+  /** --enable-csi-integration: SecretProviderClasses reload the workloads that mount them. */
+  enableCsiIntegration: boolean;
   dryRun: boolean;
-  logLevel: (typeof LOG_LEVELS)[number];
+  logLevel: LogLevel;
+  /** What each Reloader flag given became, for the start-up log. */
+  reloaderNotes: string[];
 }
 
 const str = (v: FlagValue) => (typeof v === 'string' && v !== '' ? v : undefined);
@@ -287,6 +402,32 @@ export function validSelector(sel: string): boolean {
   return terms.every((t) => selectorTerm.test(t));
 }
 
+/** A selector flag, in Kubernetes syntax or Reloader's `key:value` list form. */
+const selector = (v: FlagValue) => {
+  const s = str(v);
+  return s === undefined ? undefined : reloaderSelector(s);
+};
+
+function logLevel(v: string): LogLevel {
+  const map: Record<string, LogLevel> = { trace: 'debug', warning: 'warn', fatal: 'error', panic: 'error' };
+  return map[v] ?? (v as LogLevel);
+}
+
+/** Checks each entry of a list flag against its allowed values (after `norm`), naming the flag. */
+function oneOf<T extends string>(
+  flag: string,
+  given: string[],
+  allowed: readonly T[],
+  norm: (v: string) => string = (v) => v,
+): T[] {
+  const out = given.map(norm);
+  const bad = out.find((v) => !(allowed as readonly string[]).includes(v));
+  if (bad !== undefined) {
+    throw new FlagError(`invalid value ${JSON.stringify(bad)} for --${flag}: expected ${allowed.join(', ')}`);
+  }
+  return [...new Set(out)] as T[];
+}
+
 const namespaceName = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
 export function buildConfig(
@@ -296,11 +437,19 @@ export function buildConfig(
   const cfg: Config = {
     kubeconfig: str(values.kubeconfig),
     namespaces: list(values.namespaces),
-    namespaceSelector: str(values['namespace-selector']),
+    namespaceSelector: selector(values['namespace-selector']),
     ignoreNamespaces: list(values['ignore-namespaces']),
-    resourceLabelSelector: str(values['resource-label-selector']),
+    resourceLabelSelector: selector(values['resource-label-selector']),
     ignoreConfigMaps: list(values['ignore-configmaps']),
     ignoreSecrets: list(values['ignore-secrets']),
+    ignoreResources: oneOf('ignore-resources', list(values['ignore-resources']), CONFIG_RESOURCE_NAMES, (v) =>
+      v.toLowerCase(),
+    ),
+    ignoreWorkloadKinds: oneOf(
+      'ignore-workload-kinds',
+      list(values['ignore-workload-kinds']),
+      WORKLOAD_KIND_NAMES,
+    ),
     autoReloadAll: values['auto-reload-all'] === true,
     defaultStrategy: values['default-strategy'] as Strategy,
     debounceMs: num(values.debounce),
@@ -316,10 +465,21 @@ export function buildConfig(
     watchIdleTimeoutMs: num(values['watch-idle-timeout']),
     argocdNamespaces: list(values['argocd-namespaces']),
     argocdTracking: values['argocd-tracking'] as TrackingMethod,
-    argocdTrackingLabel: str(values['argocd-tracking-label']) ?? 'app.kubernetes.io/instance',
+    argocdTrackingLabel: str(values['argocd-tracking-label']) ?? DEFAULT_TRACKING_LABEL,
     argocdOnFailedSync: values['argocd-on-failed-sync'] as FailedSyncPolicy,
     webhookTokenFile: str(values['webhook-token-file']),
+    webhookUrl: str(values['webhook-url']),
+    webhookSecretFile: str(values['webhook-secret-file']),
+    webhookTimeoutMs: num(values['webhook-timeout']),
+    webhookRetries: num(values['webhook-retries']),
+    metricsCountByNamespace:
+      values['metrics-count-by-namespace'] === true || env.METRICS_COUNT_BY_NAMESPACE === 'enabled',
     gitCredentialsDir: str(values['git-credentials-dir']),
+    gitCredentialsUrls: list(values['git-credentials-urls']),
+    gitAllowInsecureHttp: values['git-allow-insecure-http'] === true,
+    gitDeadlineMs: num(values['git-deadline']),
+    gitMaxCheckoutMib: num(values['git-max-checkout-mib']),
+    gitSigningKeyFile: str(values['git-signing-key-file']),
     gitArgocdCredentials: values['git-argocd-credentials'] === true,
     gitBranch: str(values['git-branch']),
     gitAuthorName: str(values['git-author-name']) ?? 'gitops-reloader',
@@ -331,8 +491,10 @@ export function buildConfig(
     leaseDurationMs: num(values['lease-duration']),
     leaseRenewDeadlineMs: num(values['lease-renew-deadline']),
     leaseRetryPeriodMs: num(values['lease-retry-period']),
+    enableCsiIntegration: values['enable-csi-integration'] === true,
     dryRun: values['dry-run'] === true,
-    logLevel: values['log-level'] as Config['logLevel'],
+    logLevel: logLevel(values['log-level'] as string),
+    reloaderNotes: [],
   };
   for (const [flag, sel] of [
     ['namespace-selector', cfg.namespaceSelector],
@@ -350,6 +512,19 @@ export function buildConfig(
     const bad = names.find((n) => !namespaceName.test(n));
     if (bad !== undefined)
       throw new FlagError(`invalid value ${JSON.stringify(bad)} for --${flag}: not a namespace name`);
+  }
+  if (cfg.ignoreResources.length > 1) {
+    throw new FlagError(
+      'invalid value for --ignore-resources: configmaps and secrets cannot both be ignored',
+    );
+  }
+  if (cfg.webhookUrl !== undefined && !/^https?:\/\/[^\s/]+/.test(cfg.webhookUrl)) {
+    throw new FlagError(
+      `invalid value ${JSON.stringify(cfg.webhookUrl)} for --webhook-url: expected an http:// or https:// URL`,
+    );
+  }
+  if (cfg.webhookSecretFile !== undefined && cfg.webhookUrl === undefined) {
+    throw new FlagError('--webhook-secret-file needs --webhook-url');
   }
   if (cfg.maxDebounceWaitMs < cfg.debounceMs) {
     throw new FlagError(
@@ -381,14 +556,24 @@ export function loadConfig(
   argv: readonly string[],
   env: Readonly<Record<string, string | undefined>>,
 ): Config {
-  const { values } = parseFlags(serveFlags, argv, env);
-  return buildConfig(values, env);
+  const { values, explicit } = parseFlags(allServeFlags, argv, env);
+  const { notes } = translateReloaderFlags(values, explicit);
+  return { ...buildConfig(values, env), reloaderNotes: notes };
 }
 
 /** Reads --hash-key-file; a bad file stops start-up with a message naming the flag. */
 export function readHashKeyFile(file: string): Buffer {
   try {
     return readKeyFile(file, '--hash-key-file');
+  } catch (err) {
+    throw new FlagError((err as Error).message);
+  }
+}
+
+/** Reads --webhook-secret-file; a bad file stops start-up with a message naming the flag. */
+export function readWebhookKeyFile(file: string): Buffer {
+  try {
+    return readKeyFile(file, '--webhook-secret-file');
   } catch (err) {
     throw new FlagError((err as Error).message);
   }

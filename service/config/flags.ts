@@ -51,8 +51,9 @@ function convert(spec: FlagSpec, raw: string, source: string): FlagValue {
       return n;
     }
     case 'bool':
-      if (/^(true|1|yes)$/i.test(raw)) return true;
-      if (/^(false|0|no)$/i.test(raw)) return false;
+      // Go's strconv.ParseBool spellings too (t, f), as Reloader's flags take them.
+      if (/^(true|1|yes|t)$/i.test(raw)) return true;
+      if (/^(false|0|no|f)$/i.test(raw)) return false;
       throw bad('expected true or false');
     case 'enum':
       if (!spec.values?.includes(raw)) throw bad(`expected one of ${spec.values?.join(', ')}`);
@@ -68,7 +69,7 @@ export function parseFlags(
   specs: readonly FlagSpec[],
   argv: readonly string[],
   env: Readonly<Record<string, string | undefined>>,
-): { values: Record<string, FlagValue>; positionals: string[] } {
+): { values: Record<string, FlagValue>; positionals: string[]; explicit: Set<string> } {
   const options: Record<string, { type: 'string' | 'boolean'; multiple?: boolean }> = {};
   for (const s of specs) options[s.name] = { type: 'string', multiple: s.type === 'list' };
   let parsed: ReturnType<typeof parseArgs>;
@@ -81,6 +82,8 @@ export function parseFlags(
     throw new FlagError((err as Error).message.replace(/^Unknown option '(.*)'.*$/s, 'unknown flag $1'));
   }
   const values: Record<string, FlagValue> = {};
+  /** Flags given on the command line or in the environment, as opposed to defaults. */
+  const explicit = new Set<string>();
   for (const s of specs) {
     const fromArgv = parsed.values[s.name];
     const fromEnv = env[envName(s.name)];
@@ -88,14 +91,16 @@ export function parseFlags(
     if (fromArgv !== undefined) {
       const raw = Array.isArray(fromArgv) ? fromArgv.map(String).join(',') : String(fromArgv);
       v = convert(s, raw, 'flag');
+      explicit.add(s.name);
     } else if (fromEnv !== undefined && fromEnv !== '') {
       v = convert(s, fromEnv, `env ${envName(s.name)}`);
+      explicit.add(s.name);
     } else if (s.default !== undefined) {
       v = convert(s, s.default, 'default');
     }
     values[s.name] = v;
   }
-  return { values, positionals: parsed.positionals };
+  return { values, positionals: parsed.positionals, explicit };
 }
 
 export function usage(specs: readonly FlagSpec[]): string {

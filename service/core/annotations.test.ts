@@ -606,6 +606,65 @@ describe('debounce', () => {
   });
 });
 
+describe("pause-period (Reloader's, read as a batch window)", () => {
+  const KEY = 'deployment.reloader.stakater.com/pause-period';
+
+  it('sets the batch window of a Deployment and notes how it is read, once', () => {
+    const p = parse({ 'reloader.stakater.com/auto': 'true', [KEY]: '90s' });
+    expect(p.problems).toEqual([]);
+    expect(p.warnings).toEqual([]);
+    expect(p.policy.batchWindowMs).toBe(90_000);
+    expect(p.notes).toEqual([
+      `${KEY}=90s is read as a batch window: after a reload, further changes wait until 90s have ` +
+        'passed and then reload once; the Deployment is never paused',
+    ]);
+  });
+
+  it('is ignored, with a warning, on other kinds and on the pod template (as in Reloader)', () => {
+    const sts = parse({ 'reloader.stakater.com/auto': 'true', [KEY]: '1m' }, undefined, {
+      kind: 'StatefulSet',
+      defaultStrategy: 'restart',
+    });
+    expect(sts.policy.batchWindowMs).toBeUndefined();
+    expect(sts.warnings).toEqual([
+      `${KEY} only applies to Deployments (as in Reloader); it is ignored on a StatefulSet`,
+    ]);
+    const tpl = parse({ 'reloader.stakater.com/auto': 'true' }, { [KEY]: '1m' });
+    expect(tpl.policy.batchWindowMs).toBeUndefined();
+    expect(tpl.warnings).toEqual([
+      `${KEY} on the pod template is not read; Reloader reads it on the Deployment's metadata`,
+    ]);
+  });
+
+  it('is unset without the key', () => {
+    expect(parse({ 'reloader.stakater.com/auto': 'true' }).policy.batchWindowMs).toBeUndefined();
+  });
+});
+
+describe('restart-window', () => {
+  it('reads the windows from the metadata, else from the pod template', () => {
+    const meta = parse({
+      'gitops-reloader.io/restart-window': 'Mon-Fri 02:00-04:00 Europe/Berlin; Sat 10:00-11:00',
+    });
+    expect(meta.problems).toEqual([]);
+    expect(meta.policy.windows?.text).toBe('Mon-Fri 02:00-04:00 Europe/Berlin; Sat 10:00-11:00');
+    expect(meta.policy.windows?.windows).toHaveLength(2);
+    const tpl = parse({}, { 'gitops-reloader.io/restart-window': 'Sun 01:00-02:00' });
+    expect(tpl.policy.windows?.windows).toHaveLength(1);
+    expect(parse({}).policy.windows).toBeUndefined();
+  });
+
+  it('a bad window skips the workload rather than restarting it outside one', () => {
+    const p = parse({
+      'reloader.stakater.com/auto': 'true',
+      'gitops-reloader.io/restart-window': 'weekends',
+    });
+    expect(p.problems).toEqual([
+      'gitops-reloader.io/restart-window: window "weekends": has no time range; write HH:MM-HH:MM, e.g. 02:00-04:00',
+    ]);
+  });
+});
+
 describe('bad values become problems, never exceptions', () => {
   it.each([
     [
@@ -642,8 +701,16 @@ describe('bad values become problems, never exceptions', () => {
       /^gitops-reloader\.io\/auto=true and reloader\.stakater\.com\/auto=false disagree; set one of them$/,
     ],
     [
-      { 'reloader.stakater.com/restart-window': '{}' },
-      /^reloader\.stakater\.com\/restart-window is not supported, so the workload is skipped/,
+      { 'gitops-reloader.io/restart-window': 'Mon-Fri 2am' },
+      /^gitops-reloader\.io\/restart-window: window "Mon-Fri 2am": has no time range/,
+    ],
+    [
+      { 'gitops-reloader.io/restart-window': 'Mon 02:00-04:00 Europe/Nowhere' },
+      /^gitops-reloader\.io\/restart-window: window .*"Europe\/Nowhere" is not an IANA time zone/,
+    ],
+    [
+      { 'deployment.reloader.stakater.com/pause-period': 'soon' },
+      /^deployment\.reloader\.stakater\.com\/pause-period: "soon" is not a duration/,
     ],
   ] as [Annotations, RegExp | undefined][])('%j', (meta, message) => {
     const { problems } = parse(meta);
@@ -759,18 +826,20 @@ describe('bad values become problems, never exceptions', () => {
 
 describe('keys that are not acted on are reported as warnings', () => {
   it.each([
-    [
-      'deployment.reloader.stakater.com/pause-period',
-      '5m',
-      /is not supported: gitops-reloader never pauses a Deployment/,
-    ],
     ['deployment.reloader.stakater.com/paused-at', '2024-01-01T00:00:00Z', /kubectl rollout resume/],
-    ['secretproviderclass.reloader.stakater.com/reload', 'spc', /CSI SecretProviderClasses are not watched/],
-    ['secretproviderclass.reloader.stakater.com/auto', 'true', /CSI SecretProviderClasses are not watched/],
-    ['secretproviderclasses.exclude.reloader.stakater.com/reload', 'spc', /CSI SecretProviderClasses/],
-    ['reloader.stakater.com/pending', '{}', /restart-window scheduler/],
-    ['reloader.stakater.com/applied', '{}', /restart-window scheduler/],
-    ['reloader.stakater.com/restart-hash', 'abc', /restart-window scheduler/],
+    [
+      'secretproviderclass.reloader.stakater.com/reload',
+      'spc',
+      /not acted on: CSI SecretProviderClasses are watched only with --enable-csi-integration$/,
+    ],
+    ['secretproviderclass.reloader.stakater.com/auto', 'true', /only with --enable-csi-integration$/],
+    ['secretproviderclasses.exclude.reloader.stakater.com/reload', 'spc', /--enable-csi-integration$/],
+    ['secretproviderclass.gitops-reloader.io/reload', 'spc', /--enable-csi-integration$/],
+    // Keys no released Reloader defines (an unreleased restart-window scheduler used them): unknown.
+    ['reloader.stakater.com/restart-window', '{}', /is not a Reloader annotation gitops-reloader knows/],
+    ['reloader.stakater.com/pending', '{}', /is not a Reloader annotation gitops-reloader knows/],
+    ['reloader.stakater.com/applied', '{}', /is not a Reloader annotation gitops-reloader knows/],
+    ['reloader.stakater.com/restart-hash', 'abc', /is not a Reloader annotation gitops-reloader knows/],
     ['reloader.stakater.com/ignore', 'true', /belongs on the ConfigMap or Secret, not on the workload/],
     ['gitops-reloader.io/match', 'true', /belongs on the ConfigMap or Secret/],
     [
@@ -820,8 +889,12 @@ describe('docs/annotations.md examples', () => {
     changes?: [ConfigKind, string, boolean, DecisionRule][];
     strategy?: ReloadStrategy;
     debounceMs?: number;
+    batchWindowMs?: number;
+    /** How many restart windows the example declares. */
+    windows?: number;
     problems?: RegExp[];
     warnings?: RegExp[];
+    notes?: RegExp[];
   }
 
   const cases: Record<string, DocCase> = {
@@ -890,7 +963,12 @@ describe('docs/annotations.md examples', () => {
     },
     'pause-period': {
       changes: [['ConfigMap', 'billing-config', true, 'auto']],
-      warnings: [/^deployment\.reloader\.stakater\.com\/pause-period is not supported/],
+      batchWindowMs: 300_000,
+      notes: [/^deployment\.reloader\.stakater\.com\/pause-period=5m is read as a batch window/],
+    },
+    'restart-window': {
+      changes: [['ConfigMap', 'ledger-config', true, 'auto']],
+      windows: 2,
     },
   };
 
@@ -929,6 +1007,12 @@ describe('docs/annotations.md examples', () => {
     });
     if (c.strategy) expect(parsed.policy.strategy).toBe(c.strategy);
     if (c.debounceMs !== undefined) expect(parsed.policy.debounceMs).toBe(c.debounceMs);
+    expect(parsed.policy.batchWindowMs).toBe(c.batchWindowMs);
+    expect(parsed.policy.windows?.windows.length).toBe(c.windows);
+    expect(parsed.notes).toHaveLength(c.notes?.length ?? 0);
+    c.notes?.forEach((re, i) => {
+      expect(parsed.notes[i]).toMatch(re);
+    });
 
     const uses = extractReferences('default', (template?.spec ?? {}) as PodSpecLike);
     const globals = globalsWith({ ignoreConfigMaps: ['kube-root-ca.crt'] });
@@ -1026,5 +1110,108 @@ describe('name lists', () => {
   it(`allows exactly ${MAX_ENTRY_LENGTH} characters and ${MAX_UNBOUNDED_REPEATS} unbounded repetitions`, () => {
     expect(checkPattern('a'.repeat(MAX_ENTRY_LENGTH))).toBeUndefined();
     expect(checkPattern('.*-.*-.*')).toBeUndefined();
+  });
+});
+
+describe('SecretProviderClasses (Secrets Store CSI), with --enable-csi-integration', () => {
+  const csi: ParseOptions = { kind: 'Deployment', defaultStrategy: 'restart', csi: true };
+  const spc = (name: string, more: Partial<Change> = {}): Change => ({
+    kind: 'SecretProviderClass',
+    name,
+    ...more,
+  });
+
+  it('reads the SecretProviderClass keys without warnings', () => {
+    const { problems, warnings } = parse(
+      {
+        'secretproviderclass.reloader.stakater.com/reload': 'vault-db',
+        'secretproviderclass.reloader.stakater.com/auto': 'true',
+        'secretproviderclasses.exclude.reloader.stakater.com/reload': 'other',
+        'secretproviderclass.gitops-reloader.io/exclude': 'x-.*',
+      },
+      undefined,
+      csi,
+    );
+    expect(problems).toEqual([]);
+    expect(warnings).toEqual([]);
+  });
+
+  it('reloads a class named in secretproviderclass.reloader.stakater.com/reload (anchored regex), mounted or not', () => {
+    const policy = policyOf(
+      { 'secretproviderclass.reloader.stakater.com/reload': 'vault-.*' },
+      undefined,
+      csi,
+    );
+    expect(check(policy, spc('vault-db', { referenced: false }))).toMatchObject({
+      reload: true,
+      rule: 'named',
+    });
+    expect(check(policy, spc('my-vault-db'))).toMatchObject({ reload: false, rule: 'not-opted-in' });
+    // The list names classes only: a Secret of the same name is not reloaded by it.
+    expect(check(policy, { kind: 'Secret', name: 'vault-db' })).toMatchObject({ reload: false });
+  });
+
+  it('auto-reloads a mounted class with the typed or the generic auto key, never an unmounted one', () => {
+    for (const key of ['secretproviderclass.reloader.stakater.com/auto', 'reloader.stakater.com/auto']) {
+      const policy = policyOf({ [key]: 'true' }, undefined, csi);
+      expect(check(policy, spc('vault-db'))).toMatchObject({ reload: true, rule: 'auto' });
+      expect(check(policy, spc('vault-db', { referenced: false }))).toMatchObject({
+        reload: false,
+        rule: 'not-referenced',
+      });
+    }
+    // The typed key of another kind does not opt a class in.
+    const secretsOnly = policyOf({ 'secret.reloader.stakater.com/auto': 'true' }, undefined, csi);
+    expect(check(secretsOnly, spc('vault-db'))).toMatchObject({ reload: false, rule: 'not-opted-in' });
+  });
+
+  it('excludes exact names with secretproviderclasses.exclude.reloader.stakater.com/reload, as Reloader does', () => {
+    const policy = policyOf(
+      {
+        'reloader.stakater.com/auto': 'true',
+        'secretproviderclasses.exclude.reloader.stakater.com/reload': 'vault-db, azure-.*',
+      },
+      undefined,
+      csi,
+    );
+    expect(check(policy, spc('vault-db'))).toMatchObject({ reload: false, rule: 'exclude' });
+    // Reloader compares exclude entries as plain names: "azure-.*" is not a pattern there.
+    expect(check(policy, spc('azure-kv'))).toMatchObject({ reload: true, rule: 'auto' });
+    // The exclude list of classes does not exclude a Secret of the same name.
+    expect(check(policy, { kind: 'Secret', name: 'vault-db' })).toMatchObject({ reload: true });
+  });
+
+  it('honours reloader.stakater.com/ignore and /match on the SecretProviderClass object', () => {
+    const auto = policyOf({ 'reloader.stakater.com/auto': 'true' }, undefined, csi);
+    expect(
+      check(auto, spc('vault-db', { annotations: { 'reloader.stakater.com/ignore': 'true' } })),
+    ).toMatchObject({ reload: false, rule: 'ignore' });
+    const search = policyOf({ 'reloader.stakater.com/search': 'true' }, undefined, csi);
+    expect(
+      check(search, spc('vault-db', { annotations: { 'reloader.stakater.com/match': 'true' } })),
+    ).toMatchObject({ reload: true, rule: 'search' });
+    expect(check(search, spc('vault-db'))).toMatchObject({ reload: false });
+  });
+
+  it('reads the pod template when the metadata has no opt-in key for classes (per kind, as Reloader)', () => {
+    const policy = policyOf(
+      { 'secret.reloader.stakater.com/reload': 'db' },
+      { 'secretproviderclass.reloader.stakater.com/reload': 'vault-db' },
+      csi,
+    );
+    expect(policy.providerClasses.source).toBe('pod template');
+    expect(check(policy, spc('vault-db'))).toMatchObject({ reload: true, rule: 'named' });
+  });
+
+  it('is not ignored by the global ConfigMap and Secret ignore lists', () => {
+    const { globals } = compileGlobals({
+      autoReloadAll: true,
+      ignoreConfigMaps: ['vault-db'],
+      ignoreSecrets: ['vault-db'],
+    });
+    expect(check(policyOf({}, undefined, csi), spc('vault-db'), globals)).toMatchObject({
+      reload: true,
+      rule: 'auto-all',
+    });
   });
 });

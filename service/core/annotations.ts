@@ -2,8 +2,9 @@
 // gitops-reloader.io keys and from Stakater Reloader's keys with Reloader's meaning and precedence.
 // docs/annotations.md is the user-facing description of this file; keep the two in step.
 
-import { parseDuration } from './duration.ts';
+import { formatDuration, parseDuration } from './duration.ts';
 import { compileNameList, EMPTY_NAME_LIST, matchName, type NameList, splitList } from './name-pattern.ts';
+import { parseRestartWindows, type RestartWindows } from './restart-window.ts';
 import {
   type ConfigKind,
   type ConfigRef,
@@ -51,13 +52,36 @@ export const KEYS = {
         reloader: 'secrets.exclude.reloader.stakater.com/reload',
       },
     },
+    // Secrets Store CSI driver classes, read only with --enable-csi-integration (docs/csi.md).
+    SecretProviderClass: {
+      auto: {
+        ours: 'secretproviderclass.gitops-reloader.io/auto',
+        reloader: 'secretproviderclass.reloader.stakater.com/auto',
+      },
+      reload: {
+        ours: 'secretproviderclass.gitops-reloader.io/reload',
+        reloader: 'secretproviderclass.reloader.stakater.com/reload',
+      },
+      exclude: {
+        ours: 'secretproviderclass.gitops-reloader.io/exclude',
+        reloader: 'secretproviderclasses.exclude.reloader.stakater.com/reload',
+      },
+    },
   } satisfies Record<ConfigKind, TypedKeys>,
   strategy: 'gitops-reloader.io/strategy',
   debounce: 'gitops-reloader.io/debounce',
+  /** Maintenance windows: a reload outside them is held until one opens (core/restart-window.ts). */
+  restartWindow: 'gitops-reloader.io/restart-window',
+  /** Reloader's pause after a Deployment reload; read as a batch window (see readPausePeriod). */
+  pausePeriod: 'deployment.reloader.stakater.com/pause-period',
   /** Reloader's per-Rollout choice between a template rollout and spec.restartAt. */
   rolloutStrategy: 'reloader.stakater.com/rollout-strategy',
   /** Written by the annotate and git strategies on the pod template. */
   configHash: 'gitops-reloader.io/config-hash',
+  /** Written on the Jobs a reload creates (from a CronJob, or recreating a Job): the configs that changed. */
+  reloadedFor: 'gitops-reloader.io/reloaded-for',
+  /** Written with reloadedFor: the reload's cutoff, which makes creating the Job idempotent. */
+  reloadCutoff: 'gitops-reloader.io/reload-cutoff',
   /** Written on workload metadata by the Argo CD "reload (drift-free)" resource action. */
   reloadRequestedAt: 'gitops-reloader.io/reload-requested-at',
   /** Git strategy, Helm sources: the values map that holds pod annotations (default podAnnotations). */
@@ -67,14 +91,11 @@ export const KEYS = {
 /** The longest debounce accepted; longer would overflow Node timers long before it was useful. */
 export const MAX_DEBOUNCE_MS = 24 * 3_600_000;
 
-// Reloader keys we know and deliberately do not act on, with what happens instead. A `problem` skips
-// the workload; anything else is a warning and the workload is still reloaded.
-const UNSUPPORTED: Readonly<Record<string, { message: string; problem?: boolean }>> = {
-  'deployment.reloader.stakater.com/pause-period': {
-    message:
-      'is not supported: gitops-reloader never pauses a Deployment (that would change the workload object). ' +
-      'Changes are already batched per Argo CD sync and debounced; set gitops-reloader.io/debounce to widen the window',
-  },
+// Reloader keys we know and deliberately do not act on: a warning, and the workload is still
+// reloaded. Every Reloader key we claim is one its released source (v1.4.x) defines: the annotation
+// defaults in internal/pkg/config/config.go and the CSI and pause-deployment ones. Any other
+// *reloader.stakater.com key is reported as unknown.
+const UNSUPPORTED: Readonly<Record<string, { message: string }>> = {
   'deployment.reloader.stakater.com/paused-at': {
     message:
       "was written by Reloader's pause-period and is not read. If spec.paused is still true, Reloader paused " +
@@ -85,33 +106,9 @@ const UNSUPPORTED: Readonly<Record<string, { message: string; problem?: boolean 
       "was written by Reloader's annotations strategy and is neither read nor updated. It is harmless; " +
       'removing it from the pod template restarts the pods once',
   },
-  'secretproviderclass.reloader.stakater.com/reload': {
-    message: 'is not supported: changes to CSI SecretProviderClasses are not watched',
-  },
-  'secretproviderclass.reloader.stakater.com/auto': {
-    message: 'is not supported: changes to CSI SecretProviderClasses are not watched',
-  },
-  'secretproviderclasses.exclude.reloader.stakater.com/reload': {
-    message: 'is not supported: changes to CSI SecretProviderClasses are not watched',
-  },
-  'reloader.stakater.com/restart-window': {
-    message:
-      'is not supported, so the workload is skipped rather than restarted outside its window ' +
-      '(Reloader also refuses to reload such a workload when restart windows are off)',
-    problem: true,
-  },
-  'reloader.stakater.com/pending': {
-    message: "is state of Reloader's restart-window scheduler and is not read",
-  },
-  'reloader.stakater.com/applied': {
-    message: "is state of Reloader's restart-window scheduler and is not read",
-  },
-  'reloader.stakater.com/restart-hash': {
-    message: "is state of Reloader's restart-window scheduler and is not read",
-  },
 };
 
-/** How one config kind (ConfigMaps or Secrets) reaches this workload. */
+/** How one config kind (ConfigMaps, Secrets or SecretProviderClasses) reaches this workload. */
 export interface KindRules {
   /** Where the opt-in keys for this kind were read: Reloader reads the pod template only when the metadata has none. */
   readonly source: 'metadata' | 'pod template';
@@ -137,11 +134,20 @@ export interface KeyedBool {
 export interface WorkloadPolicy {
   readonly configMaps: KindRules;
   readonly secrets: KindRules;
+  /** Secrets Store CSI driver classes mounted through CSI volumes (acted on with --enable-csi-integration). */
+  readonly providerClasses: KindRules;
   readonly strategy: ReloadStrategy;
   /** The key that chose the strategy, or 'default'. */
   readonly strategySource: string;
   /** Per-workload debounce override in ms; undefined means the global debounce. */
   readonly debounceMs: number | undefined;
+  /**
+   * Least time between the end of one reload and the start of the next (Reloader's pause-period on a
+   * Deployment): changes in between wait and become one reload. Undefined: the global minimum.
+   */
+  readonly batchWindowMs: number | undefined;
+  /** Maintenance windows: a reload starts only inside one. Undefined: any time. */
+  readonly windows: RestartWindows | undefined;
 }
 
 export interface ParsedWorkloadPolicy {
@@ -150,12 +156,25 @@ export interface ParsedWorkloadPolicy {
   readonly problems: string[];
   /** Keys that are not acted on (unsupported, misplaced, unknown, not read). Report; keep reloading. */
   readonly warnings: string[];
+  /** Reloader keys read with a meaning of our own (pause-period). Report once, as a Normal Event. */
+  readonly notes: string[];
 }
 
 export interface ParseOptions {
   readonly kind: WorkloadKind;
   readonly defaultStrategy: ReloadStrategy;
+  /** --enable-csi-integration: without it the SecretProviderClass keys are reported as not acted on. */
+  readonly csi?: boolean;
 }
+
+/** The rules of one config kind in a policy. */
+export function rulesFor(policy: WorkloadPolicy, kind: ConfigKind): KindRules {
+  if (kind === 'ConfigMap') return policy.configMaps;
+  if (kind === 'Secret') return policy.secrets;
+  return policy.providerClasses;
+}
+
+export const CONFIG_KINDS: readonly ConfigKind[] = ['ConfigMap', 'Secret', 'SecretProviderClass'];
 
 /** Global options, compiled once at start-up by compileGlobals. */
 export interface AnnotationGlobals {
@@ -384,6 +403,68 @@ function readDebounce(meta: Annotations, template: Annotations, problems: Set<st
   return undefined;
 }
 
+/**
+ * Reloader pauses a Deployment (spec.paused) after a reload for `pause-period`, so that changes in that
+ * time roll out together when it resumes it. Pausing would write the workload object, so we keep the
+ * meaning and not the mechanism: the first change reloads at once, later ones wait until the period
+ * has passed since that reload ended, then reload once. Read, as Reloader does, on a Deployment's
+ * metadata only.
+ */
+function readPausePeriod(
+  meta: Annotations,
+  template: Annotations,
+  opts: ParseOptions,
+  problems: Set<string>,
+  warnings: Set<string>,
+  notes: Set<string>,
+): number | undefined {
+  const key = KEYS.pausePeriod;
+  if (template[key] !== undefined) {
+    warnings.add(`${key} on the pod template is not read; Reloader reads it on the Deployment's metadata`);
+  }
+  const raw = meta[key]?.trim();
+  if (raw === undefined || raw === '') return undefined;
+  if (opts.kind !== 'Deployment') {
+    warnings.add(`${key} only applies to Deployments (as in Reloader); it is ignored on a ${opts.kind}`);
+    return undefined;
+  }
+  const ms = parseDuration(raw);
+  if (ms === undefined) {
+    problems.add(`${key}: ${JSON.stringify(raw)} is not a duration; write e.g. 30s, 5m or 1h`);
+    return undefined;
+  }
+  if (ms > MAX_DEBOUNCE_MS) {
+    problems.add(`${key}: ${JSON.stringify(raw)} is longer than the 24h limit`);
+    return undefined;
+  }
+  notes.add(
+    `${key}=${raw} is read as a batch window: after a reload, further changes wait until ` +
+      `${formatDuration(ms)} have passed and then reload once; the Deployment is never paused`,
+  );
+  return ms;
+}
+
+function readWindows(
+  meta: Annotations,
+  template: Annotations,
+  problems: Set<string>,
+): RestartWindows | undefined {
+  for (const [ann, source] of [
+    [meta, 'metadata'],
+    [template, 'pod template'],
+  ] as const) {
+    const raw = ann[KEYS.restartWindow];
+    if (raw === undefined || raw.trim() === '') continue;
+    const parsed = parseRestartWindows(raw);
+    if ('problem' in parsed) {
+      problems.add(`${KEYS.restartWindow}${where(source)}: ${parsed.problem}`);
+      return undefined;
+    }
+    return parsed.windows;
+  }
+  return undefined;
+}
+
 const OUR_DOMAIN = /^([a-z0-9-]+\.)*gitops-reloader\.io\//;
 const RELOADER_DOMAIN = /^([a-z0-9-]+\.)*reloader\.stakater\.com\//;
 
@@ -392,8 +473,8 @@ function reportUnread(
   meta: Annotations,
   template: Annotations,
   rules: Record<ConfigKind, KindRules>,
-  problems: Set<string>,
   warnings: Set<string>,
+  csi: boolean,
 ): void {
   const configSide: readonly string[] = [
     KEYS.ignore.ours,
@@ -404,8 +485,12 @@ function reportUnread(
   const always: readonly string[] = [
     KEYS.strategy,
     KEYS.debounce,
+    KEYS.restartWindow,
+    KEYS.pausePeriod,
     KEYS.rolloutStrategy,
     KEYS.configHash,
+    KEYS.reloadedFor,
+    KEYS.reloadCutoff,
     KEYS.reloadRequestedAt,
     KEYS.gitValuesPath,
   ];
@@ -418,7 +503,7 @@ function reportUnread(
       if (always.includes(key)) continue;
       const unsupported = UNSUPPORTED[key];
       if (unsupported) {
-        (unsupported.problem ? problems : warnings).add(`${key}${where(source)} ${unsupported.message}`);
+        warnings.add(`${key}${where(source)} ${unsupported.message}`);
         continue;
       }
       if (configSide.includes(key)) {
@@ -428,7 +513,13 @@ function reportUnread(
         continue;
       }
       // Opt-in and exclude keys: read if this source is the one chosen for a kind they apply to.
-      const kinds = (['ConfigMap', 'Secret'] as const).filter((k) => isWorkloadKey(key, k));
+      const kinds = CONFIG_KINDS.filter((k) => isWorkloadKey(key, k));
+      if (!csi && kinds.length === 1 && kinds[0] === 'SecretProviderClass') {
+        warnings.add(
+          `${key}${where(source)} is not acted on: CSI SecretProviderClasses are watched only with --enable-csi-integration`,
+        );
+        continue;
+      }
       if (kinds.length > 0) {
         const read = kinds.some(
           (k) => rules[k].source === source || (source === 'metadata' && isExcludeKey(key)),
@@ -472,23 +563,31 @@ export function parseWorkloadPolicy(
   const t = template ?? {};
   const problems = new Set<string>();
   const warnings = new Set<string>();
+  const notes = new Set<string>();
   const rules = {
     ConfigMap: kindRules('ConfigMap', m, t, problems),
     Secret: kindRules('Secret', m, t, problems),
+    SecretProviderClass: kindRules('SecretProviderClass', m, t, problems),
   };
   const { strategy, source } = readStrategy(m, t, opts, problems, warnings);
   const debounceMs = readDebounce(m, t, problems);
-  reportUnread(m, t, rules, problems, warnings);
+  const batchWindowMs = readPausePeriod(m, t, opts, problems, warnings, notes);
+  const windows = readWindows(m, t, problems);
+  reportUnread(m, t, rules, warnings, opts.csi === true);
   return {
     policy: {
       configMaps: rules.ConfigMap,
       secrets: rules.Secret,
+      providerClasses: rules.SecretProviderClass,
       strategy,
       strategySource: source,
       debounceMs,
+      batchWindowMs,
+      windows,
     },
     problems: [...problems],
     warnings: [...warnings],
+    notes: [...notes],
   };
 }
 
@@ -525,11 +624,17 @@ export const DEFAULT_GLOBALS: AnnotationGlobals = {
  */
 export function decide(policy: WorkloadPolicy, config: ConfigChange, globals: AnnotationGlobals): Decision {
   const { kind, name } = config.ref;
-  const rules = kind === 'ConfigMap' ? policy.configMaps : policy.secrets;
+  const rules = rulesFor(policy, kind);
   const on = where(rules.source);
   const ann = config.annotations ?? {};
 
-  const globalList = kind === 'ConfigMap' ? globals.ignoreConfigMaps : globals.ignoreSecrets;
+  // The global ignore lists name ConfigMaps and Secrets; Reloader has none for SecretProviderClasses.
+  const globalList =
+    kind === 'ConfigMap'
+      ? globals.ignoreConfigMaps
+      : kind === 'Secret'
+        ? globals.ignoreSecrets
+        : EMPTY_NAME_LIST;
   const globalHit = matchName(globalList, name);
   if (globalHit) {
     const opt = kind === 'ConfigMap' ? 'ignoreConfigMaps' : 'ignoreSecrets';

@@ -5,6 +5,8 @@
 // The Batcher's input is the `ChangeSink` interface; the Argo CD integration adds another source
 // (changes held until a sync ends) that feeds the same sink.
 
+import type { ConfigRecord } from './records.ts';
+
 export interface Change {
   workload: string;
   /** configId of what changed, or a pseudo-id such as "request" for a manual reload request. */
@@ -17,6 +19,18 @@ export interface Change {
 
 export interface ChangeSink {
   add(change: Change): void;
+}
+
+/**
+ * Decides whether a config change waits before it is batched (the Argo CD integration holds
+ * changes to configs of an Application that is syncing, and releases them as one batch when the
+ * operation ends, through the `sink` it is given).
+ */
+export interface ChangeGate {
+  /** Called once with the sink to release held changes into. */
+  attach(sink: ChangeSink): void;
+  /** True when the gate took the change and will release it later. */
+  hold(change: Change, config: ConfigRecord): boolean;
 }
 
 export interface Batch {

@@ -142,3 +142,31 @@ export function setDigest(digests: Readonly<Record<string, string>>, key: Buffer
     .digest('hex')
     .slice(0, 32);
 }
+
+const NAMESPACE_KEY_TAG = 'gitops-reloader/namespace-key/v1';
+const namespaceKeys = new WeakMap<Buffer, Map<string, Buffer>>();
+
+/**
+ * The key a namespace's published values (the config hash written to pod templates and git, by the
+ * service and by the checksum plugin) are keyed with: HMAC-SHA256(service key, tag + namespace). A
+ * value computed for one namespace says nothing about another's, so a tenant who can make something
+ * compute values for its own namespace (the Argo CD plugin) learns nothing it can compare with
+ * another namespace's annotations. Only the published value is keyed per namespace: the per-config
+ * digests (and so the ledger) stay under the service key. See docs/adr/0010.
+ *
+ * The same Buffer is returned for the same key and namespace, so setDigest's KeyObject cache holds.
+ */
+export function namespaceKey(key: Buffer, namespace: string): Buffer {
+  assertUsableKey(key);
+  let perKey = namespaceKeys.get(key);
+  if (!perKey) {
+    perKey = new Map();
+    namespaceKeys.set(key, perKey);
+  }
+  let k = perKey.get(namespace);
+  if (!k) {
+    k = createHmac('sha256', secretKey(key)).update(`${NAMESPACE_KEY_TAG}\n${namespace}`, 'utf8').digest();
+    perKey.set(namespace, k);
+  }
+  return k;
+}

@@ -126,3 +126,36 @@ describe('verdict', () => {
     expect(verdict({ a: '1' }, { a: '1' })).toEqual({ kind: 'none' });
   });
 });
+
+describe('SecretProviderClasses in the watched set', () => {
+  const spc = (name: string, objects: Record<string, string>): ConfigRecord => ({
+    ...cm(name, objects),
+    ref: { kind: 'SecretProviderClass', namespace: 'ns', name },
+  });
+  const mount = {
+    config: { kind: 'SecretProviderClass' as const, namespace: 'ns', name: 'vault-db' },
+    keys: 'all' as const,
+    optional: false,
+  };
+  const w = workload({ 'reloader.stakater.com/auto': 'true' }, [mount]);
+
+  it('does not watch a class no pod reported a mount of, so its first mount restarts nothing', () => {
+    const before = setOf(w, lookup()).digests;
+    expect(before).toEqual({});
+    const after = setOf(w, lookup(spc('vault-db', { 'secret/db': 'v1' }))).digests;
+    expect(Object.keys(after)).toEqual(['SecretProviderClass/ns/vault-db']);
+    expect(verdict(after, before)).toEqual({
+      kind: 'rebaseline',
+      added: ['SecretProviderClass/ns/vault-db'],
+      removed: [],
+    });
+  });
+
+  it('reloads when an object version changes, and not when nothing a pod sees changed', () => {
+    const v1 = setOf(w, lookup(spc('vault-db', { 'secret/db': 'v1' }))).digests;
+    const v2 = setOf(w, lookup(spc('vault-db', { 'secret/db': 'v2' }))).digests;
+    const again = setOf(w, lookup(spc('vault-db', { 'secret/db': 'v1' }))).digests;
+    expect(verdict(v2, v1)).toEqual({ kind: 'reload', changed: ['SecretProviderClass/ns/vault-db'] });
+    expect(verdict(again, v1)).toEqual({ kind: 'none' });
+  });
+});

@@ -4,7 +4,14 @@
 // A workload's watched set maps configId → usage digest for every config that, by its
 // annotations, should reload it (plus the manual reload request, if any). Comparing that set
 // with the ledger's gives level-triggered decisions: a restart misses nothing and repeats nothing.
-import { type AnnotationGlobals, decide, KEYS, type ParsedWorkloadPolicy } from './annotations.ts';
+import {
+  type AnnotationGlobals,
+  CONFIG_KINDS,
+  decide,
+  KEYS,
+  type ParsedWorkloadPolicy,
+  rulesFor,
+} from './annotations.ts';
 import { usageDigest } from './config-hash.ts';
 import type { ConfigRecord, WorkloadRecord } from './records.ts';
 import { type ConfigRef, type ConfigUse, configId } from './types.ts';
@@ -37,6 +44,9 @@ export function watchedSet(
   const out: WatchedSet = { digests: {}, reasons: {}, skipped: {}, problems: [] };
   const consider = (use: ConfigUse, referenced: boolean) => {
     const rec = configs.get(use.config);
+    // A SecretProviderClass has content only once a pod's mount reported object versions (and only
+    // with --enable-csi-integration). Until then it is not watched: the first mount is not a change.
+    if (use.config.kind === 'SecretProviderClass' && rec === undefined) return;
     const d = decide(parsed.policy, { ref: use.config, annotations: rec?.annotations, referenced }, globals);
     const id = configId(use.config);
     if (d.problem) out.problems.push(d.problem);
@@ -53,10 +63,8 @@ export function watchedSet(
     consider(use, true);
   }
   // Named entries reload even configs the template does not reference (as Reloader does).
-  for (const [kind, rules] of [
-    ['ConfigMap', parsed.policy.configMaps],
-    ['Secret', parsed.policy.secrets],
-  ] as const) {
+  for (const kind of CONFIG_KINDS) {
+    const rules = rulesFor(parsed.policy, kind);
     if (rules.named.every((n) => n.list.entries.length === 0)) continue;
     for (const rec of configs.inNamespace(w.ref.namespace, kind)) {
       if (referenced.has(configId(rec.ref))) continue;

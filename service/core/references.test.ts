@@ -209,6 +209,30 @@ describe('extractReferences: edge cases', () => {
   });
 });
 
+describe('Secrets Store CSI volumes', () => {
+  it('references the SecretProviderClass named in the volume attribute, whole', () => {
+    const uses = extractReferences('ns', {
+      volumes: [
+        {
+          csi: {
+            driver: 'secrets-store.csi.k8s.io',
+            volumeAttributes: { secretProviderClass: 'vault-db' },
+          },
+        },
+        { csi: { driver: 'other.csi.example.com', volumeAttributes: { size: '1Gi' } } },
+        { csi: { driver: 'secrets-store.csi.k8s.io' } },
+      ],
+    });
+    expect(uses).toEqual([
+      {
+        config: { kind: 'SecretProviderClass', namespace: 'ns', name: 'vault-db' },
+        keys: 'all',
+        optional: false,
+      },
+    ]);
+  });
+});
+
 // Every path in Ours must exist in Theirs, so a misspelt field (`secret.name` for `secret.secretName`)
 // fails type-checking instead of silently reading nothing. Assignability alone cannot catch that,
 // because all of PodSpecLike's fields are optional.

@@ -1,5 +1,5 @@
-// Which ConfigMaps and Secrets a pod spec uses, and which of their keys it can see. The index uses this
-// to ignore changes a workload cannot observe (a key it does not reference).
+// Which ConfigMaps, Secrets and SecretProviderClasses a pod spec uses, and which of their keys it can
+// see. The index uses this to ignore changes a workload cannot observe (a key it does not reference).
 
 import { type ConfigKind, type ConfigRef, type ConfigUse, configId } from './types.ts';
 
@@ -30,10 +30,20 @@ export interface VolumeProjectionLike {
   readonly secret?: NamedVolumeSourceLike;
 }
 
+/** A CSI volume: the Secrets Store driver reads its SecretProviderClass from `volumeAttributes`. */
+export interface CsiVolumeSourceLike {
+  readonly driver?: string;
+  readonly volumeAttributes?: { readonly [key: string]: string };
+}
+
+/** The CSI volume attribute that names a SecretProviderClass (the driver's and Reloader's key). */
+export const SECRET_PROVIDER_CLASS_ATTRIBUTE = 'secretProviderClass';
+
 export interface VolumeLike {
   readonly configMap?: NamedVolumeSourceLike;
   readonly secret?: SecretVolumeSourceLike;
   readonly projected?: { readonly sources?: readonly VolumeProjectionLike[] };
+  readonly csi?: CsiVolumeSourceLike;
 }
 
 export interface EnvSourceLike {
@@ -97,7 +107,11 @@ function* rawUses(spec: PodSpecLike): Generator<RawUse> {
 }
 
 function* volumeUses(volume: VolumeLike): Generator<RawUse> {
-  const { configMap, secret, projected } = volume;
+  const { configMap, secret, projected, csi } = volume;
+  // A Secrets Store CSI volume names its SecretProviderClass in a volume attribute; the driver mounts
+  // every object of the class. Reloader matches the attribute whatever the driver name; so do we.
+  const providerClass = csi?.volumeAttributes?.[SECRET_PROVIDER_CLASS_ATTRIBUTE];
+  if (providerClass) yield { kind: 'SecretProviderClass', name: providerClass, keys: 'all', optional: false };
   if (configMap) yield sourceUse('ConfigMap', configMap.name, configMap);
   if (secret) yield sourceUse('Secret', secret.secretName, secret);
   for (const source of projected?.sources ?? []) {

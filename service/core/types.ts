@@ -1,11 +1,15 @@
 // The core's own small types. Adapters translate Kubernetes objects into these; the pure core
 // (hashing, references, annotations, planning) never sees a client-node model.
 
-export type ConfigKind = 'ConfigMap' | 'Secret';
+/**
+ * What a workload can reload on. A SecretProviderClass (Secrets Store CSI driver) stands for the
+ * external objects its CSI volumes mount; its content is the object versions the driver reports.
+ */
+export type ConfigKind = 'ConfigMap' | 'Secret' | 'SecretProviderClass';
 
-export type WorkloadKind = 'Deployment' | 'StatefulSet' | 'DaemonSet' | 'CronJob' | 'Rollout';
+export type WorkloadKind = 'Deployment' | 'StatefulSet' | 'DaemonSet' | 'CronJob' | 'Job' | 'Rollout';
 
-/** A ConfigMap or Secret, by name. Configs are always in the workload's namespace. */
+/** A ConfigMap, Secret or SecretProviderClass, by name. Configs are always in the workload's namespace. */
 export interface ConfigRef {
   kind: ConfigKind;
   namespace: string;

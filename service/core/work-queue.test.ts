@@ -4,6 +4,26 @@ import { WorkQueue } from './work-queue.ts';
 interface A {
   workload: string;
   n: number;
+  minIntervalMs?: number;
+  notBefore?: number;
+}
+
+function fakeTimers() {
+  const clock = { now: 0 };
+  const pending: Array<{ at: number; fn: () => void }> = [];
+  return {
+    clock,
+    pending,
+    timers: {
+      now: () => clock.now,
+      set: (fn: () => void, ms: number) => {
+        const t = { at: clock.now + ms, fn };
+        pending.push(t);
+        return t;
+      },
+      clear: () => {},
+    },
+  };
 }
 
 function deferred() {
@@ -50,6 +70,8 @@ describe('WorkQueue', () => {
     });
     for (const w of ['a', 'b', 'c', 'd']) q.submit({ workload: w, n: 0 });
     expect(q.active).toBe(2);
+    // Two run, two wait: the waiting count is the queue depth metrics report.
+    expect(q.waiting).toBe(2);
     for (let i = 0; i < 4; i++) {
       await new Promise((r) => setImmediate(r));
       for (const g of gates.values()) g.resolve();
@@ -131,6 +153,54 @@ describe('WorkQueue', () => {
     const stopped = q.stop();
     gate.resolve();
     await stopped;
+    expect(ran).toEqual([1]);
+  });
+
+  it("holds a workload's own longer interval (a batch window) after its reload, and merges what came in", async () => {
+    const { clock, pending, timers } = fakeTimers();
+    const ran: Array<[number, number]> = [];
+    const q = new WorkQueue<A>({
+      maxConcurrent: 1,
+      minIntervalMs: 1000,
+      timers,
+      merge: (a, b) => ({ ...b, n: a.n + b.n }),
+      run: async (a) => {
+        ran.push([a.n, clock.now]);
+      },
+    });
+    q.submit({ workload: 'W', n: 1, minIntervalMs: 30_000 });
+    await new Promise((r) => setImmediate(r));
+    clock.now = 2000;
+    q.submit({ workload: 'W', n: 10, minIntervalMs: 30_000 });
+    clock.now = 5000;
+    q.submit({ workload: 'W', n: 100, minIntervalMs: 30_000 });
+    expect(ran).toEqual([[1, 0]]);
+    expect(pending.map((t) => t.at)).toEqual([30_000]);
+    clock.now = 30_000;
+    pending[0]?.fn();
+    await q.drained();
+    expect(ran).toEqual([
+      [1, 0],
+      [110, 30_000],
+    ]);
+  });
+
+  it('starts nothing before notBefore, even the first action of a workload', async () => {
+    const { clock, pending, timers } = fakeTimers();
+    const ran: number[] = [];
+    const q = new WorkQueue<A>({
+      maxConcurrent: 1,
+      minIntervalMs: 0,
+      timers,
+      run: async (a) => void ran.push(a.n),
+    });
+    clock.now = 1000;
+    q.submit({ workload: 'W', n: 1, notBefore: 8000 });
+    expect(ran).toEqual([]);
+    expect(pending.map((t) => t.at)).toEqual([8000]);
+    clock.now = 8000;
+    pending[0]?.fn();
+    await q.drained();
     expect(ran).toEqual([1]);
   });
 });

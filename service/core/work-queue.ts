@@ -1,5 +1,6 @@
 // Runs reload actions: one at a time per workload, at most `maxConcurrent` overall, and no sooner
-// than `minIntervalMs` after the same workload's previous reload finished. An action submitted
+// than `minIntervalMs` (or the action's own, longer, interval) after the same workload's previous
+// reload finished, nor before the action's `notBefore`. An action submitted
 // while its workload is busy or waiting replaces the queued one (the newer action has the later
 // cutoff and covers the older one), so a workload never has more than one action queued.
 
@@ -7,6 +8,10 @@ import { realTimers, type Timers } from './batcher.ts';
 
 export interface QueuedAction {
   workload: string;
+  /** This workload's own least interval after its previous reload; the longer of it and minIntervalMs holds. */
+  minIntervalMs?: number;
+  /** Not started before this instant (epoch ms): an interval that began before this process did. */
+  notBefore?: number;
 }
 
 interface Slot<A> {
@@ -48,6 +53,13 @@ export class WorkQueue<A extends QueuedAction> {
     return this.#active;
   }
 
+  /** Actions queued and not yet running (waiting for a slot, their workload, or its interval). */
+  get waiting(): number {
+    let n = 0;
+    for (const s of this.#slots.values()) if (s.queued !== undefined) n++;
+    return n;
+  }
+
   /** Stops taking work; resolves when running actions have returned. Queued actions are dropped. */
   async stop(): Promise<void> {
     this.#stopped = true;
@@ -82,8 +94,12 @@ export class WorkQueue<A extends QueuedAction> {
     if (slot.running || slot.queued === undefined || slot.timer !== undefined || this.#ready.includes(w))
       return;
     const timers = this.opts.timers ?? realTimers;
-    const wait =
-      slot.lastFinishedAt === undefined ? 0 : slot.lastFinishedAt + this.opts.minIntervalMs - timers.now();
+    const now = timers.now();
+    const interval = Math.max(this.opts.minIntervalMs, slot.queued.minIntervalMs ?? 0);
+    const wait = Math.max(
+      slot.lastFinishedAt === undefined ? 0 : slot.lastFinishedAt + interval - now,
+      (slot.queued.notBefore ?? 0) - now,
+    );
     if (wait > 0) {
       slot.timer = timers.set(() => {
         slot.timer = undefined;

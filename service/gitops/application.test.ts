@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { GitSourceError, gitSourceOf } from './application.ts';
+import { authorizedGitSource, GitSourceError, gitSourceOf } from './application.ts';
 
 const app = { namespace: 'argocd', name: 'shop' };
 const application = (spec: Record<string, unknown>) => ({
@@ -88,5 +88,67 @@ describe('gitSourceOf', () => {
   ])('refuses %s with a reason', (_what, spec, reason) => {
     expect(() => gitSourceOf(application(spec), app)).toThrow(GitSourceError);
     expect(() => gitSourceOf(application(spec), app)).toThrow(reason);
+  });
+});
+
+describe('authorizedGitSource', () => {
+  const workload = { group: 'apps', kind: 'Deployment', namespace: 'shop', name: 'web' };
+  const managed = {
+    ...application({ source: { repoURL: 'https://git.example.com/shop.git', path: 'apps/shop' } }),
+    spec: {
+      project: 'team-a',
+      source: { repoURL: 'https://git.example.com/shop.git', path: 'apps/shop' },
+      destination: { server: 'https://kubernetes.default.svc', namespace: 'shop' },
+    },
+    status: { resources: [workload] },
+  };
+  const project = {
+    spec: {
+      sourceRepos: ['https://git.example.com/*'],
+      destinations: [{ server: 'https://kubernetes.default.svc', namespace: 'shop' }],
+    },
+  };
+  /** What the API server answers, by plural; an Error with a code stands for an HTTP error. */
+  const api = (answers: Record<string, unknown>) => {
+    const reads: string[] = [];
+    return {
+      reads,
+      getNamespacedCustomObject: async (a: { plural: string; namespace: string; name: string }) => {
+        reads.push(`${a.plural}/${a.namespace}/${a.name}`);
+        const v = answers[a.plural];
+        if (v instanceof Error) throw v;
+        return v as object;
+      },
+      patchNamespacedCustomObject: async () => ({}),
+    };
+  };
+  const denied = Object.assign(new Error('forbidden'), { code: 403 });
+  const o = { argocdNamespaces: ['argocd'] };
+
+  it('returns the source of an Application that manages the workload and whose project allows it', async () => {
+    const custom = api({ applications: managed, appprojects: project });
+    await expect(authorizedGitSource(custom, app, workload, o)).resolves.toMatchObject({
+      repoURL: 'https://git.example.com/shop.git',
+      path: 'apps/shop',
+    });
+    expect(custom.reads).toEqual(['applications/argocd/shop', 'appprojects/argocd/team-a']);
+  });
+
+  it('does not even read an Application outside --argocd-namespaces', async () => {
+    const custom = api({ applications: managed, appprojects: project });
+    await expect(
+      authorizedGitSource(custom, { namespace: 'team-b', name: 'shop' }, workload, o),
+    ).rejects.toMatchObject({ rule: 'app-namespace' });
+    expect(custom.reads).toEqual([]);
+  });
+
+  it('refuses git mode, saying how to grant it, when the Application or its project cannot be read', async () => {
+    await expect(authorizedGitSource(api({ applications: denied }), app, workload, o)).rejects.toMatchObject({
+      rule: 'app-unreadable',
+      message: expect.stringMatching(/forbidden.*grant/),
+    });
+    await expect(
+      authorizedGitSource(api({ applications: managed, appprojects: denied }), app, workload, o),
+    ).rejects.toMatchObject({ rule: 'project-unreadable' });
   });
 });

@@ -5,6 +5,14 @@
 
 import type { AppKey } from '../argocd/tracking.ts';
 import type { CustomApi } from '../kube/api.ts';
+import {
+  type Authority,
+  appManages,
+  appNamespaceAllowed,
+  projectAllows,
+  type WorkloadId,
+} from './authority.ts';
+import { GitRefused } from './refusal.ts';
 
 export interface GitSource {
   app: AppKey;
@@ -89,7 +97,7 @@ export function gitSourceOf(raw: unknown, app: AppKey): GitSource {
   };
 }
 
-/** Reads the Application and returns its git source. */
+/** Reads the Application and returns its git source, without asking whether it may be used (tests, tools). */
 export async function readGitSource(custom: CustomApi, app: AppKey): Promise<GitSource> {
   let raw: unknown;
   try {
@@ -108,4 +116,79 @@ export async function readGitSource(custom: CustomApi, app: AppKey): Promise<Git
     );
   }
   return gitSourceOf(raw, app);
+}
+
+export interface AuthorityOptions {
+  /** --argocd-namespaces: where Argo CD serves Applications from; the first is its own (AppProjects live there). */
+  argocdNamespaces: readonly string[];
+}
+
+const RBAC_HINT =
+  'grant the service get on applications and appprojects.argoproj.io (docs/security.md, "RBAC per feature")';
+
+function refuse(a: Authority, app: AppKey): void {
+  if (!a.ok)
+    throw new GitRefused(
+      a.rule,
+      `git write refused for Application ${app.namespace}/${app.name}: ${a.message}`,
+    );
+}
+
+/**
+ * The git source of the Application named by a workload, once the Application provably manages the
+ * workload (service/gitops/authority.ts). Throws GitRefused, before any clone, when it does not or
+ * cannot be read; GitSourceError when it has no usable git source.
+ */
+export async function authorizedGitSource(
+  custom: CustomApi,
+  app: AppKey,
+  workload: WorkloadId,
+  o: AuthorityOptions,
+): Promise<GitSource> {
+  refuse(appNamespaceAllowed(app.namespace, o.argocdNamespaces), app);
+  const controlNamespace = o.argocdNamespaces[0] ?? 'argocd';
+  const raw = await readObject(custom, 'applications', app.namespace, app.name).catch((err: unknown) => {
+    throw new GitRefused(
+      'app-unreadable',
+      `git write refused: cannot read Application ${app.namespace}/${app.name} (${why(err)}); ${RBAC_HINT}`,
+    );
+  });
+  refuse(appManages(raw, workload), app);
+  const source = gitSourceOf(raw, app);
+  const project = await readObject(custom, 'appprojects', controlNamespace, source.project).catch(
+    (err: unknown) => {
+      throw new GitRefused(
+        'project-unreadable',
+        `git write refused for Application ${app.namespace}/${app.name}: cannot read its AppProject (${why(err)}); ${RBAC_HINT}`,
+      );
+    },
+  );
+  refuse(
+    projectAllows(project, {
+      appNamespace: app.namespace,
+      controlNamespace,
+      app: raw,
+      workloadNamespace: workload.namespace,
+      repoURL: source.repoURL,
+    }),
+    app,
+  );
+  return source;
+}
+
+function why(err: unknown): string {
+  const code = (err as { code?: unknown }).code;
+  if (code === 404) return 'not found';
+  if (code === 403) return 'forbidden';
+  return typeof code === 'number' ? `HTTP ${code}` : (err as Error).message;
+}
+
+function readObject(custom: CustomApi, plural: string, namespace: string, name: string): Promise<unknown> {
+  return custom.getNamespacedCustomObject({
+    group: 'argoproj.io',
+    version: 'v1alpha1',
+    namespace,
+    plural,
+    name,
+  });
 }

@@ -3,6 +3,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
+  allowedByList,
+  boundTo,
   credentialsFromDir,
   credentialsFromSecret,
   matchRepoSecret,
@@ -89,6 +91,43 @@ describe('matchRepoSecret', () => {
   });
 });
 
+describe('credentials bound to their URL', () => {
+  it('binds a template only on a path-segment boundary, with the same scheme and host', () => {
+    const org = 'https://github.com/org';
+    expect(boundTo('https://github.com/org/app.git', org)).toBe(true);
+    expect(boundTo('https://github.com/org', org)).toBe(true);
+    expect(boundTo('https://github.com/org/app', `${org}/`)).toBe(true);
+    // Argo CD's strings.HasPrefix matches all of these; a credential must not.
+    expect(boundTo('https://github.com/org-evil/app', org)).toBe(false);
+    expect(boundTo('https://github.com.attacker.net/org/app', 'https://github.com')).toBe(false);
+    expect(boundTo('https://github.com:4430/org/app', 'https://github.com')).toBe(false);
+    expect(boundTo('https://github.com@attacker.net/org/app', 'https://github.com')).toBe(false);
+    expect(boundTo('http://github.com/org/app', org)).toBe(false);
+    expect(boundTo('git@github.com:org/app', 'git@github.com:org')).toBe(true);
+    expect(boundTo('git@github.com:org-evil/app', 'git@github.com:org')).toBe(false);
+  });
+
+  it('never matches a prefix-colliding credential template', () => {
+    const secrets = [secret('org', 'repo-creds', { url: 'https://github.com/org', password: 'p' })];
+    expect(matchRepoSecret(secrets, 'https://github.com/org-evil/x', 'default')).toBeUndefined();
+    expect(matchRepoSecret(secrets, 'https://github.com.attacker.net/org/x', 'default')).toBeUndefined();
+    expect(matchRepoSecret(secrets, 'https://github.com/org/x', 'default')?.name).toBe('org');
+  });
+
+  it('reads --git-credentials-urls entries as URL prefixes or bare hosts', () => {
+    const list = ['git.example.com', 'https://code.example.org/team-a'];
+    expect(allowedByList('https://git.example.com/any/repo', list)).toBe(true);
+    expect(allowedByList('git@git.example.com:any/repo.git', list)).toBe(true);
+    expect(allowedByList('ssh://git@git.example.com/any/repo', list)).toBe(true);
+    expect(allowedByList('http://git.example.com/any/repo', list)).toBe(false);
+    expect(allowedByList('https://git.example.com.attacker.net/x', list)).toBe(false);
+    expect(allowedByList('https://code.example.org/team-a/app', list)).toBe(true);
+    expect(allowedByList('https://code.example.org/team-b/app', list)).toBe(false);
+    expect(allowedByList('https://evil.example/x', list)).toBe(false);
+    expect(allowedByList('https://git.example.com/x', [])).toBe(false);
+  });
+});
+
 describe('credentials for the writer', () => {
   let dir: string;
   let tmp: string;
@@ -104,21 +143,21 @@ describe('credentials for the writer', () => {
   it('reads an HTTPS token from a mounted Secret dir, without the trailing newline', async () => {
     await writeFile(path.join(dir, 'username'), 'bot\n');
     await writeFile(path.join(dir, 'token'), 'tok3n\n');
-    const c = await credentialsFromDir(dir, 'https://git.example.com/r.git', tmp);
+    const c = await credentialsFromDir(dir, 'https://git.example.com/r.git', ['git.example.com'], tmp);
     expect(c.credentials).toEqual({ username: 'bot', token: 'tok3n' });
     expect(c.source).toBe('--git-credentials-dir');
   });
 
   it('accepts kubernetes.io/basic-auth keys (password)', async () => {
     await writeFile(path.join(dir, 'password'), 'pw');
-    const c = await credentialsFromDir(dir, 'https://git.example.com/r.git', tmp);
+    const c = await credentialsFromDir(dir, 'https://git.example.com/r.git', ['git.example.com'], tmp);
     expect(c.credentials).toEqual({ token: 'pw' });
   });
 
   it('copies an SSH key to a private temp file for ssh, and removes it afterwards', async () => {
     await writeFile(path.join(dir, 'ssh-privatekey'), 'KEY');
     await writeFile(path.join(dir, 'known_hosts'), 'git.example.com ssh-ed25519 AAAA\n');
-    const c = await credentialsFromDir(dir, 'git@git.example.com:team/shop.git', tmp);
+    const c = await credentialsFromDir(dir, 'git@git.example.com:team/shop.git', ['git.example.com'], tmp);
     const creds = c.credentials as { sshKeyPath: string; knownHostsPath: string };
     expect(await readFile(creds.sshKeyPath, 'utf8')).toBe('KEY\n');
     expect((await stat(creds.sshKeyPath)).mode & 0o777).toBe(0o600);
@@ -128,9 +167,15 @@ describe('credentials for the writer', () => {
     expect(await readdir(tmp)).toEqual([]);
   });
 
+  it('reads nothing for a repository outside --git-credentials-urls', async () => {
+    await writeFile(path.join(dir, 'token'), 'tok');
+    const c = await credentialsFromDir(dir, 'https://attacker.example/r.git', ['git.example.com'], tmp);
+    expect(c.credentials).toBeUndefined();
+  });
+
   it('gives no credentials when the dir has none for the URL scheme', async () => {
     await writeFile(path.join(dir, 'token'), 'tok');
-    const c = await credentialsFromDir(dir, 'git@git.example.com:team/shop.git', tmp);
+    const c = await credentialsFromDir(dir, 'git@git.example.com:team/shop.git', ['git.example.com'], tmp);
     expect(c.credentials).toBeUndefined();
   });
 
@@ -143,6 +188,7 @@ describe('credentials for the writer', () => {
     );
     expect(c?.credentials).toEqual({ username: 'u', token: 'p' });
     expect(c?.source).toBe('Argo CD Secret argocd/repo-1 (repository)');
+    expect(c?.kind).toBe('an Argo CD repository Secret');
   });
 
   it('declines an Argo CD Secret whose only credential the writer cannot use (a GitHub App)', async () => {

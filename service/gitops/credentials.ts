@@ -5,6 +5,11 @@
 // `repo-creds` template with the longest matching url prefix. Argo CD's write credentials
 // (`repository-write`, `repo-write-creds`, for its source hydrator) are tried first, the same way.
 //
+// Every credential is bound to its URL: a template or an --git-credentials-urls entry matches only a
+// repository with the same scheme and host whose path continues its own at a `/`. Argo CD matches
+// templates by plain string prefix (strings.HasPrefix), so there creds for https://github.com/org also
+// match https://github.com/org-evil/x and https://github.com.attacker.net/x; here they do not.
+//
 // A key is written to a private temp dir for ssh (which reads keys only from files) and removed after
 // the write. Nothing here logs or returns a credential in a message.
 import { chmod, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
@@ -78,15 +83,52 @@ function repositorySecret(secrets: readonly RepoSecret[], type: string, repoURL:
   return fallback;
 }
 
+/** The scheme-and-host part of a normalised URL (`https://host:port`, `git@host`), and its path. */
+function splitNormalized(n: string): { origin: string; path: string } {
+  const m = /^([a-z][a-z0-9+.-]*:\/\/[^/]*|[^/:]*@[^/]*|[^/]*)(.*)$/.exec(n);
+  return { origin: m?.[1] ?? n, path: m?.[2] ?? '' };
+}
+
+/**
+ * True when `repoURL` lies under `prefix`: the same scheme and host (port and user included), and a
+ * path that equals the prefix's or continues it after a `/`. Both are normalised as Argo CD does.
+ */
+export function boundTo(repoURL: string, prefix: string): boolean {
+  const repo = normalizeGitURL(repoURL);
+  const p = normalizeGitURL(prefix).replace(/\/+$/, '');
+  if (repo === '' || p === '') return false;
+  const a = splitNormalized(repo);
+  const b = splitNormalized(p);
+  if (a.origin !== b.origin || a.origin === '') return false;
+  return a.path === b.path || a.path.startsWith(`${b.path}/`);
+}
+
+/**
+ * An --git-credentials-urls entry: a URL prefix (`https://git.example.com/team-a`), or a bare host
+ * (`git.example.com`), which stands for https://host/ and ssh to git@host.
+ */
+export function allowedByList(repoURL: string, entries: readonly string[]): boolean {
+  return entries.some((e) => {
+    const entry = e.trim();
+    if (entry === '') return false;
+    if (/^[a-z][a-z0-9+.-]*:\/\//i.test(entry) || entry.includes('@')) return boundTo(repoURL, entry);
+    const host = entry.toLowerCase().replace(/\/+$/, '');
+    const n = normalizeGitURL(repoURL);
+    return (
+      boundTo(repoURL, `https://${host}`) ||
+      new RegExp(`^[^/:@]+@${host.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/`).test(n)
+    );
+  });
+}
+
 /** The credential template whose url is the longest prefix of `repoURL` (first wins a tie, as in Argo CD). */
 function templateSecret(secrets: readonly RepoSecret[], type: string, repoURL: string) {
-  const repo = normalizeGitURL(repoURL);
   let best: RepoSecret | undefined;
   let max = 0;
   for (const s of secrets) {
     if (s.type !== type) continue;
     const prefix = normalizeGitURL(s.data.url ?? '');
-    if (prefix.length > max && repo.startsWith(prefix)) {
+    if (prefix.length > max && boundTo(repoURL, s.data.url ?? '')) {
       max = prefix.length;
       best = s;
     }
@@ -111,16 +153,23 @@ export function matchRepoSecret(
 
 // --- turning a match into credentials for the writer ----------------------------------------------
 
-/** Credentials for one write, and what to remove afterwards. `source` is for logs and messages. */
+/**
+ * Credentials for one write, and what to remove afterwards. `source` names where they came from, for
+ * the service's log; `kind` says only what sort they are, for Events in the workload's namespace
+ * (which must not learn the names of Argo CD's Secrets).
+ */
 export interface ResolvedCredentials {
   credentials?: GitCredentials;
   source: string;
+  kind: string;
   cleanup(): Promise<void>;
 }
 
 const isHttp = (repoURL: string) => /^https?:\/\//i.test(repoURL.trim());
 
-const NONE: ResolvedCredentials = { source: 'none', cleanup: async () => {} };
+const NONE: ResolvedCredentials = { source: 'none', kind: 'none', cleanup: async () => {} };
+const ARGOCD_KIND = 'an Argo CD repository Secret';
+const DIR_KIND = '--git-credentials-dir';
 
 /** Writes an SSH key (and known_hosts) to a fresh 0700 dir, for GIT_SSH_COMMAND. */
 async function sshFiles(
@@ -128,6 +177,7 @@ async function sshFiles(
   key: string,
   knownHosts: string | undefined,
   source: string,
+  kind: string,
 ): Promise<ResolvedCredentials> {
   const dir = await mkdtemp(path.join(tmp, 'gitops-reloader-ssh-'));
   const cleanup = () => rm(dir, { recursive: true, force: true });
@@ -144,6 +194,7 @@ async function sshFiles(
     return {
       credentials: { sshKeyPath: keyPath, ...(knownHostsPath ? { knownHostsPath } : {}) },
       source,
+      kind,
       cleanup,
     };
   } catch (err) {
@@ -177,13 +228,18 @@ export const DIR_FILES = {
   knownHosts: ['known_hosts', 'knownHosts', 'ssh-knownhosts'],
 } as const;
 
-/** Reads --git-credentials-dir at write time (a mounted Secret may have been rotated). */
+/**
+ * Reads --git-credentials-dir at write time (a mounted Secret may have been rotated), for a repository
+ * that --git-credentials-urls allows; for any other, nothing is read and none are returned.
+ */
 export async function credentialsFromDir(
   dir: string,
   repoURL: string,
+  allowed: readonly string[],
   tmp: string = tmpdir(),
 ): Promise<ResolvedCredentials> {
-  const source = '--git-credentials-dir';
+  const source = DIR_KIND;
+  if (!allowedByList(repoURL, allowed)) return NONE;
   if (isHttp(repoURL)) {
     const token = await first(dir, DIR_FILES.token);
     if (!token) return NONE;
@@ -191,12 +247,13 @@ export async function credentialsFromDir(
     return {
       credentials: { ...(username ? { username } : {}), token: token.replace(/[\r\n]+$/, '') },
       source,
+      kind: DIR_KIND,
       cleanup: async () => {},
     };
   }
   const key = await first(dir, DIR_FILES.sshKey);
   if (!key) return NONE;
-  return sshFiles(tmp, key, await first(dir, DIR_FILES.knownHosts), source);
+  return sshFiles(tmp, key, await first(dir, DIR_FILES.knownHosts), source, DIR_KIND);
 }
 
 /**
@@ -216,11 +273,12 @@ export async function credentialsFromSecret(
     return {
       credentials: { ...(username ? { username } : {}), token: s.data.password as string },
       source,
+      kind: ARGOCD_KIND,
       cleanup: async () => {},
     };
   }
   if (!has(s, 'sshPrivateKey')) return undefined;
-  return sshFiles(tmp, s.data.sshPrivateKey as string, knownHosts, source);
+  return sshFiles(tmp, s.data.sshPrivateKey as string, knownHosts, source, ARGOCD_KIND);
 }
 
 /** Lists Argo CD's repository Secrets in its namespace, decoded. */
@@ -269,6 +327,8 @@ export interface CredentialCache {
 export interface CredentialOptions {
   core: CoreApi;
   credentialsDir?: string;
+  /** --git-credentials-urls: the repositories the directory's credentials may be sent to. */
+  credentialsURLs?: readonly string[];
   argocdCredentials: boolean;
   /** Argo CD's own namespace: where it keeps repository Secrets. */
   argocdNamespace: string;
@@ -300,6 +360,6 @@ export async function resolveCredentials(
       if (creds) return creds;
     }
   }
-  if (o.credentialsDir) return credentialsFromDir(o.credentialsDir, repoURL, tmp);
+  if (o.credentialsDir) return credentialsFromDir(o.credentialsDir, repoURL, o.credentialsURLs ?? [], tmp);
   return NONE;
 }

@@ -16,6 +16,23 @@ export interface ClusterAccess {
   getCurrentCluster(): { server: string } | null;
   /** Adds TLS options and the Authorization header for one request. Re-reads rotating token files. */
   applyToHTTPSOptions(opts: https.RequestOptions): Promise<void>;
+  /**
+   * Told of every request's answer (its status, or "<error>" when none came) and latency to the
+   * response headers, for rest_client_* metrics.
+   */
+  observeRequest?(method: string, host: string, code: string, seconds: number): void;
+}
+
+/** The same access, with every request reported to `observe`. */
+export function observedAccess(
+  kc: ClusterAccess,
+  observe: NonNullable<ClusterAccess['observeRequest']>,
+): ClusterAccess {
+  return {
+    getCurrentCluster: () => kc.getCurrentCluster(),
+    applyToHTTPSOptions: (opts) => kc.applyToHTTPSOptions(opts),
+    observeRequest: observe,
+  };
 }
 
 export const IN_CLUSTER_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';

@@ -8,7 +8,10 @@ import type {
   CoreV1Event,
   V1ConfigMap,
   V1ConfigMapList,
+  V1CronJob,
   V1Eviction,
+  V1Job,
+  V1JobList,
   V1Lease,
   V1Pod,
   V1PodList,
@@ -51,6 +54,12 @@ export interface AppsApi {
 
 export interface BatchApi {
   patchNamespacedCronJob(a: Named & { body: object }, options?: unknown): Promise<unknown>;
+  readNamespacedCronJob(a: Named): Promise<V1CronJob>;
+  readNamespacedJob(a: Named): Promise<V1Job>;
+  listNamespacedJob(a: InNamespace & Selected): Promise<V1JobList>;
+  createNamespacedJob(a: InNamespace & { body: V1Job }): Promise<V1Job>;
+  /** DeleteOptions as the body: propagationPolicy, preconditions. */
+  deleteNamespacedJob(a: Named & { body?: object }): Promise<unknown>;
 }
 
 type Custom = { group: string; version: string; namespace: string; plural: string; name: string };
@@ -136,10 +145,17 @@ export function appsApi(access: ClusterAccess): AppsApi {
   };
 }
 
+const batch = (ns: string, resource: string, name?: string) =>
+  `/apis/batch/v1/namespaces/${seg(ns)}/${resource}${name !== undefined ? `/${seg(name)}` : ''}`;
+
 export function batchApi(access: ClusterAccess): BatchApi {
   return {
-    patchNamespacedCronJob: (a) =>
-      call(access, 'PATCH', `/apis/batch/v1/namespaces/${seg(a.namespace)}/cronjobs/${seg(a.name)}`, a.body),
+    patchNamespacedCronJob: (a) => call(access, 'PATCH', batch(a.namespace, 'cronjobs', a.name), a.body),
+    readNamespacedCronJob: (a) => call(access, 'GET', batch(a.namespace, 'cronjobs', a.name)),
+    readNamespacedJob: (a) => call(access, 'GET', batch(a.namespace, 'jobs', a.name)),
+    listNamespacedJob: (a) => list(access, batch(a.namespace, 'jobs'), a),
+    createNamespacedJob: (a) => call(access, 'POST', batch(a.namespace, 'jobs'), a.body),
+    deleteNamespacedJob: (a) => call(access, 'DELETE', batch(a.namespace, 'jobs', a.name), a.body),
   };
 }
 

@@ -1,5 +1,5 @@
 // Records Kubernetes Events on workloads: Reloaded, ReloadSkipped, ReloadFailed,
-// ReloadConfigInvalid, ReloadStalled. Repeats of the same event for the same object are
+// ReloadConfigInvalid, ReloadStalled, ReloadDeferred, ReloadAnnotationMapped. Repeats of the same event for the same object are
 // suppressed for a while, so a bad annotation does not produce an Event per config change.
 import os from 'node:os';
 import type { Logger } from '../log.ts';
@@ -12,7 +12,12 @@ export type EventReason =
   | 'ReloadFailed'
   | 'ReloadConfigInvalid'
   | 'ReloadStalled'
-  | 'ReloadPlanned';
+  | 'ReloadPlanned'
+  | 'ReloadNotified'
+  /** Held until a maintenance window (gitops-reloader.io/restart-window) opens. */
+  | 'ReloadDeferred'
+  /** A Reloader annotation read with a meaning of our own (pause-period). */
+  | 'ReloadAnnotationMapped';
 
 export interface EventTarget {
   apiVersion: string;
@@ -27,6 +32,7 @@ const API_VERSIONS: Record<string, string> = {
   StatefulSet: 'apps/v1',
   DaemonSet: 'apps/v1',
   CronJob: 'batch/v1',
+  Job: 'batch/v1',
   Rollout: 'argoproj.io/v1alpha1',
   Pod: 'v1',
 };

@@ -15,6 +15,7 @@ interface RawMeta {
   generation?: number;
   annotations?: Record<string, string> | null;
   labels?: Record<string, string> | null;
+  ownerReferences?: Array<{ kind?: string; controller?: boolean }> | null;
 }
 
 export interface RawObject {
@@ -56,9 +57,15 @@ function podTemplate(kind: WorkloadKind, spec: Record<string, unknown> | undefin
   return spec.template as RawTemplate | undefined;
 }
 
+/**
+ * The slim record of a workload, or undefined for objects not reloaded on their own: a Job that has a
+ * controller (a CronJob's Job: the CronJob is reloaded instead; another controller's Job is its own
+ * business, and recreating it would fight that controller).
+ */
 export function workloadRecord(kind: WorkloadKind, raw: RawObject): WorkloadRecord | undefined {
   const m = raw.metadata;
   if (!m?.name || !m.namespace || !m.uid) return undefined;
+  if (kind === 'Job' && m.ownerReferences?.some((o) => o.controller === true)) return undefined;
   const spec = raw.spec as Record<string, unknown> | undefined;
   const status = (raw.status ?? {}) as Record<string, unknown>;
   const template = podTemplate(kind, spec);
@@ -81,7 +88,8 @@ export function workloadRecord(kind: WorkloadKind, raw: RawObject): WorkloadReco
       .digest('hex')
       .slice(0, 16),
     selector: spec?.selector as WorkloadRecord['selector'],
-    replicas: kind === 'DaemonSet' || kind === 'CronJob' ? undefined : (num(spec?.replicas) ?? 1),
+    replicas:
+      kind === 'DaemonSet' || kind === 'CronJob' || kind === 'Job' ? undefined : (num(spec?.replicas) ?? 1),
     strategy: strategy
       ? {
           type: strategy.type,

@@ -31,6 +31,7 @@ async function open(
   signal: AbortSignal,
   method = 'GET',
   contentType?: string,
+  contentLength?: number,
 ): Promise<http.ClientRequest> {
   const server = kc.getCurrentCluster()?.server;
   if (!server) throw new Error('the kubeconfig has no current cluster');
@@ -39,13 +40,29 @@ async function open(
   const ours: Record<string, string> = {
     Accept: 'application/json',
     ...(contentType ? { 'Content-Type': contentType } : {}),
+    // Node frames a body without a length in chunks only for methods that usually carry one: a
+    // DELETE body (DeleteOptions) would go out unframed and be read as the next request.
+    ...(contentLength !== undefined ? { 'Content-Length': String(contentLength) } : {}),
   };
   // The access sees the whole request (method, path, headers) and adds TLS options and credentials.
   const opts: https.RequestOptions = { method, path: url.pathname + url.search, headers: { ...ours } };
   await kc.applyToHTTPSOptions(opts);
   signal.throwIfAborted();
   const request = url.protocol === 'http:' ? http.request : https.request;
-  return request(url, { ...opts, method, headers: { ...opts.headers, ...ours }, signal });
+  const req = request(url, { ...opts, method, headers: { ...opts.headers, ...ours }, signal });
+  const observe = kc.observeRequest?.bind(kc);
+  if (observe) {
+    const started = performance.now();
+    let seen = false;
+    const report = (code: string) => {
+      if (seen) return;
+      seen = true;
+      observe(method, url.host, code, (performance.now() - started) / 1000);
+    };
+    req.once('response', (res) => report(String(res.statusCode ?? '<error>')));
+    req.once('error', () => report('<error>'));
+  }
+  return req;
 }
 
 function statusError(method: string, path: string, status: number, body: string): KubeHttpError {
@@ -113,7 +130,9 @@ export async function requestJson(
         : method === 'PATCH'
           ? 'application/merge-patch+json'
           : 'application/json';
-    const req = await open(kc, pathAndQuery, both, method, contentType);
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const length = payload === undefined ? undefined : Buffer.byteLength(payload);
+    const req = await open(kc, pathAndQuery, both, method, contentType, length);
     const { status, text } = await new Promise<{ status: number; text: string }>((resolve, reject) => {
       const fail = (err: unknown) => reject(both.aborted ? both.reason : err);
       req.on('error', fail);
@@ -129,7 +148,7 @@ export async function requestJson(
           if (!res.complete) fail(new Error(`${verb} ${bare}: connection closed mid-body`));
         });
       });
-      req.end(body === undefined ? undefined : JSON.stringify(body));
+      req.end(payload);
     });
     if (status < 200 || status > 299) throw statusError(verb, pathAndQuery, status, text);
     return text ? JSON.parse(text) : undefined;

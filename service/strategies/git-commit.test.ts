@@ -11,6 +11,7 @@ import { KEYS, parseWorkloadPolicy } from '../core/annotations.ts';
 import type { WorkloadRecord } from '../core/records.ts';
 import type { GitSource } from '../gitops/application.ts';
 import type { ResolvedCredentials } from '../gitops/credentials.ts';
+import { GitRefused } from '../gitops/refusal.ts';
 import { silentLogger } from '../log.ts';
 import { Metrics } from '../metrics.ts';
 import { GitCommitter, type GitCommitterOptions, NO_WORKLOADS } from './git-commit.ts';
@@ -69,16 +70,18 @@ function committer(repo: string, o: Partial<GitCommitterOptions> & { token?: str
   const credentials = async (): Promise<ResolvedCredentials> => ({
     credentials: { username: server.username, token: o.token ?? server.password },
     source: 'test credentials',
+    kind: 'test credentials',
     cleanup: async () => {},
   });
   const c = new GitCommitter({
-    writer: new GitWriter({ tmpDir: scratch }),
+    writer: new GitWriter({ tmpDir: scratch, allowInsecureHttp: true }),
     source,
     credentials,
     tracking: { method: 'annotation', labelKey: 'app.kubernetes.io/instance', controlNamespace: 'argocd' },
     author: { name: 'Reload Bot', email: 'bot@example.com' },
     log: silentLogger,
     metrics,
+    allowInsecureHttp: true,
     gatherQuietMs: 100,
     ...o,
   });
@@ -226,6 +229,37 @@ describe('git strategy', () => {
     );
     expect(parsed.warnings).toEqual([]);
     expect(parsed.problems).toEqual([]);
+  });
+
+  it('refuses, counts and clones nothing when the Application does not manage the workload', async () => {
+    await server.createRepo('refused', { 'apps/shop/web.yaml': manifest('web') });
+    const { c, metrics } = committer('refused', {
+      source: async () => {
+        throw new GitRefused(
+          'not-managed',
+          "git write refused: the Application's status.resources do not list it",
+        );
+      },
+    });
+    const before = server.requests.length;
+    await expect(
+      c.reload({ signal: new AbortController().signal }, request(workload('web'), hash('web-1'))),
+    ).rejects.toThrow(/git write refused/);
+    expect(server.requests.length).toBe(before);
+    expect(await metrics.text()).toMatch(/^gitops_reloader_git_refused_total\{rule="not-managed"\} 1$/m);
+  });
+
+  it('refuses a plain http:// repository without allowInsecureHttp, before any request', async () => {
+    await server.createRepo('plain', { 'apps/shop/web.yaml': manifest('web') });
+    const { c, metrics } = committer('plain', { allowInsecureHttp: false });
+    const before = server.requests.length;
+    await expect(
+      c.reload({ signal: new AbortController().signal }, request(workload('web'), hash('web-1'))),
+    ).rejects.toThrow(/plain http:\/\//);
+    expect(server.requests.length).toBe(before);
+    expect(await metrics.text()).toMatch(
+      /^gitops_reloader_git_refused_total\{rule="insecure-transport"\} 1$/m,
+    );
   });
 
   it("validates flags with the writer's own rules", async () => {

@@ -6,6 +6,8 @@
 // gathering is handed to the one GitWriter in the same turn, where writes to one repository merge
 // into one clone and one commit.
 
+import { constants } from 'node:fs';
+import { access } from 'node:fs/promises';
 import {
   type ChecksumWorkload,
   type CommitAuthor,
@@ -22,13 +24,15 @@ import { FlagError } from '../config/flags.ts';
 import { KEYS } from '../core/annotations.ts';
 import { realTimers, type Timers } from '../core/batcher.ts';
 import type { WorkloadRecord } from '../core/records.ts';
-import { type GitSource, readGitSource } from '../gitops/application.ts';
+import { authorizedGitSource, type GitSource } from '../gitops/application.ts';
+import type { WorkloadId } from '../gitops/authority.ts';
 import {
   type CredentialCache,
   checkCredentialsDir,
   type ResolvedCredentials,
   resolveCredentials,
 } from '../gitops/credentials.ts';
+import { GitRefused } from '../gitops/refusal.ts';
 import type { CoreApi, CustomApi } from '../kube/api.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics.ts';
@@ -40,15 +44,22 @@ const PUSH_ATTEMPTS = 5;
 export interface GitCommitterOptions {
   /** The process's one writer. */
   writer: Pick<GitWriter, 'commitChecksum'>;
-  /** The git source of an Application (read at write time). */
-  source(app: AppKey): Promise<GitSource>;
+  /**
+   * The git source of the Application a workload names, read at write time; throws GitRefused when
+   * the Application does not provably manage the workload.
+   */
+  source(app: AppKey, workload: WorkloadId): Promise<GitSource>;
   /** Credentials for a repository; `cache` is shared by the writes of one gathering. */
   credentials(repoURL: string, project: string, cache: CredentialCache): Promise<ResolvedCredentials>;
   tracking: TrackingOptions;
+  /** --git-allow-insecure-http: write to plain http:// repositories. Default false. */
+  allowInsecureHttp?: boolean;
   /** --git-branch: overrides the Application's targetRevision. */
   branch?: string;
   author: CommitAuthor;
   messageTemplate?: string;
+  /** --git-signing-key-file: an SSH private key every commit is signed with. */
+  signingKeyPath?: string;
   log: Logger;
   metrics?: Metrics;
   /** Write once no request has arrived for this long. Default 300 ms. */
@@ -84,6 +95,7 @@ const GROUPS: Record<WorkloadRecord['ref']['kind'], string> = {
   StatefulSet: 'apps',
   DaemonSet: 'apps',
   CronJob: 'batch',
+  Job: 'batch',
   Rollout: 'argoproj.io',
 };
 
@@ -164,15 +176,9 @@ export class GitCommitter {
   /** Where a workload's hash goes: its Application's git source. */
   async #target(rec: WorkloadRecord, hash: string, changed: readonly string[]): Promise<Target> {
     const { kind, namespace, name } = rec.ref;
+    const group = GROUPS[kind];
     const tracked = trackedBy(
-      {
-        group: GROUPS[kind],
-        kind,
-        namespace,
-        name,
-        annotations: rec.annotations,
-        labels: rec.labels,
-      },
+      { group, kind, namespace, name, annotations: rec.annotations, labels: rec.labels },
       this.#o.tracking,
     );
     if (!tracked.app) {
@@ -180,7 +186,7 @@ export class GitCommitter {
         `no Argo CD Application tracks ${kind} ${namespace}/${name}${tracked.ignored ? ` (${tracked.ignored})` : ''}; the git strategy commits to the git source of the Application that tracks the workload`,
       );
     }
-    const source = await this.#o.source(tracked.app);
+    const source = await this.#o.source(tracked.app, { group, kind, namespace, name });
     const valuesPath = (
       rec.annotations[KEYS.gitValuesPath] ?? rec.templateAnnotations[KEYS.gitValuesPath]
     )?.trim();
@@ -208,6 +214,7 @@ export class GitCommitter {
       const t = targets[i] as PromiseSettledResult<Target>;
       if (r.settled) return;
       if (t.status === 'rejected') {
+        this.#refused(t.reason);
         this.#o.metrics?.gitCommit('failed');
         r.reject(t.reason);
         return;
@@ -242,13 +249,39 @@ export class GitCommitter {
       }
       return c;
     };
-    const list = [...groups.values()];
-    const creds = await Promise.allSettled(list.map((g) => credentialsFor(g.source)));
+    // Clear-text transports are refused before anything is read or sent.
+    const list = [...groups.values()].filter((g) => {
+      if (this.#o.allowInsecureHttp || !/^http:\/\//i.test(g.source.repoURL.trim())) return true;
+      this.#refuse(
+        g,
+        new GitRefused(
+          'insecure-transport',
+          `git write refused: the Application's repository URL is plain http://, which would send credentials and content in clear text (an operator can allow it with --git-allow-insecure-http)`,
+        ),
+      );
+      return false;
+    });
+    const creds = await Promise.allSettled(
+      list.map(async (g) => {
+        const c = await credentialsFor(g.source);
+        if (!c.credentials && !carriesPassword(g.source.repoURL)) {
+          throw new GitRefused(
+            'credentials-unbound',
+            `git write refused: no credentials are bound to ${redactUrl(g.source.repoURL)} (no matching Argo CD repository Secret, and the URL is not in --git-credentials-urls); nothing was sent to it`,
+          );
+        }
+        return c;
+      }),
+    );
     try {
       const writes: Array<{ g: Group; creds: ResolvedCredentials; result: Promise<CommitChecksumResult> }> =
         [];
       list.forEach((g, i) => {
         const c = creds[i] as PromiseSettledResult<ResolvedCredentials>;
+        if (c.status === 'rejected' && c.reason instanceof GitRefused) {
+          this.#refuse(g, c.reason);
+          return;
+        }
         if (c.status === 'rejected') {
           this.#o.metrics?.gitCommit('failed');
           const why = `cannot get git credentials for ${redactUrl(g.source.repoURL)}: ${(c.reason as Error).message}`;
@@ -263,6 +296,7 @@ export class GitCommitter {
           author: this.#o.author,
           ...(c.value.credentials ? { credentials: c.value.credentials } : {}),
           ...(this.#o.messageTemplate ? { messageTemplate: this.#o.messageTemplate } : {}),
+          ...(this.#o.signingKeyPath ? { signingKeyPath: this.#o.signingKeyPath } : {}),
           retry: { attempts: PUSH_ATTEMPTS },
           signal: g.signal,
         };
@@ -281,6 +315,21 @@ export class GitCommitter {
         this.#o.log.warn({ err: err.message }, 'could not remove temporary git credentials'),
       );
     }
+  }
+
+  /** Refuses every request of a group. */
+  #refuse(g: Group, err: GitRefused): void {
+    this.#refused(err, g.source);
+    this.#o.metrics?.gitCommit('failed');
+    for (const { r } of g.items) r.reject(err);
+  }
+
+  /** Counts and logs a refusal (the log line is the operator's, so it may name the rule's details). */
+  #refused(err: unknown, source?: GitSource): void {
+    if (!(err instanceof GitRefused)) return;
+    this.#o.metrics?.gitRefused(err.rule);
+    const where = source ? { app: appKeyString(source.app), repo: redactUrl(source.repoURL) } : {};
+    this.#o.log.warn({ ...where, rule: err.rule, err: err.message }, 'git write refused');
   }
 
   /** Answers every request of one write, and counts the write once even when it was merged with others. */
@@ -303,7 +352,7 @@ export class GitCommitter {
         }
       }
       const reason = err instanceof GitWriteError ? err.reason : 'error';
-      const message = `git write-back failed (${reason}): ${(err as Error).message}${reason === 'auth' ? ` [credentials: ${creds.source}]` : ''}`;
+      const message = `git write-back failed (${reason}): ${(err as Error).message}${reason === 'auth' ? ` [credentials: ${creds.kind}]` : ''}`;
       log.warn({ app, repo, branch: g.branch, reason, credentials: creds.source }, 'git write-back failed');
       for (const { r } of g.items) r.reject(new Error(message));
       return;
@@ -345,6 +394,16 @@ export class GitCommitter {
         r.resolve({ replaced: 0, summary: `${at} already has ${value}; nothing to commit` });
       }
     });
+  }
+}
+
+/** An http(s) URL with a password in its userinfo: the Application's own credential. */
+function carriesPassword(repoURL: string): boolean {
+  try {
+    const u = new URL(repoURL.trim());
+    return /^https?:$/.test(u.protocol) && u.password !== '';
+  } catch {
+    return false;
   }
 }
 
@@ -401,6 +460,36 @@ export async function createGitCommitter(cfg: Config, d: GitCommitterDeps): Prom
   if (cfg.gitCredentialsDir !== undefined) {
     const bad = await checkCredentialsDir(cfg.gitCredentialsDir);
     if (bad) throw new FlagError(`--git-credentials-dir ${cfg.gitCredentialsDir} ${bad}`);
+    if (cfg.gitCredentialsUrls.length === 0) {
+      throw new FlagError(
+        '--git-credentials-dir needs --git-credentials-urls: the repositories (URL prefixes or hosts) its credentials may be sent to',
+      );
+    }
+  }
+  for (const entry of cfg.gitCredentialsUrls) {
+    if (/^http:\/\//i.test(entry) && !cfg.gitAllowInsecureHttp) {
+      throw new FlagError(
+        `invalid value ${JSON.stringify(entry)} for --git-credentials-urls: plain http:// needs --git-allow-insecure-http`,
+      );
+    }
+    if (
+      !/^([a-z][a-z0-9+.-]*:\/\/[^/\s]+(\/\S*)?|[^\s/:@]+@[^\s/:]+(:\S*)?|[A-Za-z0-9.-]+(:\d+)?)$/i.test(
+        entry,
+      )
+    ) {
+      throw new FlagError(
+        `invalid value ${JSON.stringify(entry)} for --git-credentials-urls: expected a URL prefix or a host name`,
+      );
+    }
+  }
+  if (cfg.gitSigningKeyFile !== undefined) {
+    try {
+      await access(cfg.gitSigningKeyFile, constants.R_OK);
+    } catch (err) {
+      throw new FlagError(
+        `--git-signing-key-file ${cfg.gitSigningKeyFile} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+      );
+    }
   }
   const argocdNamespace = cfg.argocdNamespaces[0] ?? 'argocd';
   const credentialOptions = {
@@ -408,10 +497,17 @@ export async function createGitCommitter(cfg: Config, d: GitCommitterDeps): Prom
     argocdCredentials: cfg.gitArgocdCredentials,
     argocdNamespace,
     ...(cfg.gitCredentialsDir !== undefined ? { credentialsDir: cfg.gitCredentialsDir } : {}),
+    credentialsURLs: cfg.gitCredentialsUrls,
   };
   return new GitCommitter({
-    writer: new GitWriter(),
-    source: (app) => readGitSource(d.custom, app),
+    writer: new GitWriter({
+      allowInsecureHttp: cfg.gitAllowInsecureHttp,
+      deadlineMs: cfg.gitDeadlineMs,
+      maxCheckoutBytes: cfg.gitMaxCheckoutMib * 1024 * 1024,
+    }),
+    source: (app, workload) =>
+      authorizedGitSource(d.custom, app, workload, { argocdNamespaces: cfg.argocdNamespaces }),
+    allowInsecureHttp: cfg.gitAllowInsecureHttp,
     credentials: (repoURL, project, cache) => resolveCredentials(credentialOptions, repoURL, project, cache),
     tracking: {
       method: cfg.argocdTracking,
@@ -421,6 +517,7 @@ export async function createGitCommitter(cfg: Config, d: GitCommitterDeps): Prom
     ...(cfg.gitBranch !== undefined ? { branch: cfg.gitBranch } : {}),
     author: { name: cfg.gitAuthorName, email: cfg.gitAuthorEmail },
     ...(cfg.gitMessageTemplate !== undefined ? { messageTemplate: cfg.gitMessageTemplate } : {}),
+    ...(cfg.gitSigningKeyFile !== undefined ? { signingKeyPath: cfg.gitSigningKeyFile } : {}),
     log: d.log,
     ...(d.metrics ? { metrics: d.metrics } : {}),
   });

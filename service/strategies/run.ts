@@ -3,7 +3,9 @@
 import type { WorkloadRecord } from '../core/records.ts';
 import type { ReloadStrategy } from '../core/types.ts';
 import { annotate } from './annotate.ts';
+import { runCronJob } from './cronjob-run.ts';
 import type { GitCommitter } from './git-commit.ts';
+import { recreateJob } from './job-recreate.ts';
 import { restartDaemonSet } from './restart-daemonset.ts';
 import { restartDeployment } from './restart-deployment.ts';
 import { restartRollout } from './restart-rollout.ts';
@@ -35,6 +37,11 @@ export async function runStrategy(
     templateChangedSince: ctx.templateChangedSince,
   };
   const kind = workload.ref.kind;
+  if (kind === 'Job' && strategy !== 'restart') {
+    throw new StrategyUnsupported(
+      `a Job's pod template cannot be changed, so the ${strategy} strategy does not apply; the restart strategy recreates the Job`,
+    );
+  }
   switch (strategy) {
     case 'annotate':
       await ctx.begin();
@@ -54,9 +61,9 @@ export async function runStrategy(
         await ctx.begin();
         return restartRollout(ctx, req);
       }
-      if (kind === 'CronJob') {
-        throw new StrategyUnsupported('a CronJob has nothing to restart: its next Job reads the new config');
-      }
+      // These call begin() themselves, once they know they will create something.
+      if (kind === 'CronJob') return runCronJob(ctx, req, ctx.changed ?? []);
+      if (kind === 'Job') return recreateJob(ctx, req, ctx.changed ?? []);
       throw new StrategyUnsupported(`the restart strategy does not handle ${kind} yet; nothing was changed`);
     default:
       throw new StrategyUnsupported(`unknown strategy ${String(strategy satisfies never)}`);

@@ -53,10 +53,26 @@ export interface StrategyResult {
    * not in the reload counters.
    */
   notNeeded?: boolean;
+  /** The uid the Event goes on when the reload replaced the workload object itself (a recreated Job). */
+  uid?: string;
 }
 
 export class StrategyUnsupported extends Error {
   override name = 'StrategyUnsupported';
+}
+
+/**
+ * The reload cannot start yet for a reason that will pass by itself (a CronJob's Job still running
+ * under concurrencyPolicy Forbid). Nothing was changed; the pending reload stays in the ledger and is
+ * tried again after `retryMs`.
+ */
+export class ReloadWaiting extends Error {
+  override name = 'ReloadWaiting';
+  readonly retryMs: number;
+  constructor(message: string, retryMs: number) {
+    super(message);
+    this.retryMs = retryMs;
+  }
 }
 
 /** Waits `ms`, or less if the signal aborts (then throws the abort reason). */

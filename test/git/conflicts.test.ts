@@ -18,7 +18,7 @@ let writer: GitWriter;
 beforeAll(async () => {
   server = await startGitServer();
   scratch = await mkdtemp(path.join(tmpdir(), 'conflicts-'));
-  writer = new GitWriter({ tmpDir: scratch });
+  writer = new GitWriter({ tmpDir: scratch, allowInsecureHttp: true });
 });
 afterAll(async () => {
   await server?.close();
@@ -134,7 +134,10 @@ describe('git write-back under contention', () => {
     await server.createRepo('fleet', many);
     const before = (await inspect.log(bare('fleet'))).length;
     // Four writers stand for four processes: the lock inside each does nothing between them.
-    const writers = Array.from({ length: 4 }, () => new GitWriter({ tmpDir: scratch }));
+    const writers = Array.from(
+      { length: 4 },
+      () => new GitWriter({ tmpDir: scratch, allowInsecureHttp: true }),
+    );
     const started = Date.now();
     const results: CommitChecksumResult[] = await Promise.all(
       names.map((name, i) =>

@@ -1,8 +1,10 @@
 // Git write-back against a real git server (git http-backend behind basic auth on loopback, and
 // file://): one commit per change, only the annotation lines in it, nothing when already set.
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { chmod, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 import { checksum } from '../../git/checksum-command.ts';
@@ -18,7 +20,7 @@ let writer: GitWriter;
 beforeAll(async () => {
   server = await startGitServer();
   scratch = await mkdtemp(path.join(tmpdir(), 'write-back-'));
-  writer = new GitWriter({ tmpDir: scratch, allowFileURLs: true });
+  writer = new GitWriter({ tmpDir: scratch, allowFileURLs: true, allowInsecureHttp: true });
 });
 afterAll(async () => {
   await server?.close();
@@ -284,6 +286,73 @@ describe('git write-back', () => {
     expect(r).toMatchObject({ pushed: true, branch: 'trunk' });
     expect(await inspect.branches(bare('head'))).toEqual(['trunk']);
     expect((await inspect.log(bare('head'), 'trunk'))[0]?.sha).toBe(r.commit);
+  });
+
+  it('signs the commit with an SSH key when given one, verifiable against its public key', async () => {
+    await server.createRepo('signed', PLAIN_REPO);
+    // Outside scratch, which another test expects the writer to leave empty.
+    const dir = await mkdtemp(path.join(tmpdir(), 'signing-'));
+    const key = path.join(dir, 'key');
+    await promisify(execFile)('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'bot', '-f', key]);
+    // As a mounted Secret's file: world-readable, which ssh-keygen would refuse to sign with.
+    await chmod(key, 0o644);
+    const r = await writer.commitChecksum({
+      repoURL: server.url('signed'),
+      branch: 'main',
+      path: 'apps/shop',
+      workloads: [{ kind: 'Deployment', name: 'web', namespace: 'shop', hash: fakeHash('signed-1') }],
+      credentials: creds(),
+      author: { name: 'Reload Bot', email: 'bot@example.com' },
+      signingKeyPath: key,
+    });
+    expect(r.pushed).toBe(true);
+    const pub = (await readFile(`${key}.pub`, 'utf8')).trim();
+    const signers = path.join(dir, 'allowed_signers');
+    await writeFile(signers, `bot@example.com ${pub}\n`);
+    const verified = await git(
+      bare('signed'),
+      '-c',
+      `gpg.ssh.allowedSignersFile=${signers}`,
+      'log',
+      '-1',
+      '--format=%G?',
+      r.commit as string,
+    );
+    expect(verified.trim()).toBe('G');
+    // Without a key, commits are unsigned.
+    const plain = await writer.commitChecksum({
+      repoURL: server.url('signed'),
+      branch: 'main',
+      path: 'apps/shop',
+      workloads: [{ kind: 'Deployment', name: 'web', namespace: 'shop', hash: fakeHash('signed-2') }],
+      credentials: creds(),
+    });
+    expect((await git(bare('signed'), 'log', '-1', '--format=%G?', plain.commit as string)).trim()).toBe('N');
+  });
+
+  it('stops a clone that grows past the size limit, with a clear error, and leaves nothing behind', async () => {
+    // Incompressible content, so the pack on disk is as large as the files.
+    const { randomBytes } = await import('node:crypto');
+    await server.createRepo('large', {
+      ...PLAIN_REPO,
+      'blobs/a.bin': randomBytes(3 * 1024 * 1024).toString('base64'),
+      'blobs/b.bin': randomBytes(3 * 1024 * 1024).toString('base64'),
+    });
+    const small = new GitWriter({ tmpDir: scratch, allowInsecureHttp: true, maxCheckoutBytes: 1024 * 1024 });
+    const err = await small
+      .commitChecksum({
+        repoURL: server.url('large'),
+        branch: 'main',
+        path: 'apps/shop',
+        workloads: [{ kind: 'Deployment', name: 'web', namespace: 'shop', hash: fakeHash('large-1') }],
+        credentials: creds(),
+      })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(GitWriteError);
+    expect(err).toMatchObject({ reason: 'too-large' });
+    expect((err as Error).message).toMatch(/grew past 1 MiB .* --git-max-checkout-mib/);
+    expect(await inspect.log(bare('large'))).toHaveLength(1);
+    expect(await readdir(scratch)).toEqual([]);
   });
 
   it('works over file:// and refuses file:// unless allowed', async () => {

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
-import { hashConfig, setDigest } from '../../service/core/config-hash.ts';
+import { hashConfig, namespaceKey, setDigest } from '../../service/core/config-hash.ts';
 import { configId } from '../../service/core/types.ts';
 import { clusterPaths, repoRoot } from '../cluster/paths.ts';
 
@@ -134,7 +134,7 @@ const find = (docs: K8s[], kind: string, name?: string) =>
 /** What gitops-reloader serve writes for a workload that uses all of one ConfigMap. */
 function expected(config: K8s): string {
   const id = configId({ kind: 'ConfigMap', namespace: NAMESPACE, name: config.metadata.name });
-  return setDigest({ [id]: hashConfig({ data: config.data ?? {} }, key).all }, key);
+  return setDigest({ [id]: hashConfig({ data: config.data ?? {} }, key).all }, namespaceKey(key, NAMESPACE));
 }
 
 const deployment = (name: string, config: string) => `# ${name}: keep this comment
@@ -282,6 +282,30 @@ data:
     const r = await generate({ 'kustomization.yaml': 'resources:\n  - missing.yaml\n' });
     expect(r.code).not.toBe(0);
     expect(r.stdout.trim()).toBe('');
+  });
+
+  it("refuses a manifest that names another namespace, so no tenant can compute that namespace's values", async () => {
+    // A guess at another team's low-entropy Secret, placed in that team's namespace, and a workload
+    // there that uses it: the plugin must not print a value to compare with that team's annotation.
+    const guess = `apiVersion: v1
+kind: Secret
+metadata: {name: db, namespace: payments}
+stringData: {PIN: "1234"}
+`;
+    const probe = deployment('probe', 'db')
+      .replace('name: probe\n', 'name: probe\n  namespace: payments\n')
+      .replace('configMapRef: {name: db}', 'secretRef: {name: db}');
+    const r = await generate({ 'secret.yaml': guess, 'deployment.yaml': probe });
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(
+      /(Secret db|Deployment probe) names namespace payments; this render is confined to shop-prod/,
+    );
+
+    // Without a destination namespace there is nothing to confine to: refused too.
+    const none = await generate({ 'configmap.yaml': CONFIG }, { params: { ARGOCD_APP_NAMESPACE: '' } });
+    expect(none.code).toBe(2);
+    expect(none.stdout).toBe('');
   });
 
   it.each([

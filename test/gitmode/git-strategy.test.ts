@@ -8,12 +8,17 @@ import path from 'node:path';
 import type { V1Deployment } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, describe, expect } from 'vitest';
 import { parse } from 'yaml';
-import { hashConfig, setDigest } from '../../service/core/config-hash.ts';
+import { hashConfig, namespaceKey, setDigest } from '../../service/core/config-hash.ts';
 import { configId } from '../../service/core/types.ts';
 import { stayQuiet } from '../argocd/fixtures.ts';
-import { createArgoObject } from '../support/argo.ts';
+import {
+  createManagedApplication,
+  createProject,
+  ensureAppProjectCrd,
+  IN_CLUSTER,
+} from '../support/app-project.ts';
 import { type GitServer, inspect, startGitServer } from '../support/git-server.ts';
-import { it, type Kube } from '../support/kube.ts';
+import { adminKubeConfig, it, type Kube } from '../support/kube.ts';
 import { events, livePods, waitForEvent, waitReadyPods } from '../support/observe.ts';
 import { hashKeyFile, killAll, type RunningService, serviceArgs, startService } from '../support/service.ts';
 import { pending, waitFor } from '../support/wait-for.ts';
@@ -57,6 +62,7 @@ let scratch: string;
 beforeAll(async () => {
   server = await startGitServer();
   scratch = await mkdtemp(path.join(tmpdir(), 'gitmode-'));
+  await ensureAppProjectCrd(adminKubeConfig());
 });
 afterEach(killAll);
 afterAll(async () => {
@@ -77,15 +83,19 @@ async function setUp(
     repo,
     Object.fromEntries(deployments.map((d) => [`${APP_PATH}/${d.name}.yaml`, manifest(d.name, d.config)])),
   );
-  await createArgoObject(kube.custom, {
-    apiVersion: 'argoproj.io/v1alpha1',
-    kind: 'Application',
-    metadata: { name: APP, namespace },
-    spec: {
-      project: 'default',
-      source: { repoURL: server.url(repo), path: APP_PATH, targetRevision: 'main' },
-      destination: { server: 'https://kubernetes.default.svc', namespace },
-    },
+  // The Application manages the Deployments (status.resources), and its project allows them.
+  await createProject(kube.custom, namespace, 'default', {
+    sourceRepos: [server.url(repo)],
+    destinations: [{ server: IN_CLUSTER, namespace }],
+  });
+  await createManagedApplication(kube.custom, {
+    namespace,
+    name: APP,
+    project: 'default',
+    repoURL: server.url(repo),
+    path: APP_PATH,
+    destinationNamespace: namespace,
+    manages: deployments.map((d) => ({ kind: 'Deployment', namespace, name: d.name })),
   });
   for (const d of deployments) {
     const body = parse(manifest(d.name, d.config)) as V1Deployment;
@@ -117,7 +127,13 @@ async function startGitMode(
 ): Promise<{ svc: RunningService; key: Buffer }> {
   const keyFile = await hashKeyFile();
   const svc = startService(
-    serviceArgs(namespace, keyFile, ['--debounce=0s', `--argocd-namespaces=${namespace}`, ...extra]),
+    serviceArgs(namespace, keyFile, [
+      '--debounce=0s',
+      `--argocd-namespaces=${namespace}`,
+      // The test git server speaks plain http on loopback.
+      '--git-allow-insecure-http',
+      ...extra,
+    ]),
   );
   await svc.waitForLog('ready', (l) => l.msg === 'ready');
   // As readHashKeyFile reads it: the file's text, trailing whitespace dropped.
@@ -125,10 +141,13 @@ async function startGitMode(
   return { svc, key };
 }
 
-/** The value the service must write: the set digest of what the workload sees (all of one ConfigMap). */
+/**
+ * The value the service must write: the set digest of what the workload sees (all of one ConfigMap),
+ * under the namespace's key (ADR 0010).
+ */
 function expectedHash(key: Buffer, namespace: string, config: string, data: Record<string, string>): string {
   const id = configId({ kind: 'ConfigMap', namespace, name: config });
-  return setDigest({ [id]: hashConfig({ data }, key).all }, key);
+  return setDigest({ [id]: hashConfig({ data }, key).all }, namespaceKey(key, namespace));
 }
 
 async function setCm(kube: Kube, namespace: string, name: string, data: Record<string, string>, labels = {}) {
@@ -157,6 +176,7 @@ describe('git strategy', () => {
     const dir = await credentialsDir({ username: server.username, token: `${server.password}\n` });
     const { svc, key } = await startGitMode(namespace, [
       `--git-credentials-dir=${dir}`,
+      `--git-credentials-urls=${server.url('x').replace(/x\.git$/, '')}`,
       '--git-author-name=Reload Bot',
       '--git-author-email=bot@example.com',
     ]);
@@ -263,7 +283,10 @@ describe('git strategy', () => {
     const repo = await setUp(kube, namespace, [{ name: 'web', config: 'web-config' }]);
     const token = 'Wr0ng-t0ken-that-must-never-be-logged';
     const dir = await credentialsDir({ username: server.username, token });
-    const { svc } = await startGitMode(namespace, [`--git-credentials-dir=${dir}`]);
+    const { svc } = await startGitMode(namespace, [
+      `--git-credentials-dir=${dir}`,
+      `--git-credentials-urls=${server.url(repo)}`,
+    ]);
     const pods = await livePods(kube, namespace, 'web');
 
     await setCm(kube, namespace, 'web-config', { mode: 'b' });

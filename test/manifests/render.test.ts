@@ -230,7 +230,7 @@ describe('the Helm chart', () => {
       const byDefault = parseObjects(await helmTemplate('gr', 'ops'));
       expect(verbsByResource(byDefault, 'cluster')).toEqual({
         configmaps: ['get', 'list', 'watch'],
-        events: ['create', 'patch'],
+        events: ['create'],
         pods: ['create', 'delete', 'get', 'list', 'watch'],
         'pods/eviction': ['create'],
         secrets: ['get', 'list', 'watch'],
@@ -241,6 +241,7 @@ describe('the Helm chart', () => {
         'argoproj.io/applications': ['get', 'list', 'watch'],
         'argoproj.io/rollouts': ['get', 'list', 'patch', 'watch'],
         'batch/cronjobs': ['get', 'list', 'watch'],
+        'batch/jobs': ['create', 'delete', 'get', 'list', 'watch'],
       });
       expect(verbsByResource(byDefault, 'namespace')).toEqual({
         configmaps: ['create', 'get', 'list', 'patch'],
@@ -276,13 +277,78 @@ describe('the Helm chart', () => {
       expect(Object.keys(minimal).filter((k) => k.startsWith('argoproj.io') || k.startsWith('pods'))).toEqual(
         [],
       );
+      // Without the restart strategy, Jobs are only watched: nothing creates or deletes them.
+      expect(minimal['batch/jobs']).toEqual(['get', 'list', 'watch']);
       const selector = verbsByResource(
         parseObjects(await helmTemplate('gr', 'ops', { set: ['reload.namespaceSelector=a=b'] })),
         'cluster',
       );
       expect(selector.namespaces).toEqual(['get', 'list', 'watch']);
+      // CSI: off by default (as in Reloader); when on, read-only on the driver's two resources.
+      expect(
+        Object.keys(verbsByResource(byDefault, 'cluster')).filter((k) => k.includes('secrets-store')),
+      ).toEqual([]);
+      const csi = parseObjects(await helmTemplate('gr', 'ops', { set: ['csiIntegration.enabled=true'] }));
+      const csiVerbs = verbsByResource(csi, 'cluster');
+      expect(csiVerbs['secrets-store.csi.x-k8s.io/secretproviderclasses']).toEqual(['get', 'list', 'watch']);
+      expect(csiVerbs['secrets-store.csi.x-k8s.io/secretproviderclasspodstatuses']).toEqual([
+        'get',
+        'list',
+        'watch',
+      ]);
+      expect(serveFlagsUsed(csi)).toContain('enable-csi-integration');
     },
   );
+
+  plainIt(
+    'grants git mode appprojects get, and per namespace only when reload.namespaces lists them',
+    async () => {
+      const git = ['git.enabled=true', 'git.useArgoCDRepoCredentials=true'];
+      const cluster = verbsByResource(parseObjects(await helmTemplate('gr', 'ops', { set: git })), 'cluster');
+      expect(cluster['argoproj.io/appprojects']).toEqual(['get']);
+
+      const objects = parseObjects(
+        await helmTemplate('gr', 'ops', {
+          set: [...git, 'reload.namespaces={team-a,team-b}', 'argocd.namespaces={argocd}'],
+        }),
+      );
+      // Nothing cluster-wide: no ClusterRole at all without a namespace selector.
+      expect(objects.filter((o) => o.kind === 'ClusterRole' || o.kind === 'ClusterRoleBinding')).toEqual([]);
+      expect(rbacProblems(objects)).toEqual([]);
+      const roles = objects.filter((o) => o.kind === 'Role' || o.kind === 'RoleBinding');
+      const where = (kind: string, name: string) =>
+        roles
+          .filter((o) => o.kind === kind && o.metadata.name === name)
+          .map((o) => o.metadata.namespace)
+          .sort();
+      expect(where('Role', 'gr-gitops-reloader-reload')).toEqual(['team-a', 'team-b']);
+      expect(where('RoleBinding', 'gr-gitops-reloader-reload')).toEqual(['team-a', 'team-b']);
+      expect(where('Role', 'gr-gitops-reloader-argocd')).toEqual(['argocd']);
+      const argocd = verbsByResource(
+        roles.filter((o) => o.metadata.namespace === 'argocd'),
+        'namespace',
+      );
+      expect(argocd['argoproj.io/applications']).toEqual(['get', 'list', 'watch']);
+      expect(argocd['argoproj.io/appprojects']).toEqual(['get']);
+      expect(argocd.secrets).toEqual(['get', 'list']);
+      const teamA = verbsByResource(
+        roles.filter((o) => o.metadata.namespace === 'team-a'),
+        'namespace',
+      );
+      expect(teamA.events).toEqual(['create']);
+      expect(teamA['pods/eviction']).toEqual(['create']);
+      expect(teamA['argoproj.io/applications']).toBeUndefined();
+    },
+  );
+
+  plainIt('ships the surge-pod ValidatingAdmissionPolicy off by default', async () => {
+    const kinds = (objects: K8sObject[]) =>
+      objects.filter((o) => o.kind.startsWith('ValidatingAdmissionPolicy')).map((o) => o.kind);
+    expect(kinds(parseObjects(await helmTemplate('gr', 'ops')))).toEqual([]);
+    expect(
+      kinds(parseObjects(await helmTemplate('gr', 'ops', { set: ['rbac.surgePodPolicy=true'] }))),
+    ).toEqual(['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']);
+  });
 
   plainIt(
     'passes the service only flags that `gitops-reloader serve` defines (or that are pending)',
@@ -396,12 +462,14 @@ describe('the manifests on the control plane', () => {
           'watch statefulsets.apps',
           'watch daemonsets.apps',
           'watch cronjobs.batch',
+          'watch jobs.batch',
+          'create jobs.batch in default',
+          'delete jobs.batch in default',
           'list replicasets.apps in default',
           'create pods in default',
           'delete pods in default',
           'create pods/eviction in default',
           'create events in default',
-          'patch events in default',
           'patch rollouts.argoproj.io in default',
           'watch applications.argoproj.io in argocd',
           `create leases.coordination.k8s.io in ${namespace}`,
@@ -420,7 +488,11 @@ describe('the manifests on the control plane', () => {
           'update deployments.apps in default',
           'patch statefulsets.apps in default',
           'patch cronjobs.batch in default',
+          'update cronjobs.batch in default',
+          'patch jobs.batch in default',
           'update pods in default',
+          // Events are created, never patched.
+          'patch events in default',
           'patch configmaps in default',
           'create configmaps in default',
           `update leases.coordination.k8s.io someone-else in ${namespace}`,

@@ -2,7 +2,9 @@
 // the chart, and read RBAC and container settings out of the rendered documents.
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { inject } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { clusterPaths, repoRoot } from '../cluster/paths.ts';
 
@@ -205,5 +207,17 @@ export function serveFlagsUsed(objects: K8sObject[]): string[] {
     const m = /^--([a-z0-9-]+)(=|$)/.exec(a);
     if (!m?.[1]) throw new Error(`not a --flag=value argument: ${a}`);
     return m[1];
+  });
+}
+
+/** helm against the test cluster (install, uninstall), with its own cache and config dirs. */
+export function helmOnCluster(args: string[]): Promise<RunResult> {
+  const home = path.join(tmpdir(), 'gr-helm-home');
+  return run('helm', [...args, '--kubeconfig', inject('kubeconfig')], {
+    env: {
+      HELM_CACHE_HOME: path.join(home, 'cache'),
+      HELM_CONFIG_HOME: path.join(home, 'config'),
+      HELM_DATA_HOME: path.join(home, 'data'),
+    },
   });
 }

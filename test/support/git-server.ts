@@ -1,6 +1,8 @@
 // A real git server for tests: bare repositories served over smart HTTP by `git http-backend` (run as
-// CGI by a small Node server) behind HTTP basic auth, on 127.0.0.1 only. The same bare repositories
-// can be used over file://. Also small helpers to seed a repository and read what was pushed.
+// CGI by a small Node server) behind HTTP basic auth, on a loopback address only. The same bare
+// repositories can be used over file://. It records every request with its headers, so a test can
+// assert that no credential was sent, and it can answer with a redirect to another loopback host or
+// port. Also small helpers to seed a repository and read what was pushed.
 import { execFile, spawn } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
@@ -38,6 +40,10 @@ export interface RequestInfo {
   method: string;
   /** The ref advertisement that starts every fetch or push (GET info/refs). */
   advertisement: boolean;
+  /** The path and query, as sent. */
+  url: string;
+  /** Every request header, as Node parsed it (names in lower case). */
+  headers: http.IncomingHttpHeaders;
   status?: number;
 }
 
@@ -57,12 +63,28 @@ export interface GitServer {
   requests: RequestInfo[];
   /** Awaited before a request is served; a test uses it to move a branch between clone and push. */
   beforeRequest: ((info: RequestInfo) => Promise<void> | void) | undefined;
+  /**
+   * When set, every request is answered `302 Found` with Location `<redirectTo><path and query>`,
+   * before authentication (as a hostile or misconfigured server would), e.g. another server's base URL.
+   */
+  redirectTo: string | undefined;
+  /** The requests that carried an Authorization header. */
+  authorized(): RequestInfo[];
   close(): Promise<void>;
 }
 
 export async function startGitServer(
-  opts: { username?: string; password?: string } = {},
+  opts: {
+    username?: string;
+    password?: string;
+    /** A loopback address: 127.0.0.1 (default), or another such as 127.0.0.2 for a second host. */
+    host?: string;
+    /** Serve every request without asking for credentials, as a hostile server collecting them would. */
+    open?: boolean;
+  } = {},
 ): Promise<GitServer> {
+  const host = opts.host ?? '127.0.0.1';
+  if (!/^127\./.test(host)) throw new Error(`the test git server listens on loopback only, not ${host}`);
   const root = await mkdtemp(path.join(tmpdir(), 'git-server-'));
   const username = opts.username ?? 'reloader';
   const password = opts.password ?? 's3cr3t-Tok3n-do-not-log';
@@ -77,9 +99,23 @@ export async function startGitServer(
     const service = advertisement
       ? (u.searchParams.get('service') ?? undefined)
       : /\/(git-upload-pack|git-receive-pack)$/.exec(u.pathname)?.[1];
-    const info: RequestInfo = { repo, service, method: req.method ?? 'GET', advertisement };
+    const info: RequestInfo = {
+      repo,
+      service,
+      method: req.method ?? 'GET',
+      advertisement,
+      url: req.url ?? '/',
+      headers: { ...req.headers },
+    };
     requests.push(info);
-    if (req.headers.authorization !== expected) {
+    if (srv.redirectTo !== undefined) {
+      info.status = 302;
+      res.writeHead(302, { Location: `${srv.redirectTo.replace(/\/+$/, '')}${req.url ?? '/'}` });
+      res.end();
+      req.resume();
+      return;
+    }
+    if (!opts.open && req.headers.authorization !== expected) {
       info.status = 401;
       res.writeHead(401, { 'WWW-Authenticate': 'Basic realm="git"', 'Content-Type': 'text/plain' });
       res.end('authentication required\n');
@@ -146,7 +182,7 @@ export async function startGitServer(
       res.end(err.message);
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
   const port = (server.address() as AddressInfo).port;
 
   const srv: GitServer = {
@@ -155,7 +191,9 @@ export async function startGitServer(
     password,
     requests,
     beforeRequest: undefined,
-    url: (name) => `http://127.0.0.1:${port}/${name}.git`,
+    redirectTo: undefined,
+    authorized: () => requests.filter((r) => r.headers.authorization !== undefined),
+    url: (name) => `http://${host}:${port}/${name}.git`,
     fileUrl: (name) => `file://${path.join(root, `${name}.git`)}`,
     async createRepo(name, files, branch = 'main') {
       const bare = path.join(root, `${name}.git`);

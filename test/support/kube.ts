@@ -2,6 +2,7 @@
 // and a fresh namespace per test so suites can run in parallel on one cluster.
 import {
   AppsV1Api,
+  BatchV1Api,
   CoreV1Api,
   CustomObjectsApi,
   KubeConfig,
@@ -26,6 +27,7 @@ export interface Kube {
   kc: KubeConfig;
   core: CoreV1Api;
   apps: AppsV1Api;
+  batch: BatchV1Api;
   policy: PolicyV1Api;
   rbac: RbacAuthorizationV1Api;
   custom: CustomObjectsApi;
@@ -36,6 +38,7 @@ export function clients(kc: KubeConfig): Kube {
     kc,
     core: kc.makeApiClient(CoreV1Api),
     apps: kc.makeApiClient(AppsV1Api),
+    batch: kc.makeApiClient(BatchV1Api),
     policy: kc.makeApiClient(PolicyV1Api),
     rbac: kc.makeApiClient(RbacAuthorizationV1Api),
     custom: kc.makeApiClient(CustomObjectsApi),

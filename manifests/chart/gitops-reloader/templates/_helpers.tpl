@@ -82,4 +82,90 @@ app.kubernetes.io/part-of: gitops-reloader
 {{- if and .Values.git.enabled (not .Values.git.credentialsSecret.name) (not .Values.git.useArgoCDRepoCredentials) }}
 {{- fail "git.enabled needs git.credentialsSecret.name or git.useArgoCDRepoCredentials=true" }}
 {{- end }}
+{{- if and .Values.git.enabled .Values.git.credentialsSecret.name (not .Values.git.credentialsURLs) }}
+{{- fail "git.credentialsSecret needs git.credentialsURLs: the repositories (URL prefixes or hosts) its credentials may be sent to" }}
+{{- end }}
+{{- end }}
+
+{{/*
+The rules the service needs in every namespace it reloads in: in a ClusterRole by default, or in a
+Role per namespace when reload.namespaces lists them.
+*/}}
+{{- define "gitops-reloader.namespacedRules" -}}
+# Configs: watched; every value is hashed the moment it is read.
+- apiGroups: [""]
+  resources: [configmaps, secrets]
+  verbs: [get, list, watch]
+# Workloads: watched for references and annotations.
+- apiGroups: [apps]
+  resources: [deployments, statefulsets, daemonsets]
+  verbs: [get, list, watch]
+- apiGroups: [batch]
+  resources: [cronjobs, jobs]
+  verbs: [get, list, watch]
+# Events on the workloads it reloads (Reloaded, ReloadStalled, ReloadFailed, ...): created, never patched.
+- apiGroups: [""]
+  resources: [events]
+  verbs: [create]
+{{- if .Values.rbac.restart }}
+# Restart strategy: old pods are evicted (PDBs hold); a temporary surge pod is created and deleted
+# for Deployments that allow no unavailability. The current ReplicaSet tells old pods from new.
+# rbac.surgePodPolicy confines create and delete to surge pods.
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [get, list, watch, create, delete]
+- apiGroups: [""]
+  resources: [pods/eviction]
+  verbs: [create]
+- apiGroups: [apps]
+  resources: [replicasets]
+  verbs: [get, list]
+# A CronJob reload creates one Job from its jobTemplate (Replace deletes the running one); a Job
+# reload deletes the Job and creates it again. CronJobs and Job templates are never written.
+- apiGroups: [batch]
+  resources: [jobs]
+  verbs: [create, delete]
+{{- end }}
+{{- if .Values.rbac.annotate }}
+# Annotate strategy (opt-in, causes drift): writes gitops-reloader.io/config-hash into pod templates.
+- apiGroups: [apps]
+  resources: [deployments, statefulsets, daemonsets]
+  verbs: [patch]
+- apiGroups: [batch]
+  resources: [cronjobs]
+  verbs: [patch]
+{{- end }}
+{{- if .Values.argoRollouts.enabled }}
+# Argo Rollouts: watched, and restarted drift-free with spec.restartAt.
+- apiGroups: [argoproj.io]
+  resources: [rollouts]
+  verbs: [get, list, watch, patch]
+{{- end }}
+{{- if .Values.csiIntegration.enabled }}
+# Secrets Store CSI driver: mounted object versions (per pod) and the classes' annotations. Read only.
+- apiGroups: [secrets-store.csi.x-k8s.io]
+  resources: [secretproviderclasses, secretproviderclasspodstatuses]
+  verbs: [get, list, watch]
+{{- end }}
+{{- end }}
+
+{{/* The rules in Argo CD's namespaces: Applications; for git mode their AppProjects and repository Secrets. */}}
+{{- define "gitops-reloader.argocdRules" -}}
+# Argo CD: sync operations, to hold changes until a sync ends; git mode reads the Application that
+# manages a workload.
+- apiGroups: [argoproj.io]
+  resources: [applications]
+  verbs: [get, list, watch]
+{{- if .Values.git.enabled }}
+# Git mode: the Application's AppProject, to check that it allows the workload's namespace and the
+# repository (docs/security.md).
+- apiGroups: [argoproj.io]
+  resources: [appprojects]
+  verbs: [get]
+{{- end }}
+{{- end }}
+
+{{/* Argo CD's namespaces, as the service reads --argocd-namespaces (default: argocd). */}}
+{{- define "gitops-reloader.argocdNamespaces" -}}
+{{- join "," (default (list "argocd") .Values.argocd.namespaces) }}
 {{- end }}

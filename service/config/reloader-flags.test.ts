@@ -1,0 +1,137 @@
+// Stakater Reloader's flags under their own names: each maps to ours, or stops start-up with a
+// message that names the equivalent.
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from './config.ts';
+import { RELOADER_ANNOTATION_FLAGS, reloaderFlags, reloaderSelector } from './reloader-flags.ts';
+
+const base = ['--release-namespace=gr'];
+const load = (...argv: string[]) => loadConfig([...base, ...argv], {});
+
+describe('Reloader flags', () => {
+  it('maps the filtering flags to ours', () => {
+    const c = load(
+      '--namespaces-to-ignore=kube-system,tools',
+      '--ignore-namespaces=legacy',
+      '--resources-to-ignore=configMaps',
+      '--ignored-workload-types=jobs,cronjobs',
+    );
+    expect(c.ignoreNamespaces).toEqual(['legacy', 'kube-system', 'tools']);
+    expect(c.ignoreResources).toEqual(['configmaps']);
+    expect(c.ignoreWorkloadKinds.sort()).toEqual(['CronJob', 'Job']);
+    expect(c.reloaderNotes.join('\n')).toMatch(/--namespaces-to-ignore → --ignore-namespaces/);
+  });
+
+  it('reads --is-Argo-Rollouts=false as "never reload Rollouts", and true as our default', () => {
+    expect(load('--is-Argo-Rollouts=false').ignoreWorkloadKinds).toEqual(['Rollout']);
+    expect(load('--is-Argo-Rollouts=true').ignoreWorkloadKinds).toEqual([]);
+  });
+
+  it('maps --enable-ha and the leader-election timings to the lease flags', () => {
+    const c = load(
+      '--enable-ha=false',
+      '--leader-election-lease-duration=30s',
+      '--leader-election-renew-deadline=20s',
+      '--leader-election-retry-period=4s',
+    );
+    expect(c).toMatchObject({
+      leaderElect: false,
+      leaseDurationMs: 30_000,
+      leaseRenewDeadlineMs: 20_000,
+      leaseRetryPeriodMs: 4_000,
+    });
+    expect(load('--enable-ha').leaderElect).toBe(true);
+  });
+
+  it('refuses a Reloader flag that contradicts our own flag given alongside it', () => {
+    expect(() => load('--enable-ha=false', '--leader-elect=true')).toThrow(
+      /--enable-ha=false contradicts --leader-elect=true; give only --leader-elect/,
+    );
+  });
+
+  it("reads Reloader's key:value selector lists, with * for any value", () => {
+    const c = load('--namespace-selector=team:web,reloader:*', '--resource-label-selector=reload=*');
+    expect(c.namespaceSelector).toBe('team=web,reloader');
+    expect(c.resourceLabelSelector).toBe('reload');
+    expect(reloaderSelector('env in (a,b),app=x')).toBe('env in (a,b),app=x');
+  });
+
+  it("reads Reloader's log levels and log formats", () => {
+    expect(load('--log-level=trace').logLevel).toBe('debug');
+    expect(load('--log-level=warning').logLevel).toBe('warn');
+    expect(load('--log-level=panic').logLevel).toBe('error');
+    expect(() => load('--log-format=json')).not.toThrow();
+    expect(() => load('--log-format=logfmt')).toThrow(/--log-format=logfmt is refused: logs are always JSON/);
+  });
+
+  it('accepts the behaviours we always have, and refuses turning them off, naming what we do instead', () => {
+    expect(
+      load('--reload-on-create=true', '--reload-on-delete=true', '--sync-after-restart').reloaderNotes,
+    ).toHaveLength(3);
+    expect(() => load('--reload-on-create=false')).toThrow(
+      /--reload-on-create=false is refused: gitops-reloader always reloads on a ConfigMap or Secret .* created/,
+    );
+    expect(() => load('--reload-on-delete=false')).toThrow(/--reload-on-delete=false is refused/);
+    expect(() => load('--sync-after-restart=false')).toThrow(/ledger/);
+  });
+
+  it('accepts every --reload-strategy value Reloader has, and says the template is never written', () => {
+    for (const v of ['env-vars', 'annotations', 'default']) {
+      expect(load(`--reload-strategy=${v}`).reloaderNotes[0]).toMatch(/never writes the pod template/);
+    }
+    expect(() => load('--reload-strategy=rollout')).toThrow(/expected env-vars, annotations or default/);
+  });
+
+  it.each(Object.entries(RELOADER_ANNOTATION_FLAGS))(
+    'accepts --%s at its default and refuses another key, naming the key we read',
+    (flag, key) => {
+      expect(() => load(`--${flag}=${key}`)).not.toThrow();
+      expect(() => load(`--${flag}`, 'example.com/mine')).toThrow(
+        new RegExp(
+          `--${flag}=example.com/mine is refused: custom annotation names are not supported; gitops-reloader reads "${key.replace(/[./]/g, '\\$&')}"`,
+        ),
+      );
+    },
+  );
+
+  it('refuses --enable-pprof=true and bad values, naming the flag', () => {
+    expect(() => load('--enable-pprof')).toThrow(/--enable-pprof=true is refused: .*process_\*/);
+    expect(() => load('--enable-pprof=false', '--pprof-addr=:6060')).not.toThrow();
+    expect(() => load('--resources-to-ignore=pods')).toThrow(/expected configmaps or secrets, not "pods"/);
+    expect(() => load('--resources-to-ignore=configmaps,secrets')).toThrow(/cannot both be ignored/);
+    expect(() => load('--ignored-workload-types=deployments')).toThrow(/expected jobs, cronjobs or both/);
+  });
+
+  it('reads Reloader flags from GITOPS_RELOADER_* env too, and METRICS_COUNT_BY_NAMESPACE=enabled', () => {
+    const c = loadConfig(base, {
+      GITOPS_RELOADER_NAMESPACES_TO_IGNORE: 'a',
+      METRICS_COUNT_BY_NAMESPACE: 'enabled',
+    });
+    expect(c.ignoreNamespaces).toEqual(['a']);
+    expect(c.metricsCountByNamespace).toBe(true);
+  });
+
+  it('documents every Reloader flag in help', () => {
+    for (const f of reloaderFlags) expect(f.help).toMatch(/^Stakater Reloader's flag/);
+  });
+});
+
+describe('--webhook-url', () => {
+  it('is off by default, with a 10 s timeout and 3 retries when on', () => {
+    expect(load().webhookUrl).toBeUndefined();
+    expect(load('--webhook-url=http://127.0.0.1:9/hook')).toMatchObject({
+      webhookUrl: 'http://127.0.0.1:9/hook',
+      webhookTimeoutMs: 10_000,
+      webhookRetries: 3,
+    });
+  });
+
+  it.each([
+    [['--webhook-url=ftp://x/y'], /--webhook-url: expected an http:\/\/ or https:\/\/ URL/],
+    [['--webhook-secret-file=/k'], /--webhook-secret-file needs --webhook-url/],
+    [['--webhook-url=http://x', '--webhook-timeout=10ms'], /--webhook-timeout.*at least 100ms/],
+    [['--webhook-url=http://x', '--webhook-retries=-1'], /--webhook-retries.*at least 0/],
+    [['--ignore-workload-kinds=Pod'], /--ignore-workload-kinds: expected Deployment/],
+  ])('rejects %j', (argv, message) => {
+    expect(() => load(...argv)).toThrow(message);
+  });
+});

@@ -1,0 +1,275 @@
+// Stakater Reloader's flags (v1.4.x, internal/pkg/util/util.go ConfigureReloaderFlags), accepted
+// under their own names so a Reloader Deployment's args work unchanged. Each one is translated into
+// our equivalent flag here, once, at start-up, or refused with a message that names the equivalent.
+// Flags both tools share by name (--auto-reload-all, --namespaces, --namespace-selector,
+// --resource-label-selector, --log-level, --webhook-url) are our own flags; config.ts accepts
+// Reloader's spelling of their values too.
+import type { FlagSpec, FlagValue } from './flags.ts';
+import { FlagError } from './flags.ts';
+
+/** Reloader's default for each custom-annotation-name flag: the only value we can honour. */
+export const RELOADER_ANNOTATION_FLAGS: Readonly<Record<string, string>> = {
+  'auto-annotation': 'reloader.stakater.com/auto',
+  'configmap-annotation': 'configmap.reloader.stakater.com/reload',
+  'secret-annotation': 'secret.reloader.stakater.com/reload',
+  'ignore-annotation': 'reloader.stakater.com/ignore',
+  'configmap-auto-annotation': 'configmap.reloader.stakater.com/auto',
+  'secret-auto-annotation': 'secret.reloader.stakater.com/auto',
+  'auto-search-annotation': 'reloader.stakater.com/search',
+  'search-match-annotation': 'reloader.stakater.com/match',
+  'pause-deployment-annotation': 'deployment.reloader.stakater.com/pause-period',
+  'pause-deployment-time-annotation': 'deployment.reloader.stakater.com/paused-at',
+};
+
+const reloader = (what: string) => `Stakater Reloader's flag, accepted for migration: ${what}`;
+
+export const reloaderFlags: readonly FlagSpec[] = [
+  ...Object.entries(RELOADER_ANNOTATION_FLAGS).map(
+    ([name, key]): FlagSpec => ({
+      name,
+      type: 'string',
+      help: reloader(
+        `only its default "${key}" is accepted (both reloader.stakater.com/* and gitops-reloader.io/* keys are always read); another key name is refused.`,
+      ),
+    }),
+  ),
+  {
+    name: 'resources-to-ignore',
+    type: 'list',
+    help: reloader('configmaps or secrets (not both) → --ignore-resources.'),
+  },
+  {
+    name: 'ignored-workload-types',
+    type: 'list',
+    help: reloader('jobs, cronjobs → --ignore-workload-kinds=Job,CronJob.'),
+  },
+  { name: 'namespaces-to-ignore', type: 'list', help: reloader('→ --ignore-namespaces.') },
+  {
+    name: 'is-Argo-Rollouts',
+    type: 'string',
+    help: reloader(
+      'true → Rollouts are reloaded when the CRD is served (our default); false → --ignore-workload-kinds=Rollout.',
+    ),
+  },
+  {
+    name: 'reload-strategy',
+    type: 'string',
+    help: reloader(
+      'env-vars, annotations or default → our restart strategy, which never writes the pod template (--default-strategy).',
+    ),
+  },
+  {
+    name: 'reload-on-create',
+    type: 'string',
+    help: reloader(
+      'true is our behaviour (a created config a workload references is a change); false is refused.',
+    ),
+  },
+  {
+    name: 'reload-on-delete',
+    type: 'string',
+    help: reloader(
+      'true is our behaviour (a deleted config a workload references is a change); false is refused.',
+    ),
+  },
+  {
+    name: 'sync-after-restart',
+    type: 'bool',
+    help: reloader(
+      'true is our behaviour: changes made while the service was down are found in the ledger at start-up; false is refused.',
+    ),
+  },
+  { name: 'enable-ha', type: 'bool', help: reloader('→ --leader-elect.') },
+  { name: 'leader-election-lease-duration', type: 'duration', help: reloader('→ --lease-duration.') },
+  { name: 'leader-election-renew-deadline', type: 'duration', help: reloader('→ --lease-renew-deadline.') },
+  { name: 'leader-election-retry-period', type: 'duration', help: reloader('→ --lease-retry-period.') },
+  {
+    name: 'log-format',
+    type: 'string',
+    help: reloader('json or empty; logs are always JSON. Other values are refused.'),
+  },
+  {
+    name: 'enable-pprof',
+    type: 'bool',
+    help: reloader(
+      'false only; there is no Go pprof (use the process_* and nodejs_* metrics, or node --inspect).',
+    ),
+  },
+  {
+    name: 'pprof-addr',
+    type: 'string',
+    help: reloader('accepted and unused, since --enable-pprof=true is refused.'),
+  },
+];
+
+/** Where each Reloader flag lands among ours (for messages, docs and `migrate`). */
+export const RELOADER_FLAG_EQUIVALENT: Readonly<Record<string, string>> = {
+  'resources-to-ignore': '--ignore-resources',
+  'ignored-workload-types': '--ignore-workload-kinds',
+  'namespaces-to-ignore': '--ignore-namespaces',
+  'is-Argo-Rollouts': '--ignore-workload-kinds=Rollout (false); nothing (true)',
+  'reload-strategy': '--default-strategy=restart',
+  'enable-ha': '--leader-elect',
+  'leader-election-lease-duration': '--lease-duration',
+  'leader-election-renew-deadline': '--lease-renew-deadline',
+  'leader-election-retry-period': '--lease-retry-period',
+};
+
+const WORKLOAD_TYPES: Readonly<Record<string, string>> = { jobs: 'Job', cronjobs: 'CronJob' };
+
+export interface Translation {
+  /** Lines for the start-up log: what each accepted Reloader flag became. */
+  notes: string[];
+}
+
+/**
+ * Translates the Reloader flags that were set into our flag values, in place. `explicit` holds the
+ * flags given on the command line or in the environment (not defaults), so a contradiction between
+ * a Reloader flag and ours is an error instead of a silent choice.
+ */
+export function translateReloaderFlags(
+  values: Record<string, FlagValue>,
+  explicit: ReadonlySet<string>,
+): Translation {
+  const notes: string[] = [];
+  const set = (name: string) => explicit.has(name) && values[name] !== undefined;
+  const str = (name: string) => String(values[name] ?? '').trim();
+  const refuse = (name: string, why: string) => {
+    throw new FlagError(`--${name}=${str(name)} is refused: ${why}`);
+  };
+  const agree = (from: string, to: string, v: FlagValue) => {
+    if (explicit.has(to) && JSON.stringify(values[to]) !== JSON.stringify(v)) {
+      throw new FlagError(
+        `--${from}=${String(values[from])} contradicts --${to}=${String(values[to])}; give only --${to}`,
+      );
+    }
+    values[to] = v;
+    notes.push(`--${from}=${String(values[from])} → --${to}=${Array.isArray(v) ? v.join(',') : String(v)}`);
+  };
+
+  for (const [name, key] of Object.entries(RELOADER_ANNOTATION_FLAGS)) {
+    if (set(name) && str(name) !== key) {
+      refuse(
+        name,
+        `custom annotation names are not supported; gitops-reloader reads "${key}" (and its gitops-reloader.io/ twin, see docs/annotations.md), so rename "${str(name)}" to "${key}" on your workloads and configs`,
+      );
+    }
+  }
+
+  if (set('resources-to-ignore')) {
+    const kinds = [...new Set((values['resources-to-ignore'] as string[]).map((r) => r.toLowerCase()))];
+    const bad = kinds.find((k) => k !== 'configmaps' && k !== 'secrets');
+    if (bad !== undefined) refuse('resources-to-ignore', `expected configmaps or secrets, not "${bad}"`);
+    if (kinds.length > 1) refuse('resources-to-ignore', 'configmaps and secrets cannot both be ignored');
+    const merged = [...new Set([...((values['ignore-resources'] as string[] | undefined) ?? []), ...kinds])];
+    values['ignore-resources'] = merged;
+    notes.push(`--resources-to-ignore=${kinds.join(',')} → --ignore-resources=${merged.join(',')}`);
+  }
+
+  const ignoreKinds = new Set((values['ignore-workload-kinds'] as string[] | undefined) ?? []);
+  if (set('ignored-workload-types')) {
+    for (const t of values['ignored-workload-types'] as string[]) {
+      const kind = WORKLOAD_TYPES[t.toLowerCase()];
+      if (!kind) refuse('ignored-workload-types', `expected jobs, cronjobs or both, not "${t}"`);
+      ignoreKinds.add(kind as string);
+    }
+    notes.push(`--ignored-workload-types=${str('ignored-workload-types')} → --ignore-workload-kinds`);
+  }
+  if (set('is-Argo-Rollouts')) {
+    const v = str('is-Argo-Rollouts').toLowerCase();
+    if (v === 'false') {
+      ignoreKinds.add('Rollout');
+      notes.push('--is-Argo-Rollouts=false → --ignore-workload-kinds=Rollout');
+    } else if (v !== 'true') {
+      refuse('is-Argo-Rollouts', 'expected true or false');
+    }
+  }
+  values['ignore-workload-kinds'] = [...ignoreKinds];
+
+  if (set('namespaces-to-ignore')) {
+    const merged = [
+      ...new Set([
+        ...((values['ignore-namespaces'] as string[] | undefined) ?? []),
+        ...(values['namespaces-to-ignore'] as string[]),
+      ]),
+    ];
+    values['ignore-namespaces'] = merged;
+    notes.push(`--namespaces-to-ignore → --ignore-namespaces=${merged.join(',')}`);
+  }
+
+  if (set('reload-strategy')) {
+    const v = str('reload-strategy');
+    if (!['env-vars', 'annotations', 'default'].includes(v)) {
+      refuse('reload-strategy', 'expected env-vars, annotations or default');
+    }
+    notes.push(
+      `--reload-strategy=${v}: reloads use --default-strategy=${String(values['default-strategy'])}, which never writes the pod template`,
+    );
+  }
+
+  for (const [name, what] of [
+    ['reload-on-create', 'a ConfigMap or Secret a workload references being created'],
+    ['reload-on-delete', 'a ConfigMap or Secret a workload references being deleted'],
+  ] as const) {
+    if (!set(name)) continue;
+    const v = str(name).toLowerCase();
+    if (v === 'false') {
+      refuse(
+        name,
+        `gitops-reloader always reloads on ${what} (a missing config is a state of its own); drop the flag`,
+      );
+    } else if (v !== 'true') {
+      refuse(name, 'expected true or false');
+    }
+    notes.push(`--${name}=true: always on in gitops-reloader`);
+  }
+  if (set('sync-after-restart')) {
+    if (values['sync-after-restart'] === false) {
+      refuse(
+        'sync-after-restart',
+        'gitops-reloader always reloads what changed while it was down (the ledger); drop the flag',
+      );
+    }
+    notes.push('--sync-after-restart=true: changes made while down are found in the ledger at start-up');
+  }
+
+  if (set('enable-ha')) agree('enable-ha', 'leader-elect', values['enable-ha']);
+  for (const [from, to] of [
+    ['leader-election-lease-duration', 'lease-duration'],
+    ['leader-election-renew-deadline', 'lease-renew-deadline'],
+    ['leader-election-retry-period', 'lease-retry-period'],
+  ] as const) {
+    if (set(from)) agree(from, to, values[from]);
+  }
+
+  if (set('log-format')) {
+    const v = str('log-format').toLowerCase();
+    if (v !== '' && v !== 'json')
+      refuse('log-format', 'logs are always JSON; use --log-format=json or drop it');
+  }
+  if (set('enable-pprof') && values['enable-pprof'] === true) {
+    refuse(
+      'enable-pprof',
+      'there is no Go pprof in a Node.js service; use the process_* and nodejs_* metrics on /metrics, or node --inspect',
+    );
+  }
+  return { notes };
+}
+
+/**
+ * Reloader's selector list form, `key:value` with `*` for "any value" (its legacy syntax), as a
+ * Kubernetes label selector: `team:web,env:*` → `team=web,env`. A selector already in Kubernetes
+ * syntax passes through unchanged, except `key=*`, which Reloader also reads as "key exists".
+ */
+export function reloaderSelector(sel: string): string {
+  return sel
+    .split(/,(?![^(]*\))/)
+    .map((term) => {
+      const t = term.trim();
+      const colon = /^([A-Za-z0-9./_-]+):(.*)$/.exec(t);
+      if (colon) return colon[2] === '*' ? colon[1] : `${colon[1]}=${colon[2]}`;
+      const star = /^([A-Za-z0-9./_-]+)\s*==?\s*\*$/.exec(t);
+      return star ? (star[1] as string) : t;
+    })
+    .join(',');
+}

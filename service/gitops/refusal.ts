@@ -1,0 +1,23 @@
+// A git write the service refuses before it clones anything, and the rule that refused it. The
+// message goes into an Event in the workload's namespace, so it names only what that namespace's team
+// may see: the rule, and what the team itself wrote (the Application name on its own workload).
+import { AUTHORITY_RULES } from './authority.ts';
+
+/** Every rule, for the `rule` label of gitops_reloader_git_refused_total (a fixed, small set). */
+export const REFUSAL_RULES = [
+  ...AUTHORITY_RULES,
+  /** The repository URL is plain http:// (or another clear-text transport) and --git-allow-insecure-http is off. */
+  'insecure-transport',
+  /** No credential is bound to the repository URL: none would be sent, so nothing is tried. */
+  'credentials-unbound',
+] as const;
+export type RefusalRule = (typeof REFUSAL_RULES)[number];
+
+export class GitRefused extends Error {
+  override name = 'GitRefused';
+  readonly rule: RefusalRule;
+  constructor(rule: RefusalRule, message: string) {
+    super(message);
+    this.rule = rule;
+  }
+}
