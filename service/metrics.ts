@@ -99,6 +99,10 @@ export class Metrics {
   readonly #gitPushRetries: Counter;
   readonly #gitRefused: Counter<'rule'>;
   readonly #leader: Gauge;
+  readonly #leaderStartFailures: Counter;
+  readonly #keyChanges: Counter;
+  readonly #stalls: Counter<'why'>;
+  readonly #rebaselined: Counter;
   readonly #watchFailures: Counter<'resource' | 'mode'>;
   #watchedSources: WatchedSource[] = [];
 
@@ -175,7 +179,28 @@ export class Metrics {
     });
     this.#leader = new Gauge({
       name: 'gitops_reloader_leader',
-      help: '1 while this replica holds the leader Lease and executes reloads, else 0.',
+      help: '1 while this replica holds the leader Lease and acts on it (its start-up succeeded), else 0.',
+      registers,
+    });
+    this.#stalls = new Counter({
+      name: 'gitops_reloader_reload_stalls_total',
+      help: 'Reload attempts reported stalled (a ReloadStalled Event each): blocked past --stall-after, or stopped at --reload-deadline and re-queued.',
+      labelNames: ['why'],
+      registers,
+    });
+    this.#keyChanges = new Counter({
+      name: 'gitops_reloader_key_changes_total',
+      help: 'Starts that found the ledger written with another HMAC key (each re-baselines every workload).',
+      registers,
+    });
+    this.#rebaselined = new Counter({
+      name: 'gitops_reloader_key_rebaselined_workloads_total',
+      help: 'Workloads re-baselined (recorded, not reloaded) because the HMAC key changed.',
+      registers,
+    });
+    this.#leaderStartFailures = new Counter({
+      name: 'gitops_reloader_leader_start_failures_total',
+      help: 'Terms as leader that ended because starting to act failed; the Lease was released each time.',
       registers,
     });
     this.#watchFailures = new Counter({
@@ -215,6 +240,10 @@ export class Metrics {
     for (const kind of WORKLOAD_KINDS) this.#podsReplaced.inc({ kind }, 0);
     for (const result of GIT_COMMIT_RESULTS) this.#gitCommits.inc({ result }, 0);
     this.#gitPushRetries.inc(0);
+    this.#leaderStartFailures.inc(0);
+    this.#keyChanges.inc(0);
+    for (const why of ['blocked', 'deadline']) this.#stalls.inc({ why }, 0);
+    this.#rebaselined.inc(0);
     for (const rule of REFUSAL_RULES) this.#gitRefused.inc({ rule }, 0);
     this.#leader.set(0);
     this.#inProgress.set(0);
@@ -290,7 +319,23 @@ export class Metrics {
     this.#gitPushRetries.inc();
   }
 
-  /** Set on gaining (true) and losing (false) the Lease; a replica without leader election sets true. */
+  /** A reload was reported stalled: blocked past --stall-after, or stopped at --reload-deadline. */
+  reloadStall(why: 'blocked' | 'deadline'): void {
+    this.#stalls.inc({ why });
+  }
+
+  /** The ledger was written with another HMAC key: `workloads` were re-baselined instead of reloaded. */
+  keyChanged(workloads: number): void {
+    this.#keyChanges.inc();
+    this.#rebaselined.inc(workloads);
+  }
+
+  /** A term as leader ended because starting to act failed (the lease is released). */
+  leaderStartFailed(): void {
+    this.#leaderStartFailures.inc();
+  }
+
+  /** Set once acting as leader (start-up succeeded) and on losing the Lease; a replica without leader election sets true. */
   setLeader(leader: boolean): void {
     this.#leader.set(leader ? 1 : 0);
   }

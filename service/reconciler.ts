@@ -28,8 +28,8 @@ import {
   sendReloadNotice,
   WebhookDeliveryError,
 } from './strategies/reload-webhook.ts';
-import { SURGE_LABEL } from './strategies/restart-deployment.ts';
 import { runStrategy } from './strategies/run.ts';
+import { deleteSurgePodsOf, sweepSurgePods } from './strategies/surge-sweep.ts';
 import { ReloadWaiting, type StrategyResult, StrategyUnsupported } from './strategies/types.ts';
 
 export interface ReloadAction {
@@ -79,6 +79,8 @@ export interface ReconcilerDeps {
   metrics?: Metrics;
   /** The git strategy (one GitWriter per process). */
   git?: GitCommitter;
+  /** The leadership term this reconciler acts for: nothing it started writes or evicts once it aborts. */
+  term?: AbortSignal;
   /** --webhook-url: POST each reload's details there instead of reloading. */
   webhook?: ReloadWebhookOptions;
 }
@@ -94,12 +96,19 @@ export class Reconciler {
   readonly #batcher: Batcher;
   readonly #queue: WorkQueue<ReloadAction>;
   readonly #abort = new AbortController();
+  /** Aborts when this reconciler stops or its leadership term ends, whichever comes first. */
+  readonly #signal: AbortSignal;
   readonly #failures = new Map<string, number>();
   readonly #retryTimers = new Set<ReturnType<typeof setTimeout>>();
+  /** Per workload: the content (target digests) of the reload queued, running or waiting for a retry. */
+  readonly #inFlight = new Map<string, Record<string, string>>();
+  /** Workloads with a retry timer set. */
+  readonly #retrying = new Set<string>();
   readonly #held = new Map<string, Held>();
   /** Workloads whose reload is running now. */
   readonly #running = new Set<string>();
   #live = false;
+  #sweepTimer: ReturnType<typeof setInterval> | undefined;
   /** Changes seen while start() judges the world; replayed once it is done, so none is lost. */
   #starting = false;
   readonly #buffered: Array<() => void> = [];
@@ -109,6 +118,8 @@ export class Reconciler {
 
   constructor(d: ReconcilerDeps) {
     this.#d = d;
+    this.#signal = d.term ? AbortSignal.any([d.term, this.#abort.signal]) : this.#abort.signal;
+    d.ledger.fence(this.#signal);
     this.#batcher = new Batcher({
       debounceMs: d.cfg.debounceMs,
       maxWaitMs: d.cfg.maxDebounceWaitMs,
@@ -118,7 +129,9 @@ export class Reconciler {
     this.#queue = new WorkQueue<ReloadAction>({
       maxConcurrent: d.cfg.maxConcurrentReloads,
       minIntervalMs: d.cfg.minReloadIntervalMs,
-      run: (a) => this.#run(a),
+      run: (a) => this.#runTracked(a),
+      // Fair across namespaces: one tenant's stuck reloads never hold every slot.
+      groupOf: (w) => w.split('/')[1] ?? '',
       // The newer action has the later cutoff; it must still name every config that changed.
       merge: (a, b) => ({ ...b, changed: [...new Set([...a.changed, ...b.changed])].sort() }),
     });
@@ -130,17 +143,44 @@ export class Reconciler {
     const { state, ledger, log } = this.#d;
     this.#starting = true;
     await ledger.load();
+    // Digests made with another HMAC key cannot be compared with ours: re-baseline, never reload.
+    const keyChanged = ledger.keyChanged();
+    let rebaselined = 0;
     const baselines: Array<[string, LedgerEntry]> = [];
     const now = Date.now();
+    const drop: Array<[string, LedgerEntry]> = [];
     for (const t of state.workloads.values()) {
       if (!this.#d.inScope(t.rec.ref.namespace)) continue;
       this.#reportPolicy(t);
-      if (t.parsed.problems.length > 0) continue;
+      if (t.parsed.problems.length > 0) {
+        const entry = ledger.get(t.id);
+        if (entry?.pending) {
+          drop.push([
+            t.id,
+            { configs: entry.configs, ...(entry.reloadedAt ? { reloadedAt: entry.reloadedAt } : {}) },
+          ]);
+          log.info(fields(t), 'pending reload dropped: the reload annotations are invalid');
+        }
+        continue;
+      }
       const set = this.#set(t);
-      if (!set) continue;
       const entry = ledger.get(t.id);
+      if (!set) {
+        // Opted out (or nothing left to watch) with a reload pending: that reload is dropped, and its
+        // surge pods go with the clean-up below.
+        if (entry?.pending) {
+          drop.push([
+            t.id,
+            { configs: entry.configs, ...(entry.reloadedAt ? { reloadedAt: entry.reloadedAt } : {}) },
+          ]);
+          log.info(fields(t), 'pending reload dropped: the workload is no longer reloaded');
+        }
+        continue;
+      }
       if (entry?.pending) {
-        const same = JSON.stringify(sorted(entry.pending.target)) === JSON.stringify(sorted(set));
+        // After a key change the targets always differ; the reload in progress goes on as it was.
+        const same =
+          keyChanged || JSON.stringify(sorted(entry.pending.target)) === JSON.stringify(sorted(set));
         this.#submit({
           workload: t.id,
           changed: entry.pending.changed,
@@ -153,7 +193,10 @@ export class Reconciler {
         continue;
       }
       const v = verdict(set, entry?.configs);
-      if (v.kind === 'baseline' || v.kind === 'rebaseline') {
+      if (keyChanged && entry && v.kind === 'reload') {
+        baselines.push([t.id, { ...entry, configs: set }]);
+        rebaselined++;
+      } else if (v.kind === 'baseline' || v.kind === 'rebaseline') {
         if (!isTracked({ digests: set, reasons: {}, skipped: {}, problems: [] })) continue;
         baselines.push([t.id, { ...entry, configs: set }]);
         if (v.kind === 'baseline') log.info(fields(t), 'baseline recorded');
@@ -168,40 +211,46 @@ export class Reconciler {
         });
       }
     }
-    if (baselines.length > 0) await ledger.putMany(baselines);
+    if (baselines.length > 0 || drop.length > 0) await ledger.putMany([...baselines, ...drop]);
+    if (keyChanged) {
+      await ledger.stampKey();
+      this.#d.metrics?.keyChanged(rebaselined);
+      log.warn(
+        { workloads: rebaselined },
+        'the HMAC key differs from the one the ledger was written with: every workload re-baselined, none reloaded',
+      );
+    }
     await this.#cleanUpSurgePods();
     const gone = [...ledger.entries().keys()].filter((id) => !state.workloads.has(id));
     if (gone.length > 0) await ledger.removeMany(gone);
-    if (this.#abort.signal.aborted) return; // stopped (leadership lost) while starting
+    if (this.#signal.aborted) return; // stopped (leadership lost) while starting
     this.#live = true;
     this.#starting = false;
     for (const replay of this.#buffered.splice(0)) replay();
+    this.#sweepTimer = setInterval(() => {
+      this.#cleanUpSurgePods().catch((err: Error) =>
+        log.warn({ err: err.message }, 'surge-pod sweep failed; the next one retries'),
+      );
+    }, this.#d.cfg.surgeSweepIntervalMs);
+    this.#sweepTimer.unref?.();
   }
 
-  /**
-   * Deletes surge pods a crash left behind: those whose Deployment has no pending reload (a
-   * pending one is resumed, and its strategy reuses and then removes them).
-   */
+  /** Surge pods no pending reload needs go (see strategies/surge-sweep.ts). */
   async #cleanUpSurgePods(): Promise<void> {
     const { core, cfg, state, ledger, log } = this.#d;
-    const pending = new Set<string>();
-    for (const t of state.workloads.values()) if (ledger.get(t.id)?.pending) pending.add(t.rec.ref.uid);
-    const lists =
-      cfg.namespaces.length > 0
-        ? cfg.namespaces.map((namespace) => core.listNamespacedPod({ namespace, labelSelector: SURGE_LABEL }))
-        : [core.listPodForAllNamespaces({ labelSelector: SURGE_LABEL })];
-    for (const list of await Promise.all(lists)) {
-      for (const pod of list.items) {
-        const owner = pod.metadata?.labels?.[SURGE_LABEL];
-        const namespace = pod.metadata?.namespace as string;
-        if (!owner || pending.has(owner) || !this.#d.inScope(namespace) || cfg.dryRun) continue;
-        const name = pod.metadata?.name as string;
-        await core.deleteNamespacedPod({ name, namespace }).catch((err: { code?: number }) => {
-          if (err.code !== 404) throw err;
-        });
-        log.info({ pod: name, namespace }, 'deleted a surge pod left by an interrupted reload');
-      }
-    }
+    if (cfg.dryRun) return;
+    await sweepSurgePods({
+      core,
+      namespaces: cfg.namespaces,
+      inScope: (ns) => this.#d.inScope(ns),
+      pendingOwners: () => {
+        const pending = new Set<string>();
+        for (const t of state.workloads.values()) if (ledger.get(t.id)?.pending) pending.add(t.rec.ref.uid);
+        return pending;
+      },
+      signal: this.#signal,
+      log,
+    });
   }
 
   /** A ConfigMap or Secret was added, changed or deleted after the initial sync. */
@@ -290,6 +339,7 @@ export class Reconciler {
   }
 
   async workloadDeleted(id: string): Promise<void> {
+    this.#failures.delete(id);
     // A reload that deletes its workload (a Job run again) records the outcome itself.
     if (!this.#live || !this.#d.ledger.get(id) || this.#running.has(id)) return;
     await this.#d.ledger
@@ -303,7 +353,10 @@ export class Reconciler {
     this.#starting = false;
     this.#buffered.length = 0;
     this.#batcher.clear();
+    this.#d.gate?.detach(this.#batcher);
+    clearInterval(this.#sweepTimer);
     for (const t of this.#retryTimers) clearTimeout(t);
+    this.#retryTimers.clear();
     for (const h of this.#held.values()) clearTimeout(h.timer);
     this.#held.clear();
     this.#abort.abort(new Error('the service is stopping'));
@@ -383,7 +436,19 @@ export class Reconciler {
     return max;
   }
 
+  /**
+   * Queues a reload, unless one for the same content is already queued, running or waiting to be
+   * retried: its cutoff is earlier, and every pod created after it already has this content, so a
+   * second reload would only recycle pods twice (e.g. a held sync released just after a new leader's
+   * start found the same change).
+   */
   #submit(a: ReloadAction): void {
+    const current = this.#inFlight.get(a.workload);
+    if (current && !a.resumed && same(current, a.target)) {
+      this.#d.log.debug({ workload: a.workload }, 'a reload for this content is already under way');
+      return;
+    }
+    this.#inFlight.set(a.workload, a.target);
     if (!this.#queuedAt.has(a.workload)) this.#queuedAt.set(a.workload, performance.now());
     this.#d.metrics?.reloader.queueAdded();
     // pause-period: the batch window runs from the end of the last reload, also one before a restart.
@@ -450,6 +515,18 @@ export class Reconciler {
     );
   }
 
+  /** Runs one action and forgets its content once nothing more will run for it. */
+  async #runTracked(a: ReloadAction): Promise<void> {
+    try {
+      await this.#run(a);
+    } finally {
+      const current = this.#inFlight.get(a.workload);
+      if (!this.#retrying.has(a.workload) && current && same(current, a.target)) {
+        this.#inFlight.delete(a.workload);
+      }
+    }
+  }
+
   async #run(a: ReloadAction): Promise<void> {
     this.#running.add(a.workload);
     try {
@@ -467,6 +544,10 @@ export class Reconciler {
     const t = state.workloads.get(a.workload);
     if (!t) {
       await ledger.remove(a.workload).catch(() => undefined);
+      return;
+    }
+    if (t.parsed.problems.length > 0 || !isTracked(watchedSet(t.rec, t.parsed, state, this.#d.globals))) {
+      await this.#drop(t);
       return;
     }
     const windows = t.parsed.policy.windows;
@@ -526,6 +607,13 @@ export class Reconciler {
       });
     };
     log.info({ ...f, cutoff, resumed: a.resumed ?? false }, 'reload started');
+    // The reload's own deadline: when it passes, the slot is given back and the reload re-queued.
+    const deadline = new AbortController();
+    const deadlineTimer = setTimeout(
+      () => deadline.abort(new Error(`the reload did not finish within ${cfg.reloadDeadlineMs / 1000}s`)),
+      cfg.reloadDeadlineMs,
+    );
+    const signal = AbortSignal.any([this.#signal, deadline.signal]);
     const webhook = this.#d.webhook;
     try {
       const result: StrategyResult = webhook
@@ -545,10 +633,11 @@ export class Reconciler {
             kc: this.#d.kc,
             begin,
             log,
-            signal: this.#abort.signal,
+            signal,
             stallAfterMs: cfg.stallAfterMs,
             onStall: (why) => {
               metric?.stalled();
+              this.#d.metrics?.reloadStall('blocked');
               log.warn({ ...f, why }, 'reload stalled');
               void this.#event(
                 t,
@@ -588,9 +677,30 @@ export class Reconciler {
         `${changed.join(', ')} changed; ${result.summary}${rule}`,
       );
     } catch (err) {
-      if (this.#abort.signal.aborted) {
+      if (this.#signal.aborted) {
         metric?.finish('interrupted');
         log.info(f, 'reload interrupted; the pending action stays in the ledger');
+        return;
+      }
+      if (deadline.signal.aborted) {
+        // Not a failure of the workload's config: something (a PDB, a rollout that never gets Ready)
+        // blocks it. Give the slot back, say so every time, and try again later from the same pods.
+        metric?.finish('interrupted');
+        this.#d.metrics?.reloadStall('deadline');
+        const n = (this.#failures.get(t.id) ?? 0) + 1;
+        this.#failures.set(t.id, n);
+        const retryMs = RETRY_MS[Math.min(n - 1, RETRY_MS.length - 1)] as number;
+        log.warn(
+          { ...f, attempt: n, deadlineMs: cfg.reloadDeadlineMs, retryInMs: retryMs },
+          'reload deadline passed; slot released, re-queued',
+        );
+        await this.#event(
+          t,
+          'ReloadStalled',
+          `attempt ${n} did not finish within ${cfg.reloadDeadlineMs / 1000}s; released its slot, retrying in ${retryMs / 1000}s`,
+          'Warning',
+        );
+        this.#retry(a, targets, retryMs);
         return;
       }
       if (err instanceof ReloadWaiting) {
@@ -599,11 +709,7 @@ export class Reconciler {
         metric?.finish('skipped');
         log.info({ ...f, why: err.message, retryInMs: err.retryMs }, 'reload waiting');
         await this.#event(t, 'ReloadDeferred', `${changed.join(', ')} changed; ${err.message}`);
-        const timer = setTimeout(() => {
-          this.#retryTimers.delete(timer);
-          this.#submit({ ...a, resumed: true });
-        }, err.retryMs);
-        this.#retryTimers.add(timer);
+        this.#retry(a, undefined, err.retryMs);
         return;
       }
       if (err instanceof StrategyUnsupported) {
@@ -632,12 +738,42 @@ export class Reconciler {
         `${(err as Error).message}; retrying in ${retryMs / 1000}s`,
         'Warning',
       );
-      const timer = setTimeout(() => {
-        this.#retryTimers.delete(timer);
-        this.#submit({ ...a, resumed: true, ...(targets ? { targets } : {}) });
-      }, retryMs);
-      this.#retryTimers.add(timer);
+      this.#retry(a, targets, retryMs);
+    } finally {
+      clearTimeout(deadlineTimer);
     }
+  }
+
+  /** A queued reload of a workload that opted out or became invalid: forget it, and its surge pods. */
+  async #drop(t: TrackedWorkload): Promise<void> {
+    const { ledger, core, log, cfg } = this.#d;
+    log.info(fields(t), 'reload dropped: the workload is no longer reloaded');
+    try {
+      const entry = ledger.get(t.id);
+      if (entry?.pending) {
+        await ledger.put(t.id, {
+          configs: entry.configs,
+          ...(entry.reloadedAt ? { reloadedAt: entry.reloadedAt } : {}),
+        });
+      }
+      if (t.rec.ref.kind !== 'Deployment' || cfg.dryRun) return;
+      await deleteSurgePodsOf(core, t.rec.ref.namespace, t.rec.ref.uid, this.#signal, log, fields(t));
+    } catch (err) {
+      log.warn(
+        { ...fields(t), err: (err as Error).message },
+        'could not clean up a dropped reload; the sweep retries',
+      );
+    }
+  }
+
+  #retry(a: ReloadAction, targets: readonly string[] | undefined, retryMs: number): void {
+    this.#retrying.add(a.workload);
+    const timer = setTimeout(() => {
+      this.#retryTimers.delete(timer);
+      this.#retrying.delete(a.workload);
+      this.#submit({ ...a, resumed: true, ...(targets ? { targets } : {}) });
+    }, retryMs);
+    this.#retryTimers.add(timer);
   }
 
   /** --webhook-url: the reload's details go to the webhook, and nothing in the cluster changes. */
@@ -661,7 +797,7 @@ export class Reconciler {
         configHash,
         timestamp: new Date().toISOString(),
       },
-      this.#abort.signal,
+      this.#signal,
       (attempt, why) => {
         this.#d.metrics?.reloader.retry();
         this.#d.log.warn({ ...fields(t), attempt, why }, 'reload webhook failed; retrying');

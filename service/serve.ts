@@ -1,19 +1,30 @@
 // `gitops-reloader serve`: watches configs and workloads, and reloads what changed.
 import type { Router } from 'express';
 import { startArgoCd } from './argocd/argocd.ts';
+import { UNWATCHED_MAX_HOLD_MS } from './argocd/gate.ts';
+import { INBOX_SELECTOR, isInboxRecord, NotificationInbox, readRecord, recordName } from './argocd/inbox.ts';
+import type { SyncNotification } from './argocd/notification.ts';
+import { isTerminal } from './argocd/sync-tracker.ts';
 import { type Config, readHashKeyFile, readWebhookKeyFile } from './config/config.ts';
 import { FlagError } from './config/flags.ts';
 import { compileGlobals } from './core/annotations.ts';
-import { MIN_HMAC_KEY_BYTES } from './core/config-hash.ts';
+import { keyFingerprint } from './core/config-hash.ts';
 import type { ConfigRecord, WorkloadRecord } from './core/records.ts';
 import { watchProviderClasses } from './csi.ts';
 import { WatchProgress } from './http.ts';
 import type { ClusterAccess } from './kube/access.ts';
 import { appsApi, batchApi, type CoreApi, coreApi, customApi } from './kube/api.ts';
 import { EventRecorder } from './kube/events.ts';
+import { HashKeyError, readOrCreateHashKey } from './kube/hash-key-secret.ts';
 import { type LeaderElection, startLeaderElection } from './kube/leader.ts';
 import { Ledger } from './kube/ledger.ts';
-import { CONFIG_RESOURCES, collectionPath, served, WORKLOAD_RESOURCES } from './kube/resources.ts';
+import {
+  CONFIG_RESOURCES,
+  collectionPath,
+  type Resource,
+  served,
+  WORKLOAD_RESOURCES,
+} from './kube/resources.ts';
 import { configRecord, type RawObject, workloadRecord } from './kube/to-record.ts';
 import { startWatch, type Watch, type WatchFailure } from './kube/watch.ts';
 import type { Logger } from './log.ts';
@@ -22,31 +33,42 @@ import { Reconciler } from './reconciler.ts';
 import { ClusterState } from './state.ts';
 import { createGitCommitter } from './strategies/git-commit.ts';
 
-/** Reads the HMAC key: --hash-key-file, else the Secret <release-name>-hash-key in the release namespace. */
-async function hashKey(cfg: Config, core: CoreApi): Promise<Buffer> {
+/** Reads the HMAC key: --hash-key-file, else the Secret <release-name>-hash-key (created when missing). */
+async function hashKey(cfg: Config, core: CoreApi, log: Logger): Promise<Buffer> {
   if (cfg.hashKeyFile) return readHashKeyFile(cfg.hashKeyFile);
-  const name = `${cfg.releaseName}-hash-key`;
   if (!cfg.releaseNamespace) {
     throw new FlagError(
       'no --hash-key-file, and no --release-namespace (or POD_NAMESPACE) to read the hash-key Secret from',
     );
   }
-  let data: string | undefined;
   try {
-    const s = await core.readNamespacedSecret({ name, namespace: cfg.releaseNamespace });
-    data = s.data?.key;
+    return await readOrCreateHashKey({
+      core,
+      namespace: cfg.releaseNamespace,
+      name: `${cfg.releaseName}-hash-key`,
+      create: cfg.createHashKey,
+      log: (msg, f) => log.info(f, msg),
+    });
   } catch (err) {
-    throw new FlagError(
-      `no --hash-key-file, and the Secret ${cfg.releaseNamespace}/${name} could not be read (${(err as { code?: number }).code ?? (err as Error).message}); create it with a random "key" of at least ${MIN_HMAC_KEY_BYTES} bytes`,
-    );
+    throw err instanceof HashKeyError ? new FlagError(`no --hash-key-file, and ${err.message}`) : err;
   }
-  const key = Buffer.from(data ?? '', 'base64');
-  if (key.length < MIN_HMAC_KEY_BYTES) {
-    throw new FlagError(
-      `Secret ${cfg.releaseNamespace}/${name} key "key" holds ${key.length} bytes; at least ${MIN_HMAC_KEY_BYTES} are needed`,
-    );
-  }
-  return key;
+}
+
+/**
+ * How long a replica whose start as leader failed waits before it competes for the lease again:
+ * doubling from one lease duration (so a healthy standby takes the released lease first), capped at 5 min.
+ */
+export function startBackoffMs(failedStarts: number, leaseDurationMs: number): number {
+  return Math.min(leaseDurationMs * 2 ** Math.max(0, failedStarts - 1), 300_000);
+}
+
+/** The field selector that leaves Helm release Secrets out of the Secret watch. */
+export const HELM_RELEASE_EXCLUDED = 'type!=helm.sh/release.v1';
+
+interface InboxRecord {
+  name: string;
+  created: number;
+  data: Record<string, string>;
 }
 
 export interface RunningService {
@@ -75,7 +97,7 @@ export async function serve(
       '--release-namespace (or the POD_NAMESPACE env var) is required: it holds the ledger',
     );
   }
-  const key = await hashKey(cfg, core);
+  const key = await hashKey(cfg, core, log);
   const { globals, problems } = compileGlobals(cfg);
   if (problems.length > 0) throw new FlagError(problems.join('; '));
 
@@ -86,6 +108,7 @@ export async function serve(
     prefix: cfg.releaseName,
     shards: cfg.ledgerShards,
     dryRun: cfg.dryRun,
+    keyFingerprint: keyFingerprint(key),
     log: (level, msg, f) => log[level](f, msg),
   });
   const ignored = new Set(cfg.ignoreNamespaces);
@@ -94,7 +117,24 @@ export async function serve(
     !ignored.has(ns) &&
     (cfg.namespaces.length === 0 || cfg.namespaces.includes(ns)) &&
     (cfg.namespaceSelector === undefined || allowedByLabel.has(ns));
-  const argocd = await startArgoCd({ cfg, kc, state, log });
+  // Set once this replica acts as leader (below); the webhook reads it.
+  let acting = false;
+  let inbox: NotificationInbox | undefined;
+  const releaseNamespace = cfg.releaseNamespace;
+  const argocd = await startArgoCd({
+    cfg,
+    kc,
+    state,
+    log,
+    // Every replica records a notification where whichever replica leads (now or next) reads it; the
+    // acting leader also acts on it at once. A replica that does not act never acts on it.
+    notify: async (n) => {
+      const recorded = await (inbox as NotificationInbox).record(n).catch((err: unknown) => err);
+      if (acting) return argocd.gate.notify(n);
+      if (recorded instanceof Error) throw recorded;
+      return recorded ? { outcome: 'accepted', action: 'recorded for the leader' } : { outcome: 'duplicate' };
+    },
+  });
   const events = new EventRecorder(core, log);
   const apis = {
     core,
@@ -115,8 +155,9 @@ export async function serve(
   // Every replica watches (a standby has a warm cache); only the leader has a Reconciler, one per
   // leadership term, which alone runs reloads and writes the ledger.
   let reconciler: Reconciler | undefined;
-  const newReconciler = () =>
+  const newReconciler = (term?: AbortSignal) =>
     new Reconciler({
+      ...(term ? { term } : {}),
       cfg,
       state,
       ledger,
@@ -150,6 +191,7 @@ export async function serve(
   const common = { relistIntervalMs: cfg.relistIntervalMs, idleTimeoutMs: cfg.watchIdleTimeoutMs, onFailure };
 
   const watched: Array<[string, Watch<unknown>]> = [];
+  let takeAllFromInbox = () => {};
   function watch<S>(path: string, o: Omit<Parameters<typeof startWatch<S>>[1], 'path' | 'onSynced'>) {
     let done!: () => void;
     synced.push(new Promise<void>((r) => (done = r)));
@@ -206,10 +248,16 @@ export async function serve(
       if ((cfg.ignoreResources as readonly string[]).includes(r.plural)) continue;
       watch<ConfigRecord>(collectionPath(r, ns), {
         labelSelector: cfg.resourceLabelSelector,
+        // Helm's release records (up to 1 MiB each, one per revision) are never a workload's config:
+        // the API server leaves them out, so they cost neither transfer nor memory.
+        ...(r.kind === 'Secret' && !cfg.includeHelmReleaseSecrets
+          ? { fieldSelector: HELM_RELEASE_EXCLUDED }
+          : {}),
         // Our own ledger shards are ConfigMaps too; they never reload anything.
         transform: (raw) =>
-          (raw as RawObject).metadata?.labels?.['app.kubernetes.io/component'] === 'ledger' &&
-          (raw as RawObject).metadata?.labels?.['app.kubernetes.io/name'] === 'gitops-reloader'
+          ((raw as RawObject).metadata?.labels?.['app.kubernetes.io/component'] === 'ledger' &&
+            (raw as RawObject).metadata?.labels?.['app.kubernetes.io/name'] === 'gitops-reloader') ||
+          isInboxRecord((raw as RawObject).metadata?.labels ?? undefined)
             ? undefined
             : argocd.withTrackingLabel(raw as RawObject, configRecord(r.kind, raw as RawObject, key)),
         onAdd: (_k, rec) => {
@@ -273,30 +321,108 @@ export async function serve(
     }
   }
 
+  if (cfg.webhookTokenFile) {
+    // The notification inbox (docs/adr/0013): every replica watches it, so a new leader finds at once
+    // what was recorded while another replica led, or while none did.
+    watch<InboxRecord>(collectionPath(CONFIG_RESOURCES[0] as Resource<string>, releaseNamespace), {
+      labelSelector: INBOX_SELECTOR,
+      transform: (raw) => {
+        const o = raw as {
+          metadata?: { name?: string; creationTimestamp?: string };
+          data?: Record<string, string>;
+        };
+        return {
+          name: o.metadata?.name ?? '',
+          created: Date.parse(String(o.metadata?.creationTimestamp ?? '')) || Date.now(),
+          data: o.data ?? {},
+        };
+      },
+      onAdd: (_k, rec) => void takeFromInbox([rec]),
+      onUpdate: (_k, rec) => void takeFromInbox([rec]),
+    });
+    const inboxWatch = watched[watched.length - 1]?.[1] as Watch<InboxRecord>;
+    inbox = new NotificationInbox({
+      core,
+      namespace: releaseNamespace,
+      prefix: cfg.releaseName,
+      size: () => inboxWatch.store.size,
+    });
+    takeAllFromInbox = () => void takeFromInbox([...inboxWatch.store.values()]);
+  }
+
+  /** The acting leader hands recorded notifications to its gate, oldest first, and removes the ones done. */
+  async function takeFromInbox(recs: InboxRecord[]): Promise<void> {
+    for (const rec of recs.sort((a, b) => a.created - b.created)) {
+      if (!acting || !inbox) return;
+      try {
+        let n: SyncNotification;
+        try {
+          n = readRecord(rec);
+        } catch (err) {
+          log.warn({ record: rec.name, err: (err as Error).message }, 'invalid notification record; deleted');
+          await inbox.done(rec.name);
+          continue;
+        }
+        const r = await argocd.gate.notify(n);
+        if (r.outcome !== 'duplicate') {
+          log.info(
+            {
+              app: `${n.app.namespace}/${n.app.name}`,
+              phase: n.phase,
+              startedAt: n.startedAt,
+              record: rec.name,
+            },
+            'Argo CD notification taken from the inbox',
+          );
+        }
+        // A running sync's record stays until its end is recorded (a leader after us needs it to hold
+        // the app's changes), or until the gate would have stopped holding anyway.
+        if (isTerminal(n.phase)) {
+          await inbox.done(rec.name);
+          await inbox.done(recordName(cfg.releaseName, { ...n, phase: 'Running' }));
+        } else if (Date.now() - rec.created > UNWATCHED_MAX_HOLD_MS) {
+          await inbox.done(rec.name);
+        }
+      } catch (err) {
+        log.warn(
+          { record: rec.name, err: (err as Error).message },
+          'could not take a notification from the inbox',
+        );
+      }
+    }
+  }
+
   let isSynced = false;
   const cachesSynced = Promise.all(synced).then(() => {
     isSynced = true;
     log.info({ configs: state.configs.size, workloads: state.workloads.size }, 'caches synced');
   });
 
-  /** Starts acting: judges every workload against the ledger and resumes pending reloads. */
+  /**
+   * Starts acting: judges every workload against the ledger and resumes pending reloads. This replica
+   * acts (isLeader, the leader metric) only once that has succeeded.
+   */
   const lead = async (signal?: AbortSignal) => {
     await cachesSynced;
     if (signal?.aborted) return;
-    const r = newReconciler();
+    const r = newReconciler(signal);
     reconciler = r;
-    metrics.setLeader(true);
     try {
       await r.start();
     } catch (err) {
       if (signal?.aborted) return;
       throw err;
     }
+    if (signal?.aborted || reconciler !== r) return;
+    acting = true;
+    metrics.setLeader(true);
     log.info({ dryRun: cfg.dryRun, leaderElection: cfg.leaderElect }, 'ready');
+    takeAllFromInbox();
   };
   const stopLeading = async () => {
     const r = reconciler;
     reconciler = undefined;
+    acting = false;
     metrics.setLeader(false);
     await r?.stop();
   };
@@ -304,6 +430,8 @@ export async function serve(
   let election: LeaderElection | undefined;
   let ready: Promise<void>;
   if (cfg.leaderElect) {
+    // Consecutive failed starts, for the back-off before this replica competes for the lease again.
+    let failedStarts = 0;
     election = startLeaderElection(kc, {
       namespace: cfg.releaseNamespace,
       name: `${cfg.releaseName}-leader`,
@@ -313,8 +441,22 @@ export async function serve(
       retryPeriodMs: cfg.leaseRetryPeriodMs,
       onStartedLeading: (signal) => {
         log.info({ identity: election?.identity }, 'became the leader');
-        lead(signal).catch((err: Error) =>
-          log.error({ err: err.message }, 'could not start acting as leader'),
+        lead(signal).then(
+          () => {
+            if (!signal.aborted) failedStarts = 0;
+          },
+          async (err: Error) => {
+            failedStarts++;
+            const holdOffMs = startBackoffMs(failedStarts, cfg.leaseDurationMs);
+            metrics.leaderStartFailed();
+            // Holding the lease without acting would keep every other replica from acting: give it up,
+            // and let another replica (or this one, after the back-off) try.
+            log.error(
+              { err: err.message, failedStarts, retryInMs: holdOffMs },
+              'could not start acting as leader; releasing the lease',
+            );
+            await election?.resign(`start failed: ${err.message}`, holdOffMs);
+          },
         );
       },
       onStoppedLeading: async () => {
@@ -337,7 +479,7 @@ export async function serve(
   return {
     ready,
     argocdWebhook: argocd.router,
-    isLeader: () => reconciler !== undefined,
+    isLeader: () => acting,
     isSynced: () => isSynced,
     watchesProgressing: () => progress.progressing(),
     stop: async () => {

@@ -12,7 +12,8 @@ import { startWatch, type Watch, type WatchFailure } from '../kube/watch.ts';
 import { getJson, KubeHttpError } from '../kube/watch-http.ts';
 import type { Logger } from '../log.ts';
 import type { ClusterState } from '../state.ts';
-import { SyncGate } from './gate.ts';
+import { type NotifyResult, SyncGate } from './gate.ts';
+import type { SyncNotification } from './notification.ts';
 import { type AppSync, appFromObject } from './sync-tracker.ts';
 import type { AppKey } from './tracking.ts';
 import { argocdWebhookRouter } from './webhook.ts';
@@ -24,6 +25,11 @@ export interface ArgoCdDeps {
   kc: ClusterAccess;
   state: ClusterState;
   log: Logger;
+  /**
+   * What the webhook does with a valid notification. Default: hand it to the gate. serve records it
+   * for the leader instead (the inbox), so a replica that does not act never acts on it.
+   */
+  notify?(n: SyncNotification): Promise<NotifyResult>;
 }
 
 export interface ArgoCd {
@@ -158,7 +164,11 @@ export async function startArgoCd(d: ArgoCdDeps): Promise<ArgoCd> {
   );
 
   const router = cfg.webhookTokenFile
-    ? argocdWebhookRouter({ tokenFile: cfg.webhookTokenFile, notify: (n) => gate.notify(n), log })
+    ? argocdWebhookRouter({
+        tokenFile: cfg.webhookTokenFile,
+        notify: d.notify ?? ((n) => gate.notify(n)),
+        log,
+      })
     : undefined;
 
   const labelKey = cfg.argocdTrackingLabel;

@@ -178,6 +178,20 @@ describe('SyncGate', () => {
       return s;
     };
 
+    it('after detach, a terminal notification neither throws nor releases into the old sink', async () => {
+      const { gate, released, change } = await notifying();
+      const sink = { add: (c: Change) => released.push(c) };
+      gate.attach(sink);
+      expect(gate.hold(change('a'), config('a'))).toBe(true);
+      gate.detach(sink);
+      expect(gate.heldCount('argocd/shop')).toBe(0);
+      // A replica that never led, or no longer leads: the payload's configs have nowhere to go.
+      await expect(gate.notify(n('Succeeded', [{ name: 'payload-only' }]))).resolves.toMatchObject({
+        outcome: 'accepted',
+      });
+      expect(released).toHaveLength(0);
+    });
+
     it('does not hold the changes of an app that never notified', () => {
       const { gate, change } = unwatched();
       expect(gate.hold(change('a'), config('a'))).toBe(false);
@@ -228,5 +242,28 @@ describe('SyncGate', () => {
       const { gate, change } = unwatched({ notificationsEnabled: false });
       expect(gate.hold(change('a'), config('a'))).toBe(false);
     });
+  });
+});
+
+describe('SyncGate bounds', () => {
+  it('holds changes for at most appLimit apps fed by notifications, releasing the oldest', async () => {
+    const limit = 50;
+    const { gate, released } = setup({
+      appLimit: limit,
+      watched: () => false,
+      onFailedSync: 'hold',
+      usersOf: () => [{ workload: 'Deployment/web/api' }],
+    });
+    // Failed syncs under hold keep their changes; each notification names another app.
+    for (let i = 0; i <= limit; i++) {
+      await gate.notify({
+        app: { namespace: 'argocd', name: `app-${i}` },
+        phase: 'Failed',
+        startedAt: '2026-12-02T10:00:00Z',
+        resources: [{ group: '', version: 'v1', kind: 'ConfigMap', namespace: 'web', name: `c${i}` }],
+      });
+    }
+    expect(gate.heldApps).toBe(limit);
+    expect(released.map((c) => c.config)).toEqual(['ConfigMap/web/c0']);
   });
 });

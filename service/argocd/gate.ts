@@ -29,6 +29,8 @@ export const UNWATCHED_MAX_HOLD_MS = 10 * 60_000;
 export const UNWATCHED_GRACE_MS = 5_000;
 /** Notification keys remembered for idempotency. */
 const SEEN_LIMIT = 10_000;
+/** Apps remembered as notifying, and apps with held changes, at most (webhook input feeds both). */
+export const APP_LIMIT = 10_000;
 
 export interface SyncGateOptions {
   tracking: TrackingOptions;
@@ -45,6 +47,8 @@ export interface SyncGateOptions {
   timers?: Timers;
   unwatchedMaxHoldMs?: number;
   unwatchedGraceMs?: number;
+  /** Apps held or remembered as notifying at most; default APP_LIMIT. */
+  appLimit?: number;
 }
 
 interface Held {
@@ -79,6 +83,19 @@ export class SyncGate implements ChangeGate {
 
   attach(sink: ChangeSink): void {
     this.#sink = sink;
+  }
+
+  detach(sink: ChangeSink): void {
+    if (this.#sink !== sink) return;
+    this.#sink = undefined;
+    for (const h of this.#held.values()) if (h.timer !== undefined) this.#timers.clear(h.timer);
+    if (this.#held.size > 0) {
+      this.#o.log.info(
+        { apps: [...this.#held.keys()] },
+        'no longer acting: held config changes are left to the next leader (it compares hashes with the ledger)',
+      );
+    }
+    this.#held.clear();
   }
 
   /** Changes held right now, per app key (for logs and tests). */
@@ -164,7 +181,12 @@ export class SyncGate implements ChangeGate {
     const seenKey = `${key}@${n.startedAt}#${isTerminal(n.phase) ? 'end' : 'run'}`;
     if (this.#seen.has(seenKey)) return { outcome: 'duplicate' };
     this.#remember(seenKey);
+    this.#notifying.delete(key);
     this.#notifying.add(key);
+    if (this.#notifying.size > (this.#o.appLimit ?? APP_LIMIT)) {
+      const oldest = this.#notifying.values().next().value;
+      if (oldest !== undefined) this.#notifying.delete(oldest);
+    }
     if (this.#o.watched(n.app.namespace) && this.#o.refresh) {
       try {
         const app = await this.#o.refresh(n.app);
@@ -231,7 +253,9 @@ export class SyncGate implements ChangeGate {
       },
       'releasing config changes held for the sync as one batch',
     );
-    if (!this.#sink) throw new Error('SyncGate: release before attach');
+    // Nothing acts here (a standby, or a leader whose term ended): the next leader's start finds these
+    // changes by comparing hashes with the ledger, so dropping them loses nothing.
+    if (!this.#sink) return;
     for (const c of changes) this.#sink.add({ ...c, debounceMs: 0 });
   }
 
@@ -261,10 +285,20 @@ export class SyncGate implements ChangeGate {
   #bucket(key: string): Held {
     let held = this.#held.get(key);
     if (!held) {
+      // Over the cap, the app held longest is released now rather than kept without bound.
+      if (this.#held.size >= (this.#o.appLimit ?? APP_LIMIT)) {
+        const oldest = this.#held.keys().next().value;
+        if (oldest !== undefined) this.#release(oldest, 'too many apps held at once');
+      }
       held = { changes: new Map() };
       this.#held.set(key, held);
     }
     return held;
+  }
+
+  /** Apps with changes held now (bounded by APP_LIMIT). */
+  get heldApps(): number {
+    return this.#held.size;
   }
 
   #remember(k: string): void {

@@ -1,6 +1,7 @@
 // The notification webhook served for real on 127.0.0.1 (standalone, until the service's HTTP server
 // mounts it): authentication, limits, validation, idempotency. Bodies come from what the shipped
 // template renders (see test/argocd/notifications.test.ts for the real notifications-engine).
+
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -10,6 +11,7 @@ import express from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../log.ts';
 import type { NotifyResult } from './gate.ts';
+import { InboxFull } from './inbox.ts';
 import type { SyncNotification } from './notification.ts';
 import { argocdWebhookRouter, MAX_BODY_BYTES, sameSecret, WEBHOOK_PATH } from './webhook.ts';
 
@@ -52,6 +54,8 @@ beforeAll(async () => {
       tokenFile,
       log: silentLogger,
       notify: async (n): Promise<NotifyResult> => {
+        if (n.app.name === 'inbox-full') throw new InboxFull('500 notifications are waiting');
+        if (n.app.name === 'api-down') throw new Error('connect ECONNREFUSED');
         const key = `${n.app.namespace}/${n.app.name}@${n.startedAt}`;
         if (seen.has(key)) return { outcome: 'duplicate' };
         seen.add(key);
@@ -96,6 +100,16 @@ const withResource = (patch: Record<string, unknown>) => ({
 });
 
 describe('Argo CD notification webhook', () => {
+  it('answers 429 with Retry-After when the inbox is full, and 503 when nothing could record it', async () => {
+    const full = await send(withApp({ name: 'inbox-full' }));
+    expect(full.status).toBe(429);
+    expect(full.headers.get('retry-after')).toBe('30');
+    expect(full.json.error).toMatch(/waiting/);
+    const down = await send(withApp({ name: 'api-down' }));
+    expect(down.status).toBe(503);
+    expect(down.headers.get('retry-after')).toBe('10');
+  });
+
   it('accepts a valid notification with 202, and a duplicate delivery does nothing', async () => {
     const body = withField({ startedAt: '2026-12-02T09:00:00Z' });
     const first = await send(body);

@@ -8,6 +8,7 @@ import { readFile } from 'node:fs/promises';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { Logger } from '../log.ts';
 import type { NotifyResult } from './gate.ts';
+import { InboxFull } from './inbox.ts';
 import { InvalidNotification, parseNotification, type SyncNotification } from './notification.ts';
 
 export const WEBHOOK_PATH = '/api/v1/argocd/notifications';
@@ -96,8 +97,17 @@ export function argocdWebhookRouter(o: WebhookOptions): Router {
             : { status: 'accepted', app, startedAt: n.startedAt, action: r.action },
         );
     } catch (err) {
-      o.log.error({ app, err: (err as Error).message }, 'Argo CD notification failed');
-      problem(res, 500, 'the notification could not be processed');
+      if (err instanceof InboxFull) {
+        o.log.warn({ app, err: err.message }, 'Argo CD notification refused: too many waiting');
+        res.set('Retry-After', '30');
+        problem(res, 429, err.message);
+        return;
+      }
+      // Only when neither the leader could act on it nor it could be recorded (the API server is
+      // unreachable from this replica): say so, and that a retry may succeed.
+      o.log.error({ app, err: (err as Error).message }, 'Argo CD notification could not be recorded');
+      res.set('Retry-After', '10');
+      problem(res, 503, 'the notification could not be recorded; try again');
     }
   };
 

@@ -110,6 +110,26 @@ export const serveFlags: readonly FlagSpec[] = [
     default: '30s',
   },
   {
+    name: 'include-helm-release-secrets',
+    type: 'bool',
+    help: 'Also watch Secrets of type helm.sh/release.v1 (Helm release records, up to 1 MiB each). Off: the API server leaves them out of every LIST and watch.',
+    default: 'false',
+  },
+  {
+    name: 'surge-sweep-interval',
+    type: 'duration',
+    help: 'How often the leader deletes surge pods that no pending reload needs (left by a crash or a dropped reload).',
+    default: '1m',
+    min: 1000,
+  },
+  {
+    name: 'reload-deadline',
+    type: 'duration',
+    help: 'A reload not finished after this long gives its slot back and is retried with backoff (a ReloadStalled Event each time); the pods it already replaced stay replaced.',
+    default: '5m',
+    min: 1000,
+  },
+  {
     name: 'release-namespace',
     type: 'string',
     help: "The service's own namespace (ledger, lease, hash key). Defaults to $POD_NAMESPACE.",
@@ -124,6 +144,12 @@ export const serveFlags: readonly FlagSpec[] = [
     name: 'hash-key-file',
     type: 'string',
     help: 'File holding the HMAC key (≥32 bytes) for config digests. Unset: read Secret <release-name>-hash-key, key "key", in the release namespace.',
+  },
+  {
+    name: 'create-hash-key',
+    type: 'bool',
+    help: 'Without --hash-key-file: create the Secret <release-name>-hash-key with a random key when it does not exist (needs create on secrets in the release namespace).',
+    default: 'true',
   },
   { name: 'ledger-shards', type: 'int', help: 'Number of ledger ConfigMaps.', default: '16', min: 1 },
   {
@@ -345,9 +371,13 @@ export interface Config {
   maxConcurrentReloads: number;
   minReloadIntervalMs: number;
   stallAfterMs: number;
+  reloadDeadlineMs: number;
+  surgeSweepIntervalMs: number;
+  includeHelmReleaseSecrets: boolean;
   releaseNamespace?: string;
   releaseName: string;
   hashKeyFile?: string;
+  createHashKey: boolean;
   ledgerShards: number;
   relistIntervalMs: number;
   watchIdleTimeoutMs: number;
@@ -457,9 +487,13 @@ export function buildConfig(
     maxConcurrentReloads: num(values['max-concurrent-reloads']),
     minReloadIntervalMs: num(values['min-reload-interval']),
     stallAfterMs: num(values['stall-after']),
+    reloadDeadlineMs: num(values['reload-deadline']),
+    surgeSweepIntervalMs: num(values['surge-sweep-interval']),
+    includeHelmReleaseSecrets: values['include-helm-release-secrets'] === true,
     releaseNamespace: str(values['release-namespace']) ?? str(env.POD_NAMESPACE),
     releaseName: str(values['release-name']) as string,
     hashKeyFile: str(values['hash-key-file']),
+    createHashKey: values['create-hash-key'] === true,
     ledgerShards: num(values['ledger-shards']),
     relistIntervalMs: num(values['relist-interval']),
     watchIdleTimeoutMs: num(values['watch-idle-timeout']),

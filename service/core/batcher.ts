@@ -29,6 +29,11 @@ export interface ChangeSink {
 export interface ChangeGate {
   /** Called once with the sink to release held changes into. */
   attach(sink: ChangeSink): void;
+  /**
+   * The sink stops acting (leadership ended): what the gate holds for it is dropped (the next leader's
+   * start finds those changes by comparing hashes with the ledger), and nothing is released into it.
+   */
+  detach(sink: ChangeSink): void;
   /** True when the gate took the change and will release it later. */
   hold(change: Change, config: ConfigRecord): boolean;
 }

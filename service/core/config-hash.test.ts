@@ -5,6 +5,7 @@ import {
   type ConfigContent,
   type ConfigDigest,
   hashConfig,
+  keyFingerprint,
   MIN_HMAC_KEY_BYTES,
   MISSING,
   usageDigest,
@@ -259,5 +260,16 @@ describe('with extractReferences', () => {
     const base = workloadHash({ password: 'cA==', username: 'dQ==' });
     expect(workloadHash({ password: 'cA==', username: 'dg==' })).toBe(base);
     expect(workloadHash({ password: 'cQ==', username: 'dQ==' })).not.toBe(base);
+  });
+});
+
+describe('keyFingerprint', () => {
+  it('is stable per key, differs between keys, and does not contain the key', () => {
+    const a = Buffer.alloc(32, 'a');
+    const b = Buffer.alloc(32, 'b');
+    expect(keyFingerprint(a)).toBe(keyFingerprint(Buffer.alloc(32, 'a')));
+    expect(keyFingerprint(a)).not.toBe(keyFingerprint(b));
+    expect(keyFingerprint(a)).toMatch(/^[0-9a-f]{32}$/);
+    expect(keyFingerprint(a)).not.toContain(a.toString('hex').slice(0, 8));
   });
 });

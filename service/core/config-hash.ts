@@ -143,6 +143,14 @@ export function setDigest(digests: Readonly<Record<string, string>>, key: Buffer
     .slice(0, 32);
 }
 
+/**
+ * Names the key without revealing it: an HMAC of a fixed tag. The ledger records it, so a start with
+ * another key knows that every stored digest is from the old key (a re-baseline, not a reload).
+ */
+export function keyFingerprint(key: Buffer): string {
+  return hmacHex(key, 'key-fingerprint', 1);
+}
+
 const NAMESPACE_KEY_TAG = 'gitops-reloader/namespace-key/v1';
 const namespaceKeys = new WeakMap<Buffer, Map<string, Buffer>>();
 

@@ -21,7 +21,10 @@ function fakeTimers() {
         pending.push(t);
         return t;
       },
-      clear: () => {},
+      clear: (h: unknown) => {
+        const i = pending.indexOf(h as (typeof pending)[number]);
+        if (i >= 0) pending.splice(i, 1);
+      },
     },
   };
 }
@@ -91,7 +94,10 @@ describe('WorkQueue', () => {
         pendingTimers.push(t);
         return t;
       },
-      clear: () => {},
+      clear: (h: unknown) => {
+        const i = pendingTimers.indexOf(h as (typeof pendingTimers)[number]);
+        if (i >= 0) pendingTimers.splice(i, 1);
+      },
     };
     const ran: Array<[number, number]> = [];
     const q = new WorkQueue<A>({
@@ -202,5 +208,62 @@ describe('WorkQueue', () => {
     pending[0]?.fn();
     await q.drained();
     expect(ran).toEqual([1]);
+  });
+});
+
+describe('WorkQueue fairness and bounded state', () => {
+  it('never gives one namespace every slot, and picks the least busy namespace next', async () => {
+    const started: string[] = [];
+    const gates = new Map<string, ReturnType<typeof deferred>>();
+    const q = new WorkQueue<A>({
+      maxConcurrent: 3,
+      minIntervalMs: 0,
+      groupOf: (w) => w.split('/')[0] as string,
+      run: async (a) => {
+        started.push(a.workload);
+        const g = deferred();
+        gates.set(a.workload, g);
+        await g.promise;
+      },
+    });
+    // A tenant's stuck reloads are queued first.
+    for (const w of ['tenant/a', 'tenant/b', 'tenant/c', 'tenant/d']) q.submit({ workload: w, n: 0 });
+    q.submit({ workload: 'other/x', n: 0 });
+    q.submit({ workload: 'third/y', n: 0 });
+    expect(started).toEqual(['tenant/a', 'tenant/b', 'other/x']);
+    gates.get('tenant/a')?.resolve();
+    await new Promise((r) => setImmediate(r));
+    // The freed slot goes to the namespace running nothing, not to the tenant's queue.
+    expect(started).toEqual(['tenant/a', 'tenant/b', 'other/x', 'third/y']);
+    for (let i = 0; i < 6; i++) {
+      for (const g of gates.values()) g.resolve();
+      await new Promise((r) => setImmediate(r));
+    }
+    await q.drained();
+    expect(started.sort()).toEqual(['other/x', 'tenant/a', 'tenant/b', 'tenant/c', 'tenant/d', 'third/y']);
+  });
+
+  it('forgets a workload once it is idle and its minimum interval is over', async () => {
+    let now = 0;
+    const jobs: Array<{ at: number; fn: () => void }> = [];
+    const timers = {
+      now: () => now,
+      set: (fn: () => void, ms: number) => {
+        const j = { at: now + ms, fn };
+        jobs.push(j);
+        return j;
+      },
+      clear: (h: unknown) => {
+        const i = jobs.indexOf(h as (typeof jobs)[number]);
+        if (i >= 0) jobs.splice(i, 1);
+      },
+    };
+    const q = new WorkQueue<A>({ maxConcurrent: 2, minIntervalMs: 1000, timers, run: async () => {} });
+    for (let i = 0; i < 100; i++) q.submit({ workload: `ns/w${i}`, n: i });
+    await q.drained();
+    expect(q.size).toBe(100);
+    now = 1000;
+    for (const j of jobs.splice(0)) if (j.at <= now) j.fn();
+    expect(q.size).toBe(0);
   });
 });

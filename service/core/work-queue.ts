@@ -3,6 +3,9 @@
 // reload finished, nor before the action's `notBefore`. An action submitted
 // while its workload is busy or waiting replaces the queued one (the newer action has the later
 // cutoff and covers the older one), so a workload never has more than one action queued.
+// Fair across groups (namespaces): no group runs more than maxPerGroup at once, and the next action
+// comes from the group running the fewest, so one tenant's stuck reloads cannot hold every slot.
+// A workload's slot is dropped once it is idle and its minimum interval has passed.
 
 import { realTimers, type Timers } from './batcher.ts';
 
@@ -19,6 +22,10 @@ interface Slot<A> {
   queued?: A;
   lastFinishedAt?: number;
   timer?: unknown;
+  /** Drops the idle slot once its minimum interval is over. */
+  pruneTimer?: unknown;
+  /** The interval the last action asked to keep after it (its own, or minIntervalMs). */
+  keepMs?: number;
 }
 
 export interface WorkQueueOptions<A> {
@@ -28,6 +35,10 @@ export interface WorkQueueOptions<A> {
   /** Merges a newly submitted action into one already queued for the same workload. */
   merge?: (queued: A, next: A) => A;
   timers?: Timers;
+  /** The group (namespace) of a workload, for fairness. Default: one group. */
+  groupOf?: (workload: string) => string;
+  /** At most this many running per group. Default with groupOf: maxConcurrent − 1 (at least 1). */
+  maxPerGroup?: number;
 }
 
 export class WorkQueue<A extends QueuedAction> {
@@ -36,10 +47,20 @@ export class WorkQueue<A extends QueuedAction> {
   #active = 0;
   #stopped = false;
   readonly #idle: Array<() => void> = [];
+  /** Running actions per group. */
+  readonly #perGroup = new Map<string, number>();
+  readonly #maxPerGroup: number;
   private readonly opts: WorkQueueOptions<A>;
 
   constructor(opts: WorkQueueOptions<A>) {
     this.opts = opts;
+    this.#maxPerGroup =
+      opts.maxPerGroup ?? (opts.groupOf ? Math.max(1, opts.maxConcurrent - 1) : opts.maxConcurrent);
+  }
+
+  /** Workloads with state kept (running, queued, or within their minimum interval). */
+  get size(): number {
+    return this.#slots.size;
   }
 
   submit(action: A): void {
@@ -65,6 +86,7 @@ export class WorkQueue<A extends QueuedAction> {
     this.#stopped = true;
     for (const slot of this.#slots.values()) {
       (this.opts.timers ?? realTimers).clear(slot.timer);
+      (this.opts.timers ?? realTimers).clear(slot.pruneTimer);
       slot.queued = undefined;
     }
     this.#ready.length = 0;
@@ -86,7 +108,47 @@ export class WorkQueue<A extends QueuedAction> {
       s = { running: false };
       this.#slots.set(w, s);
     }
+    if (s.pruneTimer !== undefined) {
+      (this.opts.timers ?? realTimers).clear(s.pruneTimer);
+      s.pruneTimer = undefined;
+    }
     return s;
+  }
+
+  /** Forgets an idle slot now, or once its minimum interval is over. */
+  #prune(w: string, slot: Slot<A>): void {
+    if (slot.running || slot.queued !== undefined || slot.timer !== undefined) return;
+    const timers = this.opts.timers ?? realTimers;
+    const keep = Math.max(this.opts.minIntervalMs, slot.keepMs ?? 0);
+    const left = (slot.lastFinishedAt ?? 0) + keep - timers.now();
+    if (left <= 0) {
+      if (this.#slots.get(w) === slot) this.#slots.delete(w);
+      return;
+    }
+    slot.pruneTimer = timers.set(() => {
+      slot.pruneTimer = undefined;
+      this.#prune(w, slot);
+    }, left);
+  }
+
+  #group(w: string): string {
+    return this.opts.groupOf?.(w) ?? '';
+  }
+
+  /** The index in #ready of the next action to run: from the least busy group below its cap. */
+  #pick(): number {
+    let best = -1;
+    let bestLoad = Number.POSITIVE_INFINITY;
+    for (let i = 0; i < this.#ready.length; i++) {
+      const load = this.#perGroup.get(this.#group(this.#ready[i] as string)) ?? 0;
+      if (load >= this.#maxPerGroup) continue;
+      if (load < bestLoad) {
+        best = i;
+        bestLoad = load;
+        if (load === 0) break;
+      }
+    }
+    return best;
   }
 
   #schedule(w: string): void {
@@ -113,13 +175,18 @@ export class WorkQueue<A extends QueuedAction> {
 
   #pump(): void {
     while (!this.#stopped && this.#active < this.opts.maxConcurrent && this.#ready.length > 0) {
-      const w = this.#ready.shift() as string;
+      const i = this.#pick();
+      if (i < 0) return; // every ready action's group is at its cap
+      const w = this.#ready.splice(i, 1)[0] as string;
       const slot = this.#slot(w);
       const action = slot.queued;
       if (action === undefined) continue;
+      const group = this.#group(w);
       slot.queued = undefined;
       slot.running = true;
+      slot.keepMs = action.minIntervalMs;
       this.#active++;
+      this.#perGroup.set(group, (this.#perGroup.get(group) ?? 0) + 1);
       void this.opts
         .run(action)
         .catch(() => {
@@ -129,7 +196,11 @@ export class WorkQueue<A extends QueuedAction> {
           slot.running = false;
           slot.lastFinishedAt = (this.opts.timers ?? realTimers).now();
           this.#active--;
+          const left = (this.#perGroup.get(group) ?? 1) - 1;
+          if (left > 0) this.#perGroup.set(group, left);
+          else this.#perGroup.delete(group);
           if (!this.#stopped) this.#schedule(w);
+          if (!this.#stopped) this.#prune(w, slot);
           this.#pump();
           if (!this.#busy()) for (const r of this.#idle.splice(0)) r();
         });

@@ -35,6 +35,8 @@ export interface CoreApi {
   readNamespacedConfigMap(a: Named): Promise<V1ConfigMap>;
   listNamespacedConfigMap(a: InNamespace & Selected): Promise<V1ConfigMapList>;
   createNamespacedConfigMap(a: InNamespace & { body: V1ConfigMap }): Promise<V1ConfigMap>;
+  deleteNamespacedConfigMap(a: Named): Promise<unknown>;
+  createNamespacedSecret(a: InNamespace & { body: V1Secret }): Promise<V1Secret>;
   /** A JSON merge patch (whatever options a client-node caller would add). */
   patchNamespacedConfigMap(a: Named & { body: object }, options?: unknown): Promise<V1ConfigMap>;
   createNamespacedEvent(a: InNamespace & { body: CoreV1Event }): Promise<CoreV1Event>;
@@ -125,6 +127,8 @@ export function coreApi(access: ClusterAccess): CoreApi {
     listNamespacedConfigMap: (a) => list(access, core(a.namespace, 'configmaps'), a),
     createNamespacedConfigMap: (a) => call(access, 'POST', core(a.namespace, 'configmaps'), a.body),
     patchNamespacedConfigMap: (a) => call(access, 'PATCH', core(a.namespace, 'configmaps', a.name), a.body),
+    deleteNamespacedConfigMap: (a) => call(access, 'DELETE', core(a.namespace, 'configmaps', a.name)),
+    createNamespacedSecret: (a) => call(access, 'POST', core(a.namespace, 'secrets'), a.body),
     createNamespacedEvent: (a) => call(access, 'POST', core(a.namespace, 'events'), a.body),
     readNamespacedPod: (a) => call(access, 'GET', core(a.namespace, 'pods', a.name)),
     listNamespacedPod: (a) => list(access, core(a.namespace, 'pods'), a),

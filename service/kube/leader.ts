@@ -71,6 +71,13 @@ export interface LeaderElection {
   leader(): string | undefined;
   /** Stops electing. If this process holds the lease: ends the term, awaits onStoppedLeading, then releases. */
   stop(): Promise<void>;
+  /**
+   * Gives the lease up while staying a candidate: ends the current term (if any), awaits
+   * onStoppedLeading, releases the Lease if it still names us, and does not try to lead again for
+   * `holdOffMs`. For a leader that cannot act (its start failed): holding the Lease would keep every
+   * other replica from acting.
+   */
+  resign(reason: string, holdOffMs: number): Promise<void>;
 }
 
 /** The reason a term's signal carries when it aborts. */
@@ -208,6 +215,8 @@ class Elector implements LeaderElection {
   #termEnded: Promise<void> = Promise.resolve();
   #loop: Promise<void>;
   #stopping: Promise<void> | undefined;
+  /** Local monotonic ms before which this candidate does not try to take the lease (after resign()). */
+  #holdOffUntil = 0;
 
   constructor(api: CoordinationApi, o: LeaderElectionOptions) {
     this.#t = {
@@ -254,6 +263,18 @@ class Elector implements LeaderElection {
     return this.#stopping;
   }
 
+  async resign(reason: string, holdOffMs: number): Promise<void> {
+    if (this.#stopping) return this.#stopping;
+    this.#holdOffUntil = Math.max(this.#holdOffUntil, clock() + Math.max(0, holdOffMs));
+    const term = this.#term;
+    if (term) {
+      this.#o.log.warn({ ...this.#fields, reason, holdOffMs }, 'resigning the lease');
+      this.#lose(term, `resigned: ${reason}`);
+    }
+    await this.#termEnded;
+    await this.#release();
+  }
+
   async #run(): Promise<void> {
     const stop = this.#stopCtl.signal;
     while (!stop.aborted) {
@@ -277,6 +298,11 @@ class Elector implements LeaderElection {
     }
     await this.#termEnded;
     if (stop.aborted) return;
+    const holdOff = this.#holdOffUntil - clock();
+    if (holdOff > 0) {
+      await sleep(holdOff, stop);
+      return;
+    }
     let delay: number;
     try {
       delay = await this.#tryAcquire();

@@ -21,6 +21,8 @@ export const LEDGER_LABELS: Readonly<Record<string, string>> = Object.freeze({
 /** Set on every shard; a shard with another value was written by a format this code does not know. */
 export const FORMAT_ANNOTATION = 'gitops-reloader.io/ledger-format';
 export const FORMAT_VERSION = '1';
+/** Set on every shard written: the fingerprint of the HMAC key its digests were made with (never the key). */
+export const KEY_ANNOTATION = 'gitops-reloader.io/key-fingerprint';
 
 export const DEFAULT_PREFIX = 'gitops-reloader';
 export const DEFAULT_SHARDS = 16;
@@ -45,6 +47,8 @@ export interface LedgerOptions {
   shardBudgetBytes?: number;
   /** Read, but never write: log each write that would happen and keep it in memory only. */
   dryRun?: boolean;
+  /** The fingerprint of the current HMAC key (core/config-hash keyFingerprint), stamped on each shard written. */
+  keyFingerprint?: string;
 }
 
 export class LedgerError extends Error {
@@ -107,11 +111,16 @@ export class Ledger {
   readonly shards: number;
   readonly budget: number;
   readonly dryRun: boolean;
+  readonly keyFingerprint: string | undefined;
   readonly #core: CoreApi;
   readonly #log: LedgerLog;
   #views = new Map<string, ShardView>();
   #entries = new Map<string, LedgerEntry>();
   #loaded = false;
+  /** Shards (by name) whose stored key fingerprint is another key's, as of the last load or write. */
+  #otherKey = new Set<string>();
+  /** Writes are refused once this aborts (the leadership term that may write has ended). */
+  #fence: AbortSignal | undefined;
 
   constructor(opts: LedgerOptions) {
     this.#core = opts.core;
@@ -121,6 +130,7 @@ export class Ledger {
     this.shards = opts.shards ?? DEFAULT_SHARDS;
     this.budget = opts.shardBudgetBytes ?? DEFAULT_SHARD_BUDGET;
     this.dryRun = opts.dryRun ?? false;
+    this.keyFingerprint = opts.keyFingerprint;
     if (!Number.isSafeInteger(this.shards) || this.shards < 1 || this.shards > 1000) {
       throw new RangeError(`ledger shard count must be an integer from 1 to 1000, got ${opts.shards}`);
     }
@@ -136,6 +146,16 @@ export class Ledger {
         `ledger prefix ${JSON.stringify(this.prefix)} does not make valid ConfigMap names`,
       );
     }
+  }
+
+  /**
+   * Only writes made while `signal` has not aborted reach the API server: a write queued or in progress
+   * when it aborts is refused just before its request, so a leader whose term ended (demoted, stalled)
+   * cannot land a merge patch over its successor's entries. Each write keeps the fence that was set
+   * when it was made.
+   */
+  fence(signal: AbortSignal | undefined): void {
+    this.#fence = signal;
   }
 
   shardName(shard: number): string {
@@ -171,6 +191,7 @@ export class Ledger {
       cont = page.metadata?._continue || undefined;
     } while (cont);
 
+    const otherKey = new Set<string>();
     this.#views = new Map();
     for (let i = 0; i < this.shards; i++) this.#views.set(this.shardName(i), emptyView(this.shardName(i)));
     const ours = new RegExp(`^${this.prefix.replaceAll('.', '\\.')}-ledger-(0|[1-9][0-9]*)$`);
@@ -181,6 +202,14 @@ export class Ledger {
       this.#views.set(name, view);
       view.exists = true;
       view.foreign = foreignReason(cm);
+      const fp = cm.metadata?.annotations?.[KEY_ANNOTATION];
+      if (
+        !view.foreign &&
+        fp !== undefined &&
+        this.keyFingerprint !== undefined &&
+        fp !== this.keyFingerprint
+      )
+        otherKey.add(name);
       if (view.foreign) {
         this.#log('warn', 'ledger shard skipped', { shard: name, reason: view.foreign });
         continue;
@@ -200,8 +229,41 @@ export class Ledger {
         });
       }
     }
+    this.#otherKey = otherKey;
     this.#loaded = true;
     return new Map(this.#entries);
+  }
+
+  /**
+   * True when, at the last load, a shard recorded another HMAC key than ours: its digests cannot be
+   * compared with ours (every one would differ), so the caller re-baselines instead of reloading.
+   * Shards written before fingerprints were recorded say nothing either way.
+   */
+  keyChanged(): boolean {
+    return this.#otherKey.size > 0;
+  }
+
+  /** Stamps our key's fingerprint on every shard that still names another key (after a re-baseline). */
+  async stampKey(): Promise<void> {
+    const fence = this.#fence;
+    for (const name of [...this.#otherKey]) {
+      if (this.dryRun) {
+        this.#otherKey.delete(name);
+        continue;
+      }
+      if (fence?.aborted)
+        throw new LedgerError(`not stamping ledger shard ${name}: no longer the leader`, {});
+      try {
+        await this.#core.patchNamespacedConfigMap({
+          name,
+          namespace: this.namespace,
+          body: { metadata: { annotations: { [KEY_ANNOTATION]: this.keyFingerprint } } },
+        });
+      } catch (err) {
+        if (statusOf(err) !== 404) throw this.#wrap(err, `stamping ledger shard ${name}`, { shard: name });
+      }
+      this.#otherKey.delete(name);
+    }
   }
 
   /** The in-memory entry for a workload (as loaded and since written). Entries are frozen. */
@@ -271,10 +333,11 @@ export class Ledger {
     // #writeShard checks again under the shard's queue, where it is authoritative.
     for (const [shard, { change, ids }] of perShard) this.#checkBudget(this.#view(shard), change, ids);
 
+    const fence = this.#fence;
     const jobs = [...perShard].map(
       ([shard, { change, ids }]) =>
         () =>
-          this.#enqueue(shard, change, ids),
+          this.#enqueue(shard, change, ids, fence),
     );
     const failures: unknown[] = [];
     const run = async () => {
@@ -302,9 +365,9 @@ export class Ledger {
     return view;
   }
 
-  #enqueue(shard: string, change: ShardChange, ids: string[]): Promise<void> {
+  #enqueue(shard: string, change: ShardChange, ids: string[], fence: AbortSignal | undefined): Promise<void> {
     const view = this.#view(shard);
-    const done = view.queue.then(() => this.#writeShard(view, change, ids));
+    const done = view.queue.then(() => this.#writeShard(view, change, ids, fence));
     view.queue = done.catch(() => undefined);
     return done;
   }
@@ -329,7 +392,12 @@ export class Ledger {
     return bytes;
   }
 
-  async #writeShard(view: ShardView, wanted: ShardChange, wantedIds: string[]): Promise<void> {
+  async #writeShard(
+    view: ShardView,
+    wanted: ShardChange,
+    wantedIds: string[],
+    fence: AbortSignal | undefined,
+  ): Promise<void> {
     // Only what differs from the shard as last seen goes out.
     const change: ShardChange = new Map();
     for (const [key, value] of wanted) {
@@ -354,7 +422,13 @@ export class Ledger {
       return;
     }
 
-    const metadata = { labels: { ...LEDGER_LABELS }, annotations: { [FORMAT_ANNOTATION]: FORMAT_VERSION } };
+    const metadata = {
+      labels: { ...LEDGER_LABELS },
+      annotations: {
+        [FORMAT_ANNOTATION]: FORMAT_VERSION,
+        ...(this.keyFingerprint ? { [KEY_ANNOTATION]: this.keyFingerprint } : {}),
+      },
+    };
     const sets = Object.fromEntries([...change].filter(([, v]) => v !== null)) as Record<string, string>;
     // At most: patch → 404 → create → 409 → patch. More means someone keeps deleting the shard.
     for (let attempt = 1; ; attempt++) {
@@ -364,6 +438,12 @@ export class Ledger {
         return;
       }
       const verb = view.exists ? 'patching' : 'creating';
+      if (fence?.aborted) {
+        throw new LedgerError(
+          `not ${verb} ledger shard ${view.name} for ${describeIds(ids)}: this replica is no longer the leader`,
+          { shard: view.name, workloads: ids, cause: fence.reason },
+        );
+      }
       try {
         const cm = view.exists
           ? // A JSON merge patch: CoreApi patches are merge patches.
@@ -377,6 +457,7 @@ export class Ledger {
               body: { metadata: { name: view.name, ...metadata }, data: sets },
             });
         view.exists = true;
+        this.#otherKey.delete(view.name);
         this.#apply(view, new Map(Object.entries(cm.data ?? {})));
         return;
       } catch (err) {

@@ -1,9 +1,11 @@
-// Raw HTTP to the API server: one request with a JSON answer, and a WATCH as a stream of lines.
+// Raw HTTP to the API server: one request with a JSON answer, a LIST item by item, and a WATCH as a
+// stream of lines.
 // No typed client and no ObjectSerializer, so objects stay plain JSON and nothing is converted to models.
 // Credentials come from ClusterAccess.applyToHTTPSOptions on every request, so rotated tokens are
 // picked up.
 import http from 'node:http';
 import https from 'node:https';
+import { ListScanner } from '../core/list-scanner.ts';
 import type { ClusterAccess } from './access.ts';
 
 /** A non-2xx answer from the API server, with the Status message when it sent one. */
@@ -92,6 +94,78 @@ export function getJson(
   timeoutMs: number,
 ): Promise<unknown> {
   return requestJson(kc, 'GET', pathAndQuery, undefined, signal, timeoutMs, 'LIST');
+}
+
+/** A LIST page without its items (they went to onItem one by one). */
+export interface ListHead {
+  kind?: string;
+  apiVersion?: string;
+  metadata?: { resourceVersion?: string; continue?: string };
+}
+
+/**
+ * LISTs a path and hands each item to `onItem` as soon as its text has arrived, parsed on its own:
+ * the page is never held whole, so a page of large objects (Helm release Secrets are up to 1 MiB
+ * each) costs one object's size at a time. `head` is what of the page's own fields was read before
+ * the item (kind and apiVersion come first in the API server's answer). Rejects with KubeHttpError on
+ * a non-2xx status.
+ */
+export async function listItems(
+  kc: ClusterAccess,
+  pathAndQuery: string,
+  signal: AbortSignal,
+  timeoutMs: number,
+  onItem: (item: unknown, head: () => string) => void,
+): Promise<ListHead> {
+  const bare = pathAndQuery.split('?')[0] ?? '';
+  const timeout = new AbortController();
+  const timer = setTimeout(
+    () => timeout.abort(new Error(`LIST ${bare} took longer than ${timeoutMs} ms`)),
+    timeoutMs,
+  );
+  try {
+    const both = AbortSignal.any([signal, timeout.signal]);
+    const req = await open(kc, pathAndQuery, both, 'GET');
+    return await new Promise<ListHead>((resolve, reject) => {
+      const fail = (err: unknown) => reject(both.aborted ? both.reason : err);
+      req.on('error', fail);
+      req.on('response', (res) => {
+        res.setEncoding('utf8');
+        const status = res.statusCode ?? 0;
+        const ok = status >= 200 && status <= 299;
+        const errorText: string[] = [];
+        const scanner = new ListScanner((text) => {
+          try {
+            onItem(JSON.parse(text), () => scanner.outerSoFar());
+          } catch (err) {
+            res.destroy(err as Error);
+          }
+        });
+        res.on('data', (c: string) => {
+          if (ok) scanner.feed(c);
+          else if (errorText.length < 64) errorText.push(c);
+        });
+        res.on('error', fail);
+        res.on('end', () => {
+          if (!ok) {
+            fail(statusError('LIST', pathAndQuery, status, errorText.join('')));
+            return;
+          }
+          try {
+            resolve(scanner.end());
+          } catch (err) {
+            fail(new Error(`LIST ${bare}: ${(err as Error).message}`));
+          }
+        });
+        res.on('close', () => {
+          if (!res.complete) fail(new Error(`LIST ${bare}: connection closed mid-body`));
+        });
+      });
+      req.end();
+    });
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 const VERB: Record<string, string> = {

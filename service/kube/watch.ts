@@ -3,7 +3,7 @@
 // it relists on 410 Gone, reconnects with backoff, restarts a silent watch, and relists periodically to
 // catch anything a watch missed. Decisions live in watch-logic.ts, raw HTTP in watch-http.ts.
 import type { ClusterAccess } from './access.ts';
-import { getJson, KubeHttpError, streamLines } from './watch-http.ts';
+import { KubeHttpError, listItems, streamLines } from './watch-http.ts';
 import {
   type BackoffOptions,
   type Change,
@@ -107,13 +107,6 @@ export const watchDefaults = {
   /** A watch that stayed up this long counts as healthy even if the resource was quiet. */
   healthyAfterMs: 10_000,
 } as const;
-
-interface ListPage {
-  kind?: string;
-  apiVersion?: string;
-  metadata?: { resourceVersion?: string; continue?: string };
-  items?: unknown[];
-}
 
 /** An outcome plus what the failure report needs. */
 interface Result {
@@ -268,26 +261,38 @@ export function startWatch<S>(kc: ClusterAccess, o: WatchOptions<S>): Watch<S> {
     let cont: string | undefined;
     try {
       do {
-        const page = (await getJson(
+        // Item by item as the answer arrives: a page of 1 MiB Secrets is never held whole.
+        let kind: string | undefined;
+        let apiVersion: string | undefined;
+        let headRead = false;
+        const page = await listItems(
           kc,
           listUrl(o.path, selectors, pageSize, cont),
           stopper.signal,
           listTimeoutMs,
-        )) as ListPage | undefined;
-        if (!Array.isArray(page?.items)) throw new Error(`LIST ${o.path}: the answer is not a list`);
-        // List items carry no kind/apiVersion; set them so transform sees what a watch event would show.
-        const kind = page.kind?.endsWith('List') ? page.kind.slice(0, -4) : undefined;
-        for (const item of page.items) {
-          const raw = item as RawObject;
-          if (typeof raw?.metadata?.name !== 'string') continue; // the API server never lists an unnamed object
-          raw.kind ??= kind;
-          raw.apiVersion ??= page.apiVersion;
-          const r = reduce(raw);
-          if (r.ok && r.entry) listed.set(r.key, r.entry);
-          else if (!r.ok && r.key !== undefined && store.has(r.key)) {
-            // transform threw: keep what we had rather than report a delete that did not happen.
-            listed.set(r.key, { value: store.get(r.key) as S, resourceVersion: versions.get(r.key) ?? '' });
-          }
+          (item, head) => {
+            if (!headRead) {
+              // List items carry no kind/apiVersion; set them so transform sees what a watch event would show.
+              headRead = true;
+              const h = head();
+              const k = /"kind"\s*:\s*"([^"]*)"/.exec(h)?.[1];
+              kind = k?.endsWith('List') ? k.slice(0, -4) : undefined;
+              apiVersion = /"apiVersion"\s*:\s*"([^"]*)"/.exec(h)?.[1];
+            }
+            const raw = item as RawObject;
+            if (typeof raw?.metadata?.name !== 'string') return; // the API server never lists an unnamed object
+            raw.kind ??= kind;
+            raw.apiVersion ??= apiVersion;
+            const r = reduce(raw);
+            if (r.ok && r.entry) listed.set(r.key, r.entry);
+            else if (!r.ok && r.key !== undefined && store.has(r.key)) {
+              // transform threw: keep what we had rather than report a delete that did not happen.
+              listed.set(r.key, { value: store.get(r.key) as S, resourceVersion: versions.get(r.key) ?? '' });
+            }
+          },
+        );
+        if (!Array.isArray((page as { items?: unknown }).items)) {
+          throw new Error(`LIST ${o.path}: the answer is not a list`);
         }
         listRv = page.metadata?.resourceVersion ?? listRv;
         cont = page.metadata?.continue || undefined;

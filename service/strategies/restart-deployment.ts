@@ -143,6 +143,8 @@ export async function restartDeployment(
           continue;
         }
         for (const s of surge) {
+          // A leader whose term ended leaves its surge pod to the next one (which reuses it).
+          ctx.signal.throwIfAborted();
           await ctx.core
             .deleteNamespacedPod({ name: s.metadata?.name as string, namespace })
             .catch((err: { code?: number }) => {

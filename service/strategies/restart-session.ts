@@ -79,7 +79,11 @@ export class RestartSession<W extends { metadata?: { uid?: string } }> {
             ),
           VIEW_READY_MS,
         );
-        Promise.all([workload.ready, pods.ready]).finally(() => clearTimeout(t));
+        // Both outcomes clear the timer; a rejection (the views stopped: the reload was interrupted,
+        // e.g. leadership lost) is the race's to report, and must not be an unhandled one here, which
+        // would end the process.
+        const clear = () => clearTimeout(t);
+        Promise.all([workload.ready, pods.ready]).then(clear, clear);
       });
       await Promise.race([Promise.all([workload.ready, pods.ready]), timeout]);
     } catch (err) {

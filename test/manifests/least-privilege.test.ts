@@ -46,9 +46,6 @@ describe('least-privilege RBAC', () => {
       const dir = await mkdtemp(path.join(tmpdir(), 'gr-lp-'));
       const kubeconfig = path.join(dir, 'kubeconfig');
       await writeFile(kubeconfig, asSa.exportConfig(), { mode: 0o600 });
-      const secret = await kube.core.readNamespacedSecret({ name: `${fullname}-hash-key`, namespace });
-      const keyFile = path.join(dir, 'key');
-      await writeFile(keyFile, Buffer.from(secret.data?.key ?? '', 'base64'), { mode: 0o600 });
 
       await kube.core.createNamespacedConfigMap({ namespace: apps, body: configMap('app', { k: '1' }) });
       await kube.apps.createNamespacedDeployment({
@@ -140,7 +137,8 @@ describe('least-privilege RBAC', () => {
         `--namespaces=${apps}`,
         `--release-namespace=${namespace}`,
         `--release-name=${fullname}`,
-        `--hash-key-file=${keyFile}`,
+        // As the chart runs it: the service creates its hash-key Secret, with the chart's RBAC.
+        '--create-hash-key=true',
         '--http-address=127.0.0.1:0',
         '--debounce=0s',
         '--min-reload-interval=0s',

@@ -222,6 +222,24 @@ describe('the Helm chart', () => {
     expect(rbacProblems(role([{ apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list'] }]))).toEqual(
       [],
     );
+    // Creating the hash key in the release namespace is the one Secret write allowed; only in a Role.
+    expect(rbacProblems(role([{ apiGroups: [''], resources: ['secrets'], verbs: ['create'] }]))).toHaveLength(
+      1,
+    );
+    const namespaced = (rules: unknown[]): K8sObject[] => [
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'Role',
+        metadata: { name: 'x', namespace: 'ops' },
+        rules,
+      },
+    ];
+    expect(
+      rbacProblems(namespaced([{ apiGroups: [''], resources: ['secrets'], verbs: ['create'] }])),
+    ).toEqual([]);
+    expect(
+      rbacProblems(namespaced([{ apiGroups: [''], resources: ['secrets'], verbs: ['patch'] }])),
+    ).toHaveLength(1);
   });
 
   plainIt(
@@ -245,8 +263,25 @@ describe('the Helm chart', () => {
       });
       expect(verbsByResource(byDefault, 'namespace')).toEqual({
         configmaps: ['create', 'get', 'list', 'patch'],
+        secrets: ['create'],
         'coordination.k8s.io/leases': ['create', 'get', 'update'],
       });
+      // The webhook's notification inbox: the leader deletes the records it handled.
+      expect(
+        verbsByResource(
+          parseObjects(
+            await helmTemplate('gr', 'ops', { set: ['webhook.enabled=true', 'webhook.tokenSecret.name=t'] }),
+          ),
+          'namespace',
+        ).configmaps,
+      ).toEqual(['create', 'delete', 'get', 'list', 'patch']);
+      // A Secret of your own: nothing to create.
+      expect(
+        verbsByResource(
+          parseObjects(await helmTemplate('gr', 'ops', { set: ['hashKey.existingSecret=mine'] })),
+          'namespace',
+        ).secrets,
+      ).toBeUndefined();
       const lease = byDefault
         .filter((o) => o.kind === 'Role')
         .flatMap((o) => o.rules as Array<{ resources: string[]; verbs: string[]; resourceNames?: string[] }>)
@@ -394,15 +429,53 @@ describe('the Helm chart', () => {
       name: 'POD_NAMESPACE',
       valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } },
     });
-    expect(c.args).toContain('--hash-key-file=/etc/gitops-reloader/hash-key/key');
-    expect(c.volumeMounts).toContainEqual({
-      name: 'hash-key',
-      mountPath: '/etc/gitops-reloader/hash-key',
-      readOnly: true,
+    // The service reads (and, when missing, creates) its key Secret: the render holds no key.
+    expect(c.args).toContain('--create-hash-key=true');
+    expect(JSON.stringify(c.volumeMounts ?? [])).not.toContain('hash-key');
+    expect(c.startupProbe).toMatchObject({
+      httpGet: { path: '/readyz', port: 'http' },
+      failureThreshold: 60,
     });
     expect(c.livenessProbe).toMatchObject({ httpGet: { path: '/healthz', port: 'http' } });
     expect(c.readinessProbe).toMatchObject({ httpGet: { path: '/readyz', port: 'http' } });
   });
+
+  plainIt(
+    'renders the stalled-reload alert by default where the cluster serves PrometheusRules',
+    async () => {
+      const kinds = async (extra: string[]) =>
+        parseObjects(
+          (await run('helm', ['template', 'gr', chartDir, '--namespace', 'ops', ...extra])).stdout,
+        ).map((o) => o.kind);
+      // As Argo CD renders it: with the cluster's API versions.
+      const withApi = await kinds(['--api-versions', 'monitoring.coreos.com/v1/PrometheusRule']);
+      expect(withApi).toContain('PrometheusRule');
+      const rule = parseObjects(
+        (
+          await run('helm', [
+            'template',
+            'gr',
+            chartDir,
+            '--namespace',
+            'ops',
+            '--api-versions',
+            'monitoring.coreos.com/v1/PrometheusRule',
+          ])
+        ).stdout,
+      ).find((o) => o.kind === 'PrometheusRule');
+      expect(JSON.stringify(rule)).toContain('gitops_reloader_reload_stalls_total');
+      // Where the API is not served, nothing that would fail the install.
+      expect(await kinds([])).not.toContain('PrometheusRule');
+      expect(
+        await kinds([
+          '--set',
+          'prometheusRule.enabled=false',
+          '--api-versions',
+          'monitoring.coreos.com/v1/PrometheusRule',
+        ]),
+      ).not.toContain('PrometheusRule');
+    },
+  );
 
   plainIt('refuses values that would install something that cannot work', async () => {
     const cases: Array<[string[], RegExp]> = [
@@ -421,7 +494,7 @@ describe('the Helm chart', () => {
 });
 
 describe('the manifests on the control plane', () => {
-  it('install with helm under the restricted Pod Security level, keep the hash key on upgrade, and grant what the service needs', async ({
+  it('install with helm under the restricted Pod Security level, render no key, and grant what the service needs', async ({
     kube,
     namespace,
   }) => {
@@ -430,13 +503,10 @@ describe('the manifests on the control plane', () => {
     await podSecurityRestricted(kube, namespace);
     try {
       await helm(['install', release, chartDir, '--namespace', namespace]);
-      const keyOf = async () =>
-        (await kube.core.readNamespacedSecret({ name: `${fullname}-hash-key`, namespace })).data?.key ?? '';
-      const key = await keyOf();
-      expect(Buffer.from(key, 'base64').length).toBeGreaterThanOrEqual(32);
-
+      // The key is the service's to create (test/ha/key.test.ts); the chart renders none to rotate.
+      const secrets = await kube.core.listNamespacedSecret({ namespace });
+      expect(secrets.items.map((s) => s.metadata?.name)).not.toContain(`${fullname}-hash-key`);
       await helm(['upgrade', release, chartDir, '--namespace', namespace, '--set', 'logLevel=debug']);
-      expect(await keyOf()).toBe(key);
 
       // The pods pass admission at the restricted level and get scheduled (kwok makes them Ready).
       const selector = `app.kubernetes.io/instance=${release}`;
@@ -477,10 +547,11 @@ describe('the manifests on the control plane', () => {
           `get leases.coordination.k8s.io ${fullname}-leader in ${namespace}`,
           `create configmaps in ${namespace}`,
           `patch configmaps ${fullname}-ledger-0 in ${namespace}`,
+          `create secrets in ${namespace}`,
         ],
         denied: [
           'create secrets',
-          `create secrets in ${namespace}`,
+          'create secrets in default',
           'update secrets in default',
           `patch secrets ${fullname}-hash-key in ${namespace}`,
           'delete secrets in default',
@@ -517,7 +588,7 @@ describe('the manifests on the control plane', () => {
     const release = `gr-${suffix()}`;
     const text = await helmTemplate(release, namespace, { values: [allFeaturesValues] });
     const kinds = parseObjects(text).map((o) => o.kind);
-    for (const k of ['ServiceMonitor', 'PrometheusRule', 'NetworkPolicy', 'PodDisruptionBudget', 'Secret']) {
+    for (const k of ['ServiceMonitor', 'PrometheusRule', 'NetworkPolicy', 'PodDisruptionBudget']) {
       expect(kinds, k).toContain(k);
     }
     try {

@@ -160,7 +160,10 @@ export function rbacProblems(objects: K8sObject[]): string[] {
     }
   }
   for (const g of grants(objects)) {
-    if (g.group === '' && g.resource.split('/')[0] === 'secrets' && SECRET_WRITE.has(g.verb)) {
+    // The one Secret write allowed: create in the release namespace (the hash key the service makes
+    // when it is missing, ADR 0014). Never update, patch or delete, and nowhere else.
+    const createsKey = g.verb === 'create' && g.scope === 'namespace';
+    if (g.group === '' && g.resource.split('/')[0] === 'secrets' && SECRET_WRITE.has(g.verb) && !createsKey) {
       problems.push(`${g.role} grants ${g.verb} on ${g.resource}`);
     }
     if (DANGEROUS.has(g.verb)) problems.push(`${g.role} grants ${g.verb} on ${g.resource}`);

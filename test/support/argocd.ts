@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { PatchStrategy, setHeaderOptions, Watch } from '@kubernetes/client-node';
-import { inject, onTestFinished } from 'vitest';
+import { inject, type TestContext } from 'vitest';
 import { stringify } from 'yaml';
 import type { ArgoCdEndpoints } from '../cluster/argocd.ts';
 import type { Kube } from './kube.ts';
@@ -147,6 +147,8 @@ export class GitRepo {
 
 /** The parts of an Application's status the suites read. */
 export interface AppStatus {
+  /** How the repo-server rendered the source: Directory, Helm, Kustomize, Plugin. */
+  sourceType?: string;
   sync?: { status?: string; revision?: string };
   health?: { status?: string };
   operationState?: {
@@ -381,18 +383,24 @@ function summary(a: Application): unknown {
 
 /**
  * gitops-reloader confined to one test namespace, following the Applications of the real Argo CD.
- * Killed when the test finishes (its own service only: these suites run tests concurrently).
+ * Killed when the test finishes, its own service only: these suites run tests concurrently, so the
+ * hook must be the test context's `onTestFinished` (the global one is bound to whichever test vitest
+ * last started, and killed another test's service mid-run).
  */
-export async function startReloader(namespace: string, extra: string[] = []): Promise<RunningService> {
+export async function startReloader(
+  namespace: string,
+  extra: string[],
+  o: { onTestFinished: TestContext['onTestFinished']; keyFile?: string },
+): Promise<RunningService> {
   const svc = startService(
-    serviceArgs(namespace, await hashKeyFile(), [
+    serviceArgs(namespace, o.keyFile ?? (await hashKeyFile()), [
       `--argocd-namespaces=${argocdEndpoints().namespace}`,
       '--debounce=1s',
       '--max-debounce-wait=2s',
       ...extra,
     ]),
   );
-  onTestFinished(() => svc.kill());
+  o.onTestFinished(() => svc.kill());
   await svc.waitForLog('ready', (l) => l.msg === 'ready', 60_000);
   return svc;
 }

@@ -39,6 +39,7 @@ describe('the reload action run through the real Argo CD', { timeout: 300_000 },
   it('stamps the Deployment through argocd-server; gitops-reloader replaces each pod once, the template stays as git has it, and the app stays Synced', async ({
     kube,
     namespace,
+    onTestFinished,
   }) => {
     const repo = await GitRepo.create(
       namespace,
@@ -50,7 +51,7 @@ describe('the reload action run through the real Argo CD', { timeout: 300_000 },
       const synced = await app.waitSynced(sha);
       const before = await waitReadyPods(kube, namespace, 'web', 2);
       const d0 = await kube.apps.readNamespacedDeployment({ name: 'web', namespace });
-      const svc = await startReloader(namespace);
+      const svc = await startReloader(namespace, [], { onTestFinished });
       const pods = await PodTracker.start(kube, namespace, 'web');
       const ref: ResourceRef = { group: 'apps', version: 'v1', kind: 'Deployment', namespace, name: 'web' };
 

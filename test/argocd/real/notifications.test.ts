@@ -10,7 +10,7 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { afterAll, describe, expect, onTestFinished } from 'vitest';
+import { afterAll, describe, expect, type TestContext } from 'vitest';
 import { UNWATCHED_GRACE_MS } from '../../../service/argocd/gate.ts';
 import { WEBHOOK_PATH } from '../../../service/argocd/webhook.ts';
 import {
@@ -46,7 +46,11 @@ interface Unwatched {
 }
 
 /** gitops-reloader with the webhook on and no right to read Applications. */
-async function startUnwatched(kube: Kube, namespace: string): Promise<Unwatched> {
+async function startUnwatched(
+  kube: Kube,
+  namespace: string,
+  onTestFinished: TestContext['onTestFinished'],
+): Promise<Unwatched> {
   const dir = await mkdtemp(path.join(tmpdir(), 'gr-notify-'));
   const tokenFile = path.join(dir, 'token');
   await writeFile(tokenFile, TOKEN, { mode: 0o600 });
@@ -190,8 +194,9 @@ describe('notifications from the real Argo CD to a service that cannot read Appl
   it('a succeeded sync: the notification releases the held changes, and web reloads once after the operation', async ({
     kube,
     namespace,
+    onTestFinished,
   }) => {
-    const u = await startUnwatched(kube, namespace);
+    const u = await startUnwatched(kube, namespace, onTestFinished);
     const repo = await GitRepo.create(namespace, toFiles(manifests('1')));
     const app = await ArgoApp.create(kube, {
       name: namespace,
@@ -226,8 +231,9 @@ describe('notifications from the real Argo CD to a service that cannot read Appl
   it('a failed sync (a PostSync hook failed after the configs were applied): one reload after the operation, from its notification', async ({
     kube,
     namespace,
+    onTestFinished,
   }) => {
-    const u = await startUnwatched(kube, namespace);
+    const u = await startUnwatched(kube, namespace, onTestFinished);
     const repo = await GitRepo.create(namespace, toFiles(manifests('1')));
     const app = await ArgoApp.create(kube, {
       name: namespace,
@@ -271,8 +277,9 @@ describe('notifications from the real Argo CD to a service that cannot read Appl
   it('config and template in one commit: the Deployment is rolled once, by its own controller, and gitops-reloader adds no restart', async ({
     kube,
     namespace,
+    onTestFinished,
   }) => {
-    const u = await startUnwatched(kube, namespace);
+    const u = await startUnwatched(kube, namespace, onTestFinished);
     const files = (v: string) =>
       toFiles([
         cm('app', { k: v }),
@@ -329,8 +336,9 @@ describe('notifications from the real Argo CD to a service that cannot read Appl
   it('a pod a later sync wave adds after the config changed is not restarted: the cutoff is when the config changed, not when the notification came', async ({
     kube,
     namespace,
+    onTestFinished,
   }) => {
-    const u = await startUnwatched(kube, namespace);
+    const u = await startUnwatched(kube, namespace, onTestFinished);
     const wave = (m: Manifest, n: number): Manifest => ({
       ...m,
       metadata: {
@@ -397,8 +405,9 @@ describe('notifications from the real Argo CD to a service that cannot read Appl
   it('a re-sync of the same revision through the API that changes a config: notified again, one reload', async ({
     kube,
     namespace,
+    onTestFinished,
   }) => {
-    const u = await startUnwatched(kube, namespace);
+    const u = await startUnwatched(kube, namespace, onTestFinished);
     // The ConfigMap is rendered by Argo CD's built-in Jsonnet from an external variable set on the
     // Application, so the same git revision renders a different config once the variable changes.
     const repo = await GitRepo.create(namespace, {

@@ -39,6 +39,7 @@ describe('a Rollout synced by the real Argo CD', { timeout: 300_000 }, () => {
   it('is restarted once by the Argo Rollouts controller through spec.restartAt, skipping its canary pause, and stays Synced', async ({
     kube,
     namespace,
+    onTestFinished,
   }) => {
     const repo = await GitRepo.create(namespace, toFiles([cm('app', { k: '1' }), rollout()]));
     const app = await ArgoApp.create(kube, { name: namespace, repo, destination: namespace });
@@ -54,7 +55,7 @@ describe('a Rollout synced by the real Argo CD', { timeout: 300_000 }, () => {
       await app.waitSynced(await repo.head(), 180_000);
       const before = await waitReadyPods(kube, namespace, 'ro', 2);
       const templateBefore = (await read()).spec?.template;
-      const svc = await startReloader(namespace);
+      const svc = await startReloader(namespace, [], { onTestFinished });
       const pods = await PodTracker.start(kube, namespace, 'ro');
 
       const sha = await app.commit(repo, toFiles([cm('app', { k: '2' })]), 'Change the config only');

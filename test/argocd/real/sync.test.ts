@@ -50,6 +50,7 @@ describe.concurrent('a real Argo CD sync', { timeout: 300_000 }, () => {
     it(`reloads once after a sync that changes three ConfigMaps and a Secret (${m.mode}), and the app stays Synced and Healthy`, async ({
       kube,
       namespace,
+      onTestFinished,
     }) => {
       const repo = await GitRepo.create(namespace, toFiles(manifests('1')));
       const app = await ArgoApp.create(kube, {
@@ -63,7 +64,7 @@ describe.concurrent('a real Argo CD sync', { timeout: 300_000 }, () => {
         await app.waitSynced(await repo.head());
         const before = await waitReadyPods(kube, namespace, 'web', 2);
         const templateBefore = (await deployment(kube, namespace)).spec?.template;
-        const svc = await startReloader(namespace);
+        const svc = await startReloader(namespace, [], { onTestFinished });
         const pods = await PodTracker.start(kube, namespace, 'web');
 
         const sha = await app.commit(repo, toFiles(manifests('2')), 'Change every config of web');

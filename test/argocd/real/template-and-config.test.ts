@@ -56,6 +56,7 @@ describe.concurrent('a real Argo CD sync of config and template together', { tim
   it('rolls each Deployment, StatefulSet, DaemonSet and Rollout once, by its own controller, and restarts nothing on top', async ({
     kube,
     namespace,
+    onTestFinished,
   }) => {
     const repo = await GitRepo.create(
       namespace,
@@ -66,7 +67,7 @@ describe.concurrent('a real Argo CD sync of config and template together', { tim
       await app.waitSynced(await repo.head(), 180_000);
       const before = new Map<string, Awaited<ReturnType<typeof waitReadyPods>>>();
       for (const k of KINDS) before.set(k.name, await waitReadyPods(kube, namespace, k.name, k.pods));
-      const svc = await startReloader(namespace);
+      const svc = await startReloader(namespace, [], { onTestFinished });
       const trackers = await Promise.all(KINDS.map((k) => PodTracker.start(kube, namespace, k.name)));
 
       const sha = await app.commit(
@@ -117,6 +118,7 @@ describe.concurrent('a real Argo CD sync of config and template together', { tim
   it('holds the reload through PreSync and PostSync hook Jobs and sync waves, until the operation ends', async ({
     kube,
     namespace,
+    onTestFinished,
   }) => {
     const hook = (name: string, phase: string) => ({
       apiVersion: 'batch/v1',
@@ -157,7 +159,7 @@ describe.concurrent('a real Argo CD sync of config and template together', { tim
     try {
       await app.waitSynced(await repo.head(), 180_000);
       const before = await waitReadyPods(kube, namespace, 'web', 1);
-      const svc = await startReloader(namespace);
+      const svc = await startReloader(namespace, [], { onTestFinished });
       const tracker = await PodTracker.start(kube, namespace, 'web');
 
       const sha = await app.commit(repo, files('2'), 'Change both configs');

@@ -1,0 +1,191 @@
+// A loopback proxy between one service process and the real API server. To the service it is the API
+// server (TLS on 127.0.0.1 with its own certificate); it forwards every request unchanged, records
+// what was asked (method, path, status, when it was sent and answered), and can cut the link: a
+// partition in which every open connection drops and new ones hang until healed.
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { mkdtemp, readFile } from 'node:fs/promises';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import https from 'node:https';
+import type { AddressInfo, Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import type { KubeConfig } from '@kubernetes/client-node';
+
+const exec = promisify(execFile);
+
+export interface ProxiedRequest {
+  method: string;
+  path: string;
+  /** Set once the upstream answered; undefined if it never did (cut, or still open). */
+  status?: number;
+  /** ms since the epoch. */
+  sentAt: number;
+  answeredAt?: number;
+  /** When the exchange ended, answered or not (a cut drops it); after it, the request cannot land. */
+  endedAt?: number;
+  /** The request body, for writes of small objects (Leases), parsed as JSON when it is JSON. */
+  body?: unknown;
+}
+
+let certPromise: Promise<{ cert: string; key: string }> | undefined;
+
+/** A self-signed certificate for 127.0.0.1, made once per test process with the openssl CLI. */
+function proxyCert(): Promise<{ cert: string; key: string }> {
+  certPromise ??= (async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'gr-proxy-pki-'));
+    await exec(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-keyout',
+        'proxy.key',
+        '-out',
+        'proxy.crt',
+        '-days',
+        '2',
+        '-subj',
+        '/CN=gitops-reloader-test-api-proxy',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+        '-addext',
+        'basicConstraints=critical,CA:TRUE',
+      ],
+      { cwd: dir },
+    );
+    return {
+      cert: await readFile(path.join(dir, 'proxy.crt'), 'utf8'),
+      key: await readFile(path.join(dir, 'proxy.key'), 'utf8'),
+    };
+  })();
+  return certPromise;
+}
+
+/** The upstream API server (URL and CA) from an admin kubeconfig. */
+function upstreamOf(kc: KubeConfig): { url: URL; ca?: string | Buffer } {
+  const cluster = kc.getCurrentCluster();
+  if (!cluster) throw new Error('no current cluster in the kubeconfig');
+  const ca = cluster.caData
+    ? Buffer.from(cluster.caData, 'base64')
+    : cluster.caFile
+      ? readFileSync(cluster.caFile)
+      : undefined;
+  return { url: new URL(cluster.server), ca };
+}
+
+export class ApiProxy {
+  readonly requests: ProxiedRequest[] = [];
+  readonly #server: https.Server;
+  readonly #sockets = new Set<Socket>();
+  readonly #upstream: { url: URL; ca?: string | Buffer };
+  readonly #agent: https.Agent;
+  #cut = false;
+  /** Requests that arrived while cut, held open (a partition drops packets; it does not refuse). */
+  readonly #parked = new Set<ServerResponse>();
+
+  private constructor(server: https.Server, upstream: { url: URL; ca?: string | Buffer }) {
+    this.#server = server;
+    this.#upstream = upstream;
+    this.#agent = new https.Agent({ keepAlive: true, ca: upstream.ca });
+    server.on('connection', (s: Socket) => {
+      this.#sockets.add(s);
+      s.once('close', () => this.#sockets.delete(s));
+    });
+    server.on('request', (req, res) => this.#handle(req, res));
+  }
+
+  static async start(admin: KubeConfig): Promise<ApiProxy> {
+    const { cert, key } = await proxyCert();
+    const server = https.createServer({ cert, key });
+    const proxy = new ApiProxy(server, upstreamOf(admin));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    return proxy;
+  }
+
+  get url(): string {
+    return `https://127.0.0.1:${(this.#server.address() as AddressInfo).port}`;
+  }
+
+  /** The CA a client must trust to talk to the proxy (its own self-signed certificate). */
+  async caData(): Promise<string> {
+    return Buffer.from((await proxyCert()).cert).toString('base64');
+  }
+
+  /** Partitions the service from the API server: open connections drop, new requests hang. */
+  cut(): void {
+    this.#cut = true;
+    for (const s of this.#sockets) s.destroy();
+  }
+
+  /** Ends the partition; requests held while cut are dropped (their clients time out and retry). */
+  heal(): void {
+    this.#cut = false;
+    for (const res of this.#parked) res.socket?.destroy();
+    this.#parked.clear();
+  }
+
+  get isCut(): boolean {
+    return this.#cut;
+  }
+
+  async close(): Promise<void> {
+    this.#cut = true;
+    for (const s of this.#sockets) s.destroy();
+    this.#agent.destroy();
+    await new Promise<void>((r) => this.#server.close(() => r()));
+  }
+
+  #handle(req: IncomingMessage, res: ServerResponse): void {
+    if (this.#cut) {
+      this.#parked.add(res);
+      res.once('close', () => this.#parked.delete(res));
+      return;
+    }
+    const record: ProxiedRequest = { method: req.method ?? 'GET', path: req.url ?? '/', sentAt: Date.now() };
+    this.requests.push(record);
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      if (body.length > 0 && body.length < 64 * 1024 && record.method !== 'GET') {
+        try {
+          record.body = JSON.parse(body.toString('utf8'));
+        } catch {
+          record.body = undefined;
+        }
+      }
+      const headers = { ...req.headers, host: this.#upstream.url.host };
+      const up = https.request(
+        {
+          protocol: this.#upstream.url.protocol,
+          hostname: this.#upstream.url.hostname,
+          port: this.#upstream.url.port,
+          method: req.method,
+          path: req.url,
+          headers,
+          agent: this.#agent,
+        },
+        (upRes) => {
+          record.status = upRes.statusCode;
+          record.answeredAt = Date.now();
+          res.writeHead(upRes.statusCode ?? 502, upRes.headers);
+          upRes.pipe(res);
+          res.once('close', () => upRes.destroy());
+        },
+      );
+      up.on('error', () => res.socket?.destroy());
+      res.once('close', () => {
+        record.endedAt ??= Date.now();
+        up.destroy();
+      });
+      up.end(body);
+    });
+  }
+}
