@@ -5,7 +5,7 @@
 
 import type { Config } from './config/config.ts';
 import { type AnnotationGlobals, KEYS } from './core/annotations.ts';
-import { type Batch, Batcher, type Change, type ChangeGate } from './core/batcher.ts';
+import { type Batch, Batcher, type Change, type ChangeGate, changeObservedAt } from './core/batcher.ts';
 import { namespaceKey, setDigest } from './core/config-hash.ts';
 import { effectiveCutoff } from './core/cutoff.ts';
 import type { LedgerEntry } from './core/ledger-entry.ts';
@@ -416,7 +416,7 @@ export class Reconciler {
           this.#submit({
             workload: t.id,
             changed: v.changed,
-            cutoffMs: effectiveCutoff(b.lastObservedAt),
+            cutoffMs: effectiveCutoff(changeObservedAt(b, v.changed)),
             target: set,
             changeRV: this.#changeRV(v.changed),
           });

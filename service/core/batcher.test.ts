@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { type Batch, Batcher } from './batcher.ts';
+import { type Batch, Batcher, changeObservedAt } from './batcher.ts';
 
 describe('Batcher', () => {
   beforeEach(() => {
@@ -30,8 +30,18 @@ describe('Batcher', () => {
         configs: ['ConfigMap/ns/a', 'ConfigMap/ns/b', 'Secret/ns/c'],
         firstObservedAt: 1_000_000,
         lastObservedAt: 1_002_000,
+        observedAt: { 'ConfigMap/ns/a': 1_000_000, 'ConfigMap/ns/b': 1_001_000, 'Secret/ns/c': 1_002_000 },
       },
     ]);
+  });
+
+  it('keeps the latest observation of each config, whatever order the changes arrive in', () => {
+    const { b, batches } = make();
+    b.add({ workload: 'W', config: 'a', observedAt: 1_000_500 });
+    b.add({ workload: 'W', config: 'a', observedAt: 1_000_100 });
+    b.add({ workload: 'W', config: 'b', observedAt: 1_000_200 });
+    vi.advanceTimersByTime(3000);
+    expect(batches[0]?.observedAt).toEqual({ a: 1_000_500, b: 1_000_200 });
   });
 
   it('keeps workloads apart', () => {
@@ -69,5 +79,32 @@ describe('Batcher', () => {
     b.flush();
     expect(batches.map((x) => x.workload)).toEqual(['W2']);
     expect(b.pending).toBe(0);
+  });
+});
+
+describe('changeObservedAt', () => {
+  const batch = (observedAt: Record<string, number>): Batch => ({
+    workload: 'W',
+    configs: Object.keys(observedAt).sort(),
+    firstObservedAt: Math.min(...Object.values(observedAt)),
+    lastObservedAt: Math.max(...Object.values(observedAt)),
+    observedAt,
+  });
+
+  it('dates the change by the configs that changed, not by a later, unchanged one', () => {
+    // A notification listed Secret/creds (unchanged) when it arrived, 6 s after ConfigMap/app changed.
+    const b = batch({ 'ConfigMap/ns/app': 1_000_000, 'Secret/ns/creds': 1_006_000 });
+    expect(changeObservedAt(b, ['ConfigMap/ns/app'])).toBe(1_000_000);
+  });
+
+  it('takes the newest of several changed configs', () => {
+    const b = batch({ a: 1_000_000, b: 1_003_000, c: 1_009_000 });
+    expect(changeObservedAt(b, ['a', 'b'])).toBe(1_003_000);
+  });
+
+  it('falls back to the latest observation when a changed config is not in the batch', () => {
+    const b = batch({ a: 1_000_000, b: 1_003_000 });
+    expect(changeObservedAt(b, ['a', 'z'])).toBe(1_003_000);
+    expect(changeObservedAt(b, [])).toBe(1_003_000);
   });
 });

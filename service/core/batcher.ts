@@ -42,8 +42,31 @@ export interface Batch {
   workload: string;
   configs: string[];
   firstObservedAt: number;
-  /** The latest observation in the batch: the reload's cutoff T is derived from it. */
+  /** The latest observation in the batch, of any config. */
   lastObservedAt: number;
+  /**
+   * The latest observation of each config in `configs`. The reload's cutoff T comes from the configs
+   * whose data really changed (see changeObservedAt), not from every config the batch names.
+   */
+  observedAt: Record<string, number>;
+}
+
+/**
+ * When the latest real change of a batch was observed: the newest observation among `changed` (the
+ * configs whose digests differ from the ledger). A batch can name configs that did not change (a
+ * notification lists every config a sync applied, dated when it arrives); their later times must not
+ * move T, or pods a template rollout created after the real change would look old and be restarted
+ * again. When a changed config has no observation in the batch (it changed while no batch saw it),
+ * nothing better is known than the batch's latest observation.
+ */
+export function changeObservedAt(b: Batch, changed: readonly string[]): number {
+  let latest = Number.NEGATIVE_INFINITY;
+  for (const c of changed) {
+    const t = b.observedAt[c];
+    if (t === undefined) return b.lastObservedAt;
+    latest = Math.max(latest, t);
+  }
+  return Number.isFinite(latest) ? latest : b.lastObservedAt;
 }
 
 export interface Timers {
@@ -59,7 +82,8 @@ export const realTimers: Timers = {
 };
 
 interface Open {
-  configs: Set<string>;
+  /** config → its latest observation. */
+  configs: Map<string, number>;
   firstAddedAt: number;
   firstObservedAt: number;
   lastObservedAt: number;
@@ -85,7 +109,7 @@ export class Batcher implements ChangeSink {
     let open = this.#open.get(change.workload);
     if (!open) {
       open = {
-        configs: new Set(),
+        configs: new Map(),
         firstAddedAt: now,
         firstObservedAt: change.observedAt,
         lastObservedAt: change.observedAt,
@@ -95,7 +119,7 @@ export class Batcher implements ChangeSink {
     } else {
       this.#timers.clear(open.timer);
     }
-    open.configs.add(change.config);
+    open.configs.set(change.config, Math.max(open.configs.get(change.config) ?? 0, change.observedAt));
     open.firstObservedAt = Math.min(open.firstObservedAt, change.observedAt);
     open.lastObservedAt = Math.max(open.lastObservedAt, change.observedAt);
     const debounce = change.debounceMs ?? this.#debounceMs;
@@ -127,9 +151,10 @@ export class Batcher implements ChangeSink {
     this.#open.delete(workload);
     this.#onBatch({
       workload,
-      configs: [...open.configs].sort(),
+      configs: [...open.configs.keys()].sort(),
       firstObservedAt: open.firstObservedAt,
       lastObservedAt: open.lastObservedAt,
+      observedAt: Object.fromEntries(open.configs),
     });
   }
 }

@@ -5,14 +5,14 @@
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
 import { beforeAll, describe, expect } from 'vitest';
 import { UNWATCHED_GRACE_MS } from '../../service/argocd/gate.ts';
 import { parseNotification } from '../../service/argocd/notification.ts';
 import { readArgoObject } from '../support/argo.ts';
 import { ArgoCdPlayer } from '../support/argocd-player.ts';
-import { it, type Kube } from '../support/kube.ts';
+import { it } from '../support/kube.ts';
 import { livePods, PodTracker, waitForEvent, waitReadyPods } from '../support/observe.ts';
+import { restrictedKubeConfig } from '../support/restricted-service-account.ts';
 import { hashKeyFile } from '../support/service.ts';
 import { pending, waitFor } from '../support/wait-for.ts';
 import { cm, reloadedCount, secret, stayQuiet, web } from './fixtures.ts';
@@ -150,7 +150,7 @@ describe('the shipped Argo CD notification config', () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'gr-token-'));
     const tokenFile = path.join(dir, 'token');
     await writeFile(tokenFile, token);
-    const svc = await startInProcess(await serviceAccountKubeConfig(kube, namespace), [
+    const svc = await startInProcess(await restrictedKubeConfig(kube, namespace), [
       `--namespaces=${namespace}`,
       `--release-namespace=${namespace}`,
       `--hash-key-file=${await hashKeyFile()}`,
@@ -245,46 +245,3 @@ describe('the shipped Argo CD notification config', () => {
     }
   });
 });
-
-/** A kubeconfig for a ServiceAccount that may do everything the service needs except read Applications. */
-async function serviceAccountKubeConfig(kube: Kube, namespace: string): Promise<KubeConfig> {
-  const name = 'gitops-reloader';
-  await kube.core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } });
-  await kube.rbac.createNamespacedRole({
-    namespace,
-    body: {
-      metadata: { name },
-      rules: [
-        {
-          apiGroups: ['', 'apps', 'batch', 'policy', 'events.k8s.io', 'coordination.k8s.io'],
-          resources: ['*'],
-          verbs: ['*'],
-        },
-        { apiGroups: ['argoproj.io'], resources: ['rollouts', 'rollouts/status'], verbs: ['*'] },
-      ],
-    },
-  });
-  await kube.rbac.createNamespacedRoleBinding({
-    namespace,
-    body: {
-      metadata: { name },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
-      subjects: [{ kind: 'ServiceAccount', name, namespace }],
-    },
-  });
-  const tr = await kube.core.createNamespacedServiceAccountToken({
-    name,
-    namespace,
-    body: { spec: { expirationSeconds: 3600, audiences: [] } },
-  });
-  const cluster = kube.kc.getCurrentCluster();
-  if (!cluster || !tr.status?.token) throw new Error('no cluster or token');
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [cluster],
-    users: [{ name, token: tr.status.token }],
-    contexts: [{ name, cluster: cluster.name, user: name, namespace }],
-    currentContext: name,
-  });
-  return kc;
-}

@@ -179,6 +179,21 @@ export async function startArgoCd(ctx: StartContext): Promise<ArgoCdEndpoints> {
     }),
   );
 
+  // Our "reload (drift-free)" action, merged into argocd-cm with the command docs/argocd.md gives.
+  // Done before the application-controller starts: a later change to argocd-cm's resource
+  // customizations makes it invalidate its whole cluster cache, which would disturb running suites.
+  await kubectl(paths, kubeconfig, [
+    '--namespace',
+    ARGOCD_NAMESPACE,
+    'patch',
+    'configmap',
+    'argocd-cm',
+    '--type',
+    'merge',
+    '--patch-file',
+    path.join(paths.root, 'argocd-plugin', 'actions', 'argocd-cm.yaml'),
+  ]);
+
   // The CMP's generate step runs `gitops-reloader checksum` and helm: a shim runs our CLI under this
   // Node.js, and .cluster/bin provides helm and kubectl.
   const cmpKeyFile = path.join(dir, 'cmp-hash.key');

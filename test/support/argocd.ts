@@ -156,6 +156,7 @@ export interface AppStatus {
     startedAt?: string;
     finishedAt?: string;
     message?: string;
+    retryCount?: number;
     syncResult?: {
       revision?: string;
       resources?: Array<{
@@ -201,6 +202,8 @@ export interface AppOptions {
   automated?: boolean;
   syncOptions?: string[];
   annotations?: Record<string, string>;
+  /** `spec.syncPolicy.retry`. Argo CD retries a failed automated sync 5 times by default. */
+  retry?: { limit: number; backoff?: { duration?: string; factor?: number; maxDuration?: string } };
   /** Extra `spec.source` fields (plugin, helm, …). */
   source?: Record<string, unknown>;
   project?: string;
@@ -254,6 +257,7 @@ export class ArgoApp {
         syncPolicy: {
           ...(o.automated === false ? {} : { automated: { prune: true, selfHeal: true } }),
           ...(o.syncOptions ? { syncOptions: o.syncOptions } : {}),
+          ...(o.retry ? { retry: o.retry } : {}),
         },
       },
     };
