@@ -87,8 +87,11 @@ const logsOf = (svc: RunningService, msg: string) => svc.logs.filter((l) => l.ms
 async function waitNotified(svc: RunningService, app: string, startedAt: string): Promise<LogLine> {
   const accepted = await svc.waitForLog(
     `notification of ${app}@${startedAt}`,
+    // Taken at once by the replica that received it, or recorded and taken from the inbox (ADR 0013).
     (l) =>
-      l.msg === 'Argo CD notification accepted' && l.app === `argocd/${app}` && l.startedAt === startedAt,
+      (l.msg === 'Argo CD notification accepted' || l.msg === 'Argo CD notification taken from the inbox') &&
+      l.app === `argocd/${app}` &&
+      l.startedAt === startedAt,
     120_000,
   );
   const seen = Date.now();
