@@ -8,6 +8,10 @@ export default defineConfig({
       {
         test: {
           name: 'unit',
+          // Unit tests share the machine with the integration suites and the real Argo CD they run
+          // against; on 2 busy cores a CPU-heavy case (a year of restart windows, a git fixture) can
+          // take more than vitest's default 5 s without anything being wrong.
+          testTimeout: 30_000,
           include: [
             'service/**/*.test.ts',
             'git/**/*.test.ts',

@@ -52,7 +52,8 @@ export async function connect(say: (msg: string) => void): Promise<Kube> {
     } else {
       say(`local control plane not running (${s.problems.join('; ')}); starting it`);
       await ensureBinaries(paths, say);
-      await up(paths, say);
+      // The bench measures gitops-reloader alone: no Argo CD processes competing for the cores.
+      await up(paths, say, { argocd: false });
     }
     file = paths.kubeconfig;
   }
@@ -73,7 +74,7 @@ export async function serverVersion(kube: Kube): Promise<string> {
   return v.gitVersion;
 }
 
-/** Installs the test Application CRD when the cluster lacks it (the service watches Applications). */
+/** Installs Argo CD's Application CRD when the cluster lacks it (the service watches Applications). */
 export async function ensureApplicationCrd(kube: Kube): Promise<void> {
   const api = kube.kc.makeApiClient(ApiextensionsV1Api);
   const missing = [];

@@ -22,7 +22,10 @@ export const WORKLOAD_KINDS: readonly WorkloadKind[] = [
  * `interrupted`: the service stopped or lost the Lease mid-reload; the pending action stays in the
  * ledger and the next leader resumes it. Only success and failure count in Reloader's metric.
  */
-export const RELOAD_RESULTS = ['success', 'failure', 'skipped', 'interrupted'] as const;
+// not-needed: every pod was already newer than the change (a template rollout in the same sync
+// replaced them), so nothing was restarted; it is not a reload and reloader_reload_executed_total
+// does not count it.
+export const RELOAD_RESULTS = ['success', 'failure', 'skipped', 'interrupted', 'not-needed'] as const;
 export type ReloadResult = (typeof RELOAD_RESULTS)[number];
 
 /** How one git write-back ended: a commit pushed, nothing to commit (value already set), or an error. */
@@ -228,7 +231,10 @@ export class Metrics {
     // Every series an alert reads starts at 0, so increase() sees the first failure.
     for (const strategy of RELOAD_STRATEGIES) {
       for (const kind of WORKLOAD_KINDS) {
-        for (const result of RELOAD_RESULTS) this.#reloads.inc({ strategy, kind, result }, 0);
+        for (const result of RELOAD_RESULTS) {
+          // Informational: no alert reads it, so it appears only once it happens.
+          if (result !== 'not-needed') this.#reloads.inc({ strategy, kind, result }, 0);
+        }
       }
     }
     for (const kind of WORKLOAD_KINDS) this.#podsReplaced.inc({ kind }, 0);

@@ -659,6 +659,12 @@ export class Reconciler {
           });
       await ledger.put(t.id, { configs: a.target, reloadedAt: new Date().toISOString() });
       this.#failures.delete(t.id);
+      if (result.notNeeded) {
+        metric?.finish('not-needed');
+        log.info({ ...f, replaced: 0, notNeeded: true }, 'reload complete');
+        await this.#event(t, 'ReloadNotNeeded', `${changed.join(', ')} changed; ${result.summary}`);
+        return;
+      }
       metric?.finish('success', result.replaced);
       log.info({ ...f, replaced: result.replaced }, 'reload complete');
       // The cutoff is what decided only when no snapshot of pods did (ADR 0008); a CronJob or Job

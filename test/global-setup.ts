@@ -1,13 +1,14 @@
 // Gives every integration suite one control plane: TEST_KUBECONFIG if set, otherwise the local
-// one from test/cluster, reused when already running, else built and started here (and stopped
-// again at the end). It never skips: if the control plane cannot start, the run fails.
+// one from test/cluster with the real Argo CD, Argo Rollouts and git server next to it, reused when
+// already running, else built and started here (and stopped again at the end). It never skips: if
+// the control plane or Argo CD cannot start, the run fails.
 import path from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import type { TestProject } from 'vitest/node';
+import type { ArgoCdEndpoints } from './cluster/argocd.ts';
 import { ensureBinaries } from './cluster/build.ts';
 import { down, status, up } from './cluster/control-plane.ts';
 import { clusterPaths } from './cluster/paths.ts';
-import { ensureCrds, loadCrds } from './support/crds.ts';
 import { installMirrors, upstreamAvailable, upstreamCrdDir } from './support/upstream-schema.ts';
 
 const say = (msg: string) => console.log(`[cluster] ${msg}`);
@@ -16,6 +17,7 @@ export default async function setup(project: TestProject): Promise<(() => Promis
   const external = process.env.TEST_KUBECONFIG;
   let kubeconfig: string;
   let teardown: (() => Promise<void>) | undefined;
+  let argocd: ArgoCdEndpoints | undefined;
   if (external) {
     kubeconfig = path.resolve(external);
     say(`using the cluster in TEST_KUBECONFIG=${kubeconfig}`);
@@ -27,11 +29,19 @@ export default async function setup(project: TestProject): Promise<(() => Promis
         ? `binaries built in ${built.seconds.toFixed(0)}s`
         : `binaries cached (key ${built.key}): no Go build`,
     );
-    const current = await status(paths);
+    let current = await status(paths);
+    if (current.running && !current.state?.argocd) {
+      say(
+        'the running control plane has no Argo CD (started with --no-argocd or by an older version): restarting it',
+      );
+      await down(paths);
+      current = await status(paths);
+    }
     if (current.running) {
       say(`reusing the running control plane at ${current.state?.server} (cluster up took 0s)`);
     } else {
       const r = await up(paths, say);
+      current = await status(paths);
       say(`cluster up took ${r.seconds.toFixed(1)}s`);
       if (!process.env.KEEP_CLUSTER) {
         teardown = async () => {
@@ -41,10 +51,10 @@ export default async function setup(project: TestProject): Promise<(() => Promis
       }
     }
     kubeconfig = paths.kubeconfig;
+    argocd = current.state?.argocd;
   }
   const kc = new KubeConfig();
   kc.loadFromFile(kubeconfig);
-  await ensureCrds(kc, await loadCrds());
   if (upstreamAvailable()) {
     await installMirrors(kc);
     say(`upstream Argo CD / Argo Rollouts schemas from ${upstreamCrdDir} installed for the schema check`);
@@ -52,5 +62,6 @@ export default async function setup(project: TestProject): Promise<(() => Promis
     say(`upstream CRD schemas not found at ${upstreamCrdDir}: the upstream schema check will not run`);
   }
   project.provide('kubeconfig', kubeconfig);
+  project.provide('argocd', argocd);
   return teardown;
 }

@@ -7,6 +7,7 @@ import type { CoreApi } from './api.ts';
 
 export type EventReason =
   | 'Reloaded'
+  | 'ReloadNotNeeded'
   | 'ReloadSkipped'
   | 'ReloadFailed'
   | 'ReloadConfigInvalid'

@@ -1,6 +1,7 @@
 // Turns raw API objects (plain JSON from LIST/WATCH) into the slim records the caches keep.
 // ConfigMap and Secret data is hashed here and goes no further.
 import { createHash } from 'node:crypto';
+import { canonicalJson } from '../core/canonical-json.ts';
 import { type ConfigDigest, hashConfig } from '../core/config-hash.ts';
 import { type ConfigRecord, relevant, type WorkloadRecord } from '../core/records.ts';
 import { extractReferences, type PodSpecLike } from '../core/references.ts';
@@ -81,8 +82,9 @@ export function workloadRecord(kind: WorkloadKind, raw: RawObject): WorkloadReco
     templateAnnotations: relevant(template?.metadata?.annotations),
     labels: relevant(m.labels),
     uses: template?.spec ? extractReferences(m.namespace, template.spec) : [],
+    // By meaning, not spelling: writers of one template differ in key order and empty fields.
     templateHash: createHash('sha256')
-      .update(JSON.stringify(template ?? null))
+      .update(canonicalJson(template ?? null))
       .digest('hex')
       .slice(0, 16),
     selector: spec?.selector as WorkloadRecord['selector'],

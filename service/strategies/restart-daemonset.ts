@@ -94,6 +94,7 @@ export async function restartDaemonSet(
           : '';
         return {
           replaced: n,
+          ...(n === 0 ? { notNeeded: true } : {}),
           summary:
             n === 0
               ? 'every pod was already newer than the change'

@@ -156,7 +156,7 @@ export async function restartDeployment(
           n === 0
             ? 'every pod was already newer than the change'
             : `replaced ${plural(n, 'pod')}${recreate ? ' (strategy Recreate: downtime accepted, no surge pod)' : ''}`;
-        return { replaced: n, summary };
+        return { replaced: n, summary, ...(n === 0 ? { notNeeded: true } : {}) };
       }
       case 'evict': {
         await evictor.evictNamedAndPace(step.pods, pods);

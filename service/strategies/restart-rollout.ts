@@ -42,6 +42,15 @@ export async function restartRollout(ctx: StrategyContext, req: ReloadRequest): 
     const ro = (await ctx.custom.getNamespacedCustomObject(coordinates)) as RolloutObject;
     if (ro.metadata?.uid !== req.workload.ref.uid)
       throw new Error(`Rollout ${namespace}/${name} was replaced`);
+    if (req.templateChangedSince()) {
+      // The template changed after the config: the Rollout's own update starts new pods, which read
+      // the new config. A restartAt now would restart those new pods a second time.
+      return {
+        replaced: 0,
+        notNeeded: true,
+        summary: "the pod template changed after the config: the Rollout's own update replaces the pods",
+      };
+    }
     const current = ro.spec?.restartAt;
     const restartAt = restartAtFor(current, req.cutoffMs, Date.now());
     if (restartAt === undefined) {

@@ -98,6 +98,7 @@ export async function restartStatefulSet(
         const n = evictor.evicted.size;
         return {
           replaced: n,
+          ...(n === 0 ? { notNeeded: true } : {}),
           summary:
             n === 0
               ? 'every pod was already newer than the change'

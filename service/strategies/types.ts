@@ -47,6 +47,12 @@ export interface StrategyResult {
   replaced: number;
   /** One line for the Reloaded Event, after "configs changed;". */
   summary: string;
+  /**
+   * Nothing had to be restarted: every pod was already newer than the change (a template rollout
+   * in the same sync replaced them, or is replacing them). Not a reload: its own Event reason, and
+   * not in the reload counters.
+   */
+  notNeeded?: boolean;
   /** The uid the Event goes on when the reload replaced the workload object itself (a recreated Job). */
   uid?: string;
 }

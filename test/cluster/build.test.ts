@@ -2,7 +2,7 @@ import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { buildKey, kubernetesVersion, targets } from './build.ts';
+import { buildKey, kubernetesVersion, moduleKey, pinnedVersion, targets, toolchains } from './build.ts';
 import { clusterPaths } from './paths.ts';
 
 const dirs: string[] = [];
@@ -20,10 +20,17 @@ async function copyOfModules() {
 }
 
 describe('the control-plane build cache key', () => {
-  it('pins Kubernetes 1.36 and builds every component the tests and people need', async () => {
-    expect(await kubernetesVersion(clusterPaths())).toMatch(/^v1\.36\.\d+$/);
+  it('pins Kubernetes 1.36, Argo CD 3.6 and Argo Rollouts 1.9, and builds every component the tests and people need', async () => {
+    const paths = clusterPaths();
+    expect(await kubernetesVersion(paths)).toMatch(/^v1\.36\.\d+$/);
+    expect(await pinnedVersion(paths, 'argocd', 'github.com/argoproj/argo-cd/v3')).toMatch(/^v3\.6\.\d+$/);
+    expect(await pinnedVersion(paths, 'rollouts', 'github.com/argoproj/argo-rollouts')).toMatch(
+      /^v1\.9\.\d+$/,
+    );
+    expect(toolchains.argocd).toMatch(/^go1\.27\.\d+$/);
     expect(targets.map((t) => t.binary).sort()).toEqual(
       [
+        'argocd',
         'etcd',
         'helm',
         'kube-apiserver',
@@ -31,8 +38,20 @@ describe('the control-plane build cache key', () => {
         'kube-scheduler',
         'kubectl',
         'kwok',
+        'rollouts-controller',
       ].sort(),
     );
+  });
+
+  it('keys each module on its own, so moving one pin rebuilds only that module', async () => {
+    const paths = await copyOfModules();
+    const before = await moduleKey(paths, 'kubernetes', 'go1.26.8');
+    const argoBefore = await moduleKey(paths, 'argocd', 'go1.26.8');
+    const gomod = path.join(paths.goModules, 'kwok', 'go.mod');
+    await writeFile(gomod, (await readFile(gomod, 'utf8')).replace('kwok v0.8.0', 'kwok v0.8.1'));
+    expect(await moduleKey(paths, 'kubernetes', 'go1.26.8')).toBe(before);
+    // Argo CD builds with its own toolchain: the machine's Go version does not move its key.
+    expect(await moduleKey(paths, 'argocd', 'go1.26.9')).toBe(argoBefore);
   });
 
   it('is stable for the same versions and Go toolchain', async () => {

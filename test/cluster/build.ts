@@ -1,12 +1,14 @@
-// Builds the control-plane binaries from the Go modules pinned in test/cluster/go, once per set of versions.
+// Builds the binaries of the local test environment from the Go modules pinned in test/cluster/go:
+// the control plane, Helm, Argo CD and Argo Rollouts. Each module has its own cache key, so a pin
+// that moves rebuilds only that module's binaries.
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { createWriteStream, existsSync } from 'node:fs';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ClusterPaths } from './paths.ts';
 
-interface GoTarget {
+export interface GoTarget {
   /** Directory under test/cluster/go holding the go.mod that pins the version. */
   module: string;
   pkg: string;
@@ -24,17 +26,75 @@ export const targets: readonly GoTarget[] = [
   { module: 'kubernetes', pkg: 'k8s.io/kubernetes/cmd/kube-scheduler', binary: 'kube-scheduler' },
   { module: 'kubernetes', pkg: 'k8s.io/kubernetes/cmd/kubectl', binary: 'kubectl' },
   { module: 'kwok', pkg: 'sigs.k8s.io/kwok/cmd/kwok', binary: 'kwok' },
-  // Renders manifests/chart for the manifest tests; not part of the control plane.
+  // Renders manifests/chart for the manifest tests, and Helm sources for Argo CD's repo-server.
   { module: 'helm', pkg: 'helm.sh/helm/v3/cmd/helm', binary: 'helm' },
+  // One multi-call binary: ARGOCD_BINARY_NAME picks the application-controller, repo-server,
+  // notifications controller, API server or cmp-server.
+  { module: 'argocd', pkg: 'github.com/argoproj/argo-cd/v3/cmd', binary: 'argocd' },
+  {
+    module: 'rollouts',
+    pkg: 'github.com/argoproj/argo-rollouts/cmd/rollouts-controller',
+    binary: 'rollouts-controller',
+  },
 ];
 
-const KEY_FILE = '.build-key';
+/**
+ * Go toolchain per module, when the machine's is too old. Argo CD v3.6 needs Go 1.27; the module
+ * proxy serves the toolchain, so GOTOOLCHAIN downloads it once into the module cache.
+ */
+export const toolchains: Readonly<Record<string, string>> = { argocd: 'go1.27.3' };
+
+/** Files copied out of a module's source next to the binaries: CRDs and helper scripts. */
+interface Asset {
+  module: string;
+  modulePath: string;
+  /** Paths inside the module; a directory means every *.yaml file in it. */
+  from: string[];
+  to: string;
+  mode?: number;
+}
+
+export const assets: readonly Asset[] = [
+  {
+    module: 'argocd',
+    modulePath: 'github.com/argoproj/argo-cd/v3',
+    from: ['manifests/crds'],
+    to: 'crds/argocd',
+  },
+  {
+    // The repo-server runs it for every git source, even with GPG verification off.
+    module: 'argocd',
+    modulePath: 'github.com/argoproj/argo-cd/v3',
+    from: ['hack/git-verify-wrapper.sh'],
+    to: 'argocd-tools',
+    mode: 0o755,
+  },
+  {
+    module: 'rollouts',
+    modulePath: 'github.com/argoproj/argo-rollouts',
+    from: ['manifests/crds'],
+    to: 'crds/rollouts',
+  },
+];
 
 /** Reads the Kubernetes release pinned in go/kubernetes/go.mod, e.g. "v1.36.3". */
 export async function kubernetesVersion(paths: ClusterPaths): Promise<string> {
   const gomod = await readFile(path.join(paths.goModules, 'kubernetes', 'go.mod'), 'utf8');
   const match = /^require k8s\.io\/kubernetes (v\S+)$/m.exec(gomod);
   if (!match?.[1]) throw new Error('test/cluster/go/kubernetes/go.mod does not pin k8s.io/kubernetes');
+  return match[1];
+}
+
+/** The version a module's go.mod requires of `modulePath`, e.g. "v3.6.1". */
+export async function pinnedVersion(
+  paths: ClusterPaths,
+  module: string,
+  modulePath: string,
+): Promise<string> {
+  const gomod = await readFile(path.join(paths.goModules, module, 'go.mod'), 'utf8');
+  const escaped = modulePath.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+  const match = new RegExp(`^(?:require\\s+)?\\s*${escaped} (v\\S+)`, 'm').exec(gomod);
+  if (!match?.[1]) throw new Error(`test/cluster/go/${module}/go.mod does not pin ${modulePath}`);
   return match[1];
 }
 
@@ -52,79 +112,187 @@ function ldflags(module: string, k8sVersion: string): string {
   return ['-s -w', ...vars].join(' ');
 }
 
-async function run(cmd: string, args: string[], cwd: string, log: NodeJS.WritableStream): Promise<string> {
+function goEnv(module: string): NodeJS.ProcessEnv {
+  const toolchain = toolchains[module];
+  return { ...process.env, CGO_ENABLED: '0', ...(toolchain ? { GOTOOLCHAIN: toolchain } : {}) };
+}
+
+interface RunOptions {
+  cwd: string;
+  log: NodeJS.WritableStream;
+  env?: NodeJS.ProcessEnv;
+  /** Called for each line on stderr (go build -v names each package as it compiles it). */
+  onLine?: (line: string) => void;
+}
+
+async function run(cmd: string, args: string[], o: RunOptions): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { cwd, env: process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(cmd, args, {
+      cwd: o.cwd,
+      env: o.env ?? process.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
+    let partial = '';
     child.stdout.on('data', (d: Buffer) => {
       out += d.toString();
-      log.write(d);
+      o.log.write(d);
     });
-    child.stderr.on('data', (d: Buffer) => log.write(d));
+    child.stderr.on('data', (d: Buffer) => {
+      o.log.write(d);
+      if (!o.onLine) return;
+      partial += d.toString();
+      const lines = partial.split('\n');
+      partial = lines.pop() ?? '';
+      for (const l of lines) o.onLine(l);
+    });
     child.on('error', (err) => reject(new Error(`cannot run ${cmd}: ${err.message}`)));
     child.on('close', (code) => {
       if (code === 0) resolve(out);
-      else reject(new Error(`${cmd} ${args.join(' ')} (in ${cwd}) exited with ${code}`));
+      else reject(new Error(`${cmd} ${args.join(' ')} (in ${o.cwd}) exited with ${code}; see the build log`));
     });
   });
 }
 
 /**
- * The cache key: the Go toolchain plus every go.mod/go.sum and this file's build recipe.
- * A change to any pinned version changes the key and triggers a rebuild.
+ * A module's cache key: the Go toolchain, the module's go.mod/go.sum, and its build recipe (targets,
+ * ldflags, assets). A change to any of them rebuilds that module's binaries only.
  */
-export async function buildKey(paths: ClusterPaths, goVersion: string): Promise<string> {
+export async function moduleKey(paths: ClusterPaths, module: string, goVersion: string): Promise<string> {
   const hash = createHash('sha256');
-  hash.update(goVersion);
-  hash.update(JSON.stringify(targets));
-  hash.update(ldflags('kubernetes', await kubernetesVersion(paths)));
-  for (const module of [...new Set(targets.map((t) => t.module))].sort()) {
-    for (const file of ['go.mod', 'go.sum']) {
-      hash.update(`${module}/${file}\n`);
-      hash.update(await readFile(path.join(paths.goModules, module, file)));
-    }
+  hash.update(toolchains[module] ?? goVersion);
+  hash.update(JSON.stringify(targets.filter((t) => t.module === module)));
+  hash.update(JSON.stringify(assets.filter((a) => a.module === module)));
+  if (module === 'kubernetes') hash.update(ldflags('kubernetes', await kubernetesVersion(paths)));
+  for (const file of ['go.mod', 'go.sum']) {
+    hash.update(`${module}/${file}\n`);
+    hash.update(await readFile(path.join(paths.goModules, module, file)));
   }
   return hash.digest('hex').slice(0, 16);
+}
+
+/** One key for the whole set (reported to people; each module is cached by its own key). */
+export async function buildKey(paths: ClusterPaths, goVersion: string): Promise<string> {
+  const hash = createHash('sha256');
+  for (const module of modules()) hash.update(`${module}=${await moduleKey(paths, module, goVersion)}\n`);
+  return hash.digest('hex').slice(0, 16);
+}
+
+export function modules(): string[] {
+  return [...new Set(targets.map((t) => t.module))];
 }
 
 export interface BuildResult {
   built: boolean;
   seconds: number;
   key: string;
+  /** Seconds per module that had to be built. */
+  perModule: Record<string, number>;
 }
 
-/** Makes sure every binary in `targets` is in paths.bin for the current key; builds only what is missing. */
+const keyFile = (paths: ClusterPaths, module: string) => path.join(paths.bin, `.build-key-${module}`);
+
+async function copyAssets(paths: ClusterPaths, module: string, log: NodeJS.WritableStream): Promise<void> {
+  for (const a of assets.filter((x) => x.module === module)) {
+    const version = await pinnedVersion(paths, module, a.modulePath);
+    const dir = (
+      await run('go', ['list', '-m', '-f', '{{.Dir}}', `${a.modulePath}@${version}`], {
+        cwd: path.join(paths.goModules, module),
+        log,
+        env: goEnv(module),
+      })
+    ).trim();
+    const to = path.join(paths.bin, a.to);
+    await mkdir(to, { recursive: true });
+    for (const from of a.from) {
+      const src = path.join(dir, from);
+      const files = from.endsWith('.sh')
+        ? [src]
+        : (await readdir(src))
+            .filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml')
+            .map((f) => path.join(src, f));
+      for (const f of files) {
+        const dest = path.join(to, path.basename(f));
+        await rm(dest, { force: true });
+        await copyFile(f, dest);
+        // The module cache is read-only (0444): give the copy its own mode.
+        await chmod(dest, a.mode ?? 0o644);
+      }
+    }
+  }
+}
+
+/**
+ * Makes sure every binary in `targets` is in paths.bin for its module's current key; builds only
+ * what is missing or stale, printing progress (packages compiled) while a long build runs.
+ */
 export async function ensureBinaries(paths: ClusterPaths, say: (msg: string) => void): Promise<BuildResult> {
   const started = performance.now();
   await mkdir(paths.bin, { recursive: true });
   const log = createWriteStream(path.join(paths.bin, 'build.log'), { flags: 'a' });
+  const perModule: Record<string, number> = {};
   try {
-    const goVersion = (await run('go', ['version'], paths.goModules, log)).trim();
-    const key = await buildKey(paths, goVersion);
-    const keyFile = path.join(paths.bin, KEY_FILE);
-    const current = existsSync(keyFile) ? (await readFile(keyFile, 'utf8')).trim() : '';
-    const complete = targets.every((t) => existsSync(path.join(paths.bin, t.binary)));
-    if (current === key && complete) return { built: false, seconds: 0, key };
-
-    say(
-      `building control-plane binaries (key ${key}, ${goVersion}); log: ${path.join(paths.bin, 'build.log')}`,
-    );
-    await rm(keyFile, { force: true });
+    const goVersion = (await run('go', ['env', 'GOVERSION'], { cwd: paths.goModules, log })).trim();
     const k8sVersion = await kubernetesVersion(paths);
-    for (const t of targets) {
-      const t0 = performance.now();
-      const out = path.join(paths.bin, t.binary);
-      const flags = `-ldflags=${ldflags(t.module, k8sVersion)}`;
-      await run(
-        'go',
-        ['build', '-trimpath', flags, '-o', out, t.pkg],
-        path.join(paths.goModules, t.module),
-        log,
+    for (const module of modules()) {
+      const key = await moduleKey(paths, module, goVersion);
+      const file = keyFile(paths, module);
+      const current = existsSync(file) ? (await readFile(file, 'utf8')).trim() : '';
+      const mine = targets.filter((t) => t.module === module);
+      if (current === key && mine.every((t) => existsSync(path.join(paths.bin, t.binary)))) continue;
+
+      const m0 = performance.now();
+      say(
+        `building ${mine.map((t) => t.binary).join(', ')} from test/cluster/go/${module} (key ${key}, ${toolchains[module] ?? goVersion}); log: ${path.join(paths.bin, 'build.log')}`,
       );
-      say(`built ${t.binary} in ${((performance.now() - t0) / 1000).toFixed(0)}s`);
+      await rm(file, { force: true });
+      for (const t of mine) {
+        const t0 = performance.now();
+        let compiled = 0;
+        const beat = setInterval(() => {
+          say(
+            `  … ${t.binary}: ${compiled} packages compiled, ${((performance.now() - t0) / 1000).toFixed(0)}s`,
+          );
+        }, 30_000);
+        try {
+          await run(
+            'go',
+            [
+              'build',
+              '-v',
+              '-trimpath',
+              `-ldflags=${ldflags(t.module, k8sVersion)}`,
+              '-o',
+              path.join(paths.bin, t.binary),
+              t.pkg,
+            ],
+            {
+              cwd: path.join(paths.goModules, t.module),
+              log,
+              env: goEnv(t.module),
+              onLine: (l) => {
+                if (l && !l.startsWith('go: ') && !l.startsWith('#')) compiled++;
+              },
+            },
+          );
+        } finally {
+          clearInterval(beat);
+        }
+        say(
+          `built ${t.binary} in ${((performance.now() - t0) / 1000).toFixed(0)}s (${compiled} packages compiled)`,
+        );
+      }
+      await copyAssets(paths, module, log);
+      await writeFile(file, `${key}\n`);
+      perModule[module] = (performance.now() - m0) / 1000;
     }
-    await writeFile(keyFile, `${key}\n`);
-    return { built: true, seconds: (performance.now() - started) / 1000, key };
+    const built = Object.keys(perModule).length > 0;
+    return {
+      built,
+      seconds: (performance.now() - started) / 1000,
+      key: await buildKey(paths, goVersion),
+      perModule,
+    };
   } finally {
     log.end();
   }

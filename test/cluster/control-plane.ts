@@ -2,15 +2,14 @@
 // kube-scheduler and kwok, all on loopback with free ports, plus three kwok-managed nodes.
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
-import http from 'node:http';
-import https from 'node:https';
-import net from 'node:net';
 import path from 'node:path';
 import { CoreV1Api, KubeConfig, type V1Node } from '@kubernetes/client-node';
+import { type ArgoCdEndpoints, removeSockets, startArgoCd } from './argocd.ts';
 import { renderKubeconfig } from './kubeconfig.ts';
+import { launch, probe, until } from './launch.ts';
 import type { ClusterPaths } from './paths.ts';
 import { generatePki, type Identity, type Pki, readPem } from './pki.ts';
-import { isOurs, type Started, startDetached, stop } from './processes.ts';
+import { exitOf, isOurs, type Started, stop } from './processes.ts';
 
 export const NODE_COUNT = 3;
 export const nodeNames = Array.from({ length: NODE_COUNT }, (_, i) => `kwok-node-${i}`);
@@ -19,6 +18,8 @@ export interface ClusterState {
   startedAt: string;
   server: string;
   processes: Started[];
+  /** Set once Argo CD, Argo Rollouts and the git server are up (see argocd.ts). */
+  argocd?: ArgoCdEndpoints;
 }
 
 const clients: readonly Identity[] = [
@@ -28,73 +29,6 @@ const clients: readonly Identity[] = [
   // kwok plays every kubelet (node status, pod status, leases, deletion), so it gets full rights.
   { name: 'kwok', commonName: 'kwok', organization: 'system:masters' },
 ];
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      srv.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port'))));
-    });
-  });
-}
-
-interface Probe {
-  url: string;
-  ca?: string;
-  cert?: string;
-  key?: string;
-}
-
-/** GET over HTTPS (or HTTP); resolves with the status code and body, never throws. */
-function probe(p: Probe): Promise<{ status: number; body: string }> {
-  return new Promise((resolve) => {
-    const url = new URL(p.url);
-    const mod = url.protocol === 'https:' ? https : http;
-    const opts = {
-      method: 'GET',
-      timeout: 2000,
-      ...(p.ca ? { ca: p.ca, cert: p.cert, key: p.key } : { rejectUnauthorized: false }),
-    };
-    const done = (status: number, body: string) => resolve({ status, body });
-    const req = mod.request(url, opts, (res) => {
-      let body = '';
-      res.on('data', (d: Buffer) => {
-        body += d.toString();
-      });
-      res.on('end', () => done(res.statusCode ?? 0, body));
-    });
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.on('error', (err) => done(0, err.message));
-    req.end();
-  });
-}
-
-async function until(what: string, timeoutMs: number, check: () => Promise<string | true>): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let last = 'not checked yet';
-  while (Date.now() < deadline) {
-    const r = await check();
-    if (r === true) return;
-    last = r;
-    await new Promise((res) => setTimeout(res, 200));
-  }
-  throw new Error(`timed out after ${timeoutMs / 1000}s waiting for ${what}; last seen: ${last}`);
-}
-
-async function waitHealthy(proc: Started, logFile: string, timeoutMs: number, p: Probe): Promise<void> {
-  await until(`${proc.name} ${p.url}`, timeoutMs, async () => {
-    if (!isOurs(proc)) {
-      const tail = existsSync(logFile)
-        ? (await readFile(logFile, 'utf8')).split('\n').slice(-15).join('\n')
-        : '';
-      throw new Error(`${proc.name} exited during start-up; end of ${logFile}:\n${tail}`);
-    }
-    const r = await probe(p);
-    return r.status === 200 ? true : `HTTP ${r.status} ${r.body.slice(0, 200)}`;
-  });
-}
 
 export async function readState(paths: ClusterPaths): Promise<ClusterState | undefined> {
   if (!existsSync(paths.stateFile)) return undefined;
@@ -135,6 +69,7 @@ export async function down(paths: ClusterPaths): Promise<string[]> {
       report.push(`${p.name} (pid ${p.pid}): ${await stop(p)}`);
     }
   }
+  await removeSockets(state?.argocd);
   await rm(paths.state, { recursive: true, force: true });
   await rm(paths.kubeconfig, { force: true });
   await rm(paths.stateFile, { force: true });
@@ -146,7 +81,16 @@ export interface UpResult {
   state: ClusterState;
 }
 
-export async function up(paths: ClusterPaths, say: (msg: string) => void): Promise<UpResult> {
+export interface UpOptions {
+  /** Also start Argo CD, Argo Rollouts and the git server (default true). */
+  argocd?: boolean;
+}
+
+export async function up(
+  paths: ClusterPaths,
+  say: (msg: string) => void,
+  options: UpOptions = {},
+): Promise<UpResult> {
   const t0 = performance.now();
   const current = await status(paths);
   if (current.running && current.state) return { seconds: 0, state: current.state };
@@ -158,79 +102,92 @@ export async function up(paths: ClusterPaths, say: (msg: string) => void): Promi
   const pki = await generatePki(pkiDir, clients);
   const bin = (name: string) => path.join(paths.bin, name);
   const log = (name: string) => path.join(paths.logs, `${name}.log`);
-  for (const name of ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kwok']) {
-    await writeFile(log(name), '');
-  }
 
   const processes: Started[] = [];
+  let argocd: ArgoCdEndpoints | undefined;
   const saveState = async (server: string) => {
-    const state: ClusterState = { startedAt: new Date().toISOString(), server, processes };
+    const state: ClusterState = {
+      startedAt: new Date().toISOString(),
+      server,
+      processes,
+      ...(argocd ? { argocd } : {}),
+    };
     await writeFile(paths.stateFile, `${JSON.stringify(state, null, 2)}\n`);
     return state;
   };
+  let server = '';
+  const register = async (p: Started) => {
+    processes.push(p);
+    await saveState(server);
+  };
 
   try {
-    // etcd
-    const [etcdClient, etcdPeer] = [await freePort(), await freePort()];
-    const etcdUrl = `http://127.0.0.1:${etcdClient}`;
-    const etcd = startDetached(
-      'etcd',
-      bin('etcd'),
-      [
-        '--name=default',
-        `--data-dir=${path.join(paths.state, 'etcd')}`,
-        `--listen-client-urls=${etcdUrl}`,
-        `--advertise-client-urls=${etcdUrl}`,
-        `--listen-peer-urls=http://127.0.0.1:${etcdPeer}`,
-        `--initial-advertise-peer-urls=http://127.0.0.1:${etcdPeer}`,
-        `--initial-cluster=default=http://127.0.0.1:${etcdPeer}`,
-        // A test cluster can lose its data on a machine crash; speed matters more.
-        '--unsafe-no-fsync',
-        '--log-level=warn',
-      ],
-      log('etcd'),
+    const etcd = await launch(
+      {
+        name: 'etcd',
+        binary: bin('etcd'),
+        logFile: log('etcd'),
+        ports: 2,
+        args: ([client, peer]) => [
+          '--name=default',
+          `--data-dir=${path.join(paths.state, 'etcd')}`,
+          `--listen-client-urls=http://127.0.0.1:${client}`,
+          `--advertise-client-urls=http://127.0.0.1:${client}`,
+          `--listen-peer-urls=http://127.0.0.1:${peer}`,
+          `--initial-advertise-peer-urls=http://127.0.0.1:${peer}`,
+          `--initial-cluster=default=http://127.0.0.1:${peer}`,
+          // A test cluster can lose its data on a machine crash; speed matters more.
+          '--unsafe-no-fsync',
+          '--log-level=warn',
+        ],
+        health: ([client]) => ({ url: `http://127.0.0.1:${client}/health` }),
+        timeoutMs: 30_000,
+      },
+      register,
+      say,
     );
-    processes.push(etcd);
-    await saveState('');
-    await waitHealthy(etcd, log('etcd'), 30_000, { url: `${etcdUrl}/health` });
+    const etcdUrl = `http://127.0.0.1:${etcd.ports[0]}`;
 
-    // kube-apiserver
-    const apiPort = await freePort();
-    const server = `https://127.0.0.1:${apiPort}`;
-    const apiserver = startDetached(
-      'kube-apiserver',
-      bin('kube-apiserver'),
-      [
-        `--etcd-servers=${etcdUrl}`,
-        '--bind-address=127.0.0.1',
-        '--advertise-address=127.0.0.1',
-        `--secure-port=${apiPort}`,
-        `--cert-dir=${path.join(paths.state, 'apiserver')}`,
-        `--tls-cert-file=${pki.serverCert}`,
-        `--tls-private-key-file=${pki.serverKey}`,
-        `--client-ca-file=${pki.caCert}`,
-        `--service-account-key-file=${pki.serviceAccountPub}`,
-        `--service-account-signing-key-file=${pki.serviceAccountKey}`,
-        '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
-        '--service-cluster-ip-range=10.96.0.0/16',
-        '--authorization-mode=Node,RBAC',
-        // No real endpoints exist for the kubernetes Service on loopback.
-        '--endpoint-reconciler-type=none',
-        '--allow-privileged=true',
-        '--profiling=false',
-        '--v=1',
-      ],
-      log('kube-apiserver'),
-    );
-    processes.push(apiserver);
-    await saveState(server);
     const admin = pki.client('admin');
     const adminProbe = {
       ca: await readPem(pki.caCert),
       cert: await readPem(admin.cert),
       key: await readPem(admin.key),
     };
-    await waitHealthy(apiserver, log('kube-apiserver'), 60_000, { url: `${server}/readyz`, ...adminProbe });
+    const api = await launch(
+      {
+        name: 'kube-apiserver',
+        binary: bin('kube-apiserver'),
+        logFile: log('kube-apiserver'),
+        ports: 1,
+        args: ([port]) => [
+          `--etcd-servers=${etcdUrl}`,
+          '--bind-address=127.0.0.1',
+          '--advertise-address=127.0.0.1',
+          `--secure-port=${port}`,
+          `--cert-dir=${path.join(paths.state, 'apiserver')}`,
+          `--tls-cert-file=${pki.serverCert}`,
+          `--tls-private-key-file=${pki.serverKey}`,
+          `--client-ca-file=${pki.caCert}`,
+          `--service-account-key-file=${pki.serviceAccountPub}`,
+          `--service-account-signing-key-file=${pki.serviceAccountKey}`,
+          '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+          '--service-cluster-ip-range=10.96.0.0/16',
+          '--authorization-mode=Node,RBAC',
+          // No real endpoints exist for the kubernetes Service on loopback.
+          '--endpoint-reconciler-type=none',
+          '--allow-privileged=true',
+          '--profiling=false',
+          '--v=1',
+        ],
+        health: ([port]) => ({ url: `https://127.0.0.1:${port}/readyz`, ...adminProbe }),
+        timeoutMs: 60_000,
+      },
+      register,
+      say,
+    );
+    server = `https://127.0.0.1:${api.ports[0]}`;
+    await saveState(server);
 
     for (const c of clients) {
       const { cert, key } = pki.client(c.name);
@@ -249,77 +206,86 @@ export async function up(paths: ClusterPaths, say: (msg: string) => void): Promi
     }
     const kc = (name: string) => path.join(paths.state, `${name}.kubeconfig`);
 
-    const kcmPort = await freePort();
-    const kcm = startDetached(
-      'kube-controller-manager',
-      bin('kube-controller-manager'),
-      [
-        `--kubeconfig=${kc('controller-manager')}`,
-        `--authentication-kubeconfig=${kc('controller-manager')}`,
-        `--authorization-kubeconfig=${kc('controller-manager')}`,
-        '--bind-address=127.0.0.1',
-        `--secure-port=${kcmPort}`,
-        `--cert-dir=${path.join(paths.state, 'controller-manager')}`,
-        `--service-account-private-key-file=${pki.serviceAccountKey}`,
-        `--root-ca-file=${pki.caCert}`,
-        '--use-service-account-credentials=true',
-        '--leader-elect=false',
-        '--controllers=*',
-        '--v=1',
-      ],
-      log('kube-controller-manager'),
-    );
-    processes.push(kcm);
-
-    const schedPort = await freePort();
-    const scheduler = startDetached(
-      'kube-scheduler',
-      bin('kube-scheduler'),
-      [
-        `--kubeconfig=${kc('scheduler')}`,
-        `--authentication-kubeconfig=${kc('scheduler')}`,
-        `--authorization-kubeconfig=${kc('scheduler')}`,
-        '--bind-address=127.0.0.1',
-        `--secure-port=${schedPort}`,
-        `--cert-dir=${path.join(paths.state, 'scheduler')}`,
-        '--leader-elect=false',
-        '--v=1',
-      ],
-      log('kube-scheduler'),
-    );
-    processes.push(scheduler);
-
-    const kwokPort = await freePort();
-    const kwok = startDetached(
-      'kwok',
-      bin('kwok'),
-      [
-        `--kubeconfig=${kc('kwok')}`,
-        `--config=${path.join(paths.root, 'test', 'cluster', 'kwok', 'stages.yaml')}`,
-        '--manage-all-nodes=false',
-        '--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake',
-        '--node-ip=127.0.0.1',
-        '--cidr=10.244.0.1/16',
-        '--node-lease-duration-seconds=40',
-        `--server-address=127.0.0.1:${kwokPort}`,
-      ],
-      log('kwok'),
-    );
-    processes.push(kwok);
-    const state = await saveState(server);
-
     await Promise.all([
-      waitHealthy(kcm, log('kube-controller-manager'), 60_000, {
-        url: `https://127.0.0.1:${kcmPort}/healthz`,
-      }),
-      waitHealthy(scheduler, log('kube-scheduler'), 60_000, { url: `https://127.0.0.1:${schedPort}/readyz` }),
-      waitHealthy(kwok, log('kwok'), 60_000, { url: `http://127.0.0.1:${kwokPort}/healthz` }),
+      launch(
+        {
+          name: 'kube-controller-manager',
+          binary: bin('kube-controller-manager'),
+          logFile: log('kube-controller-manager'),
+          ports: 1,
+          args: ([port]) => [
+            `--kubeconfig=${kc('controller-manager')}`,
+            `--authentication-kubeconfig=${kc('controller-manager')}`,
+            `--authorization-kubeconfig=${kc('controller-manager')}`,
+            '--bind-address=127.0.0.1',
+            `--secure-port=${port}`,
+            `--cert-dir=${path.join(paths.state, 'controller-manager')}`,
+            `--service-account-private-key-file=${pki.serviceAccountKey}`,
+            `--root-ca-file=${pki.caCert}`,
+            '--use-service-account-credentials=true',
+            '--leader-elect=false',
+            '--controllers=*',
+            '--v=1',
+          ],
+          health: ([port]) => ({ url: `https://127.0.0.1:${port}/healthz` }),
+          timeoutMs: 60_000,
+        },
+        register,
+        say,
+      ),
+      launch(
+        {
+          name: 'kube-scheduler',
+          binary: bin('kube-scheduler'),
+          logFile: log('kube-scheduler'),
+          ports: 1,
+          args: ([port]) => [
+            `--kubeconfig=${kc('scheduler')}`,
+            `--authentication-kubeconfig=${kc('scheduler')}`,
+            `--authorization-kubeconfig=${kc('scheduler')}`,
+            '--bind-address=127.0.0.1',
+            `--secure-port=${port}`,
+            `--cert-dir=${path.join(paths.state, 'scheduler')}`,
+            '--leader-elect=false',
+            '--v=1',
+          ],
+          health: ([port]) => ({ url: `https://127.0.0.1:${port}/readyz` }),
+          timeoutMs: 60_000,
+        },
+        register,
+        say,
+      ),
+      launch(
+        {
+          name: 'kwok',
+          binary: bin('kwok'),
+          logFile: log('kwok'),
+          ports: 1,
+          args: ([port]) => [
+            `--kubeconfig=${kc('kwok')}`,
+            `--config=${path.join(paths.root, 'test', 'cluster', 'kwok', 'stages.yaml')}`,
+            '--manage-all-nodes=false',
+            '--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake',
+            '--node-ip=127.0.0.1',
+            '--cidr=10.244.0.1/16',
+            '--node-lease-duration-seconds=40',
+            `--server-address=127.0.0.1:${port}`,
+          ],
+          health: ([port]) => ({ url: `http://127.0.0.1:${port}/healthz` }),
+          timeoutMs: 60_000,
+        },
+        register,
+        say,
+      ),
     ]);
+    const state = await saveState(server);
 
     await createNodes(paths.kubeconfig);
     await waitUsable(paths.kubeconfig, processes, paths);
     say(`control plane up at ${server} in ${((performance.now() - t0) / 1000).toFixed(1)}s`);
-    return { seconds: (performance.now() - t0) / 1000, state };
+    if (options.argocd === false) return { seconds: (performance.now() - t0) / 1000, state };
+    argocd = await startArgoCd({ paths, kubeconfig: paths.kubeconfig, register, say });
+    return { seconds: (performance.now() - t0) / 1000, state: await saveState(server) };
   } catch (err) {
     await down(paths);
     throw err;
@@ -363,7 +329,7 @@ function errorText(err: unknown): string {
 async function waitUsable(kubeconfigFile: string, processes: Started[], paths: ClusterPaths): Promise<void> {
   const core = clientFor(kubeconfigFile);
   await until('3 Ready nodes and the default ServiceAccount', 90_000, async () => {
-    const dead = processes.find((p) => !isOurs(p));
+    const dead = processes.find((p) => exitOf(p) !== undefined);
     if (dead) throw new Error(`${dead.name} exited; see ${path.join(paths.logs, `${dead.name}.log`)}`);
     try {
       const nodes = await core.listNode();

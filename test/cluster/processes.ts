@@ -1,7 +1,7 @@
 // Starts control-plane processes detached from the launcher and stops them again, by pid, only if
 // the pid still runs the binary we started (pids get reused).
 import { spawn } from 'node:child_process';
-import { openSync, readFileSync } from 'node:fs';
+import { openSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
 
 export interface Started {
   name: string;
@@ -9,23 +9,52 @@ export interface Started {
   binary: string;
 }
 
-export function startDetached(name: string, binary: string, args: string[], logFile: string): Started {
+/** Exit codes of processes this launcher started and saw end (keyed by pid). */
+const exits = new Map<number, number | string>();
+
+export function startDetached(
+  name: string,
+  binary: string,
+  args: string[],
+  logFile: string,
+  env?: NodeJS.ProcessEnv,
+): Started {
   const out = openSync(logFile, 'a');
-  const child = spawn(binary, args, { detached: true, stdio: ['ignore', out, out] });
+  const child = spawn(binary, args, {
+    detached: true,
+    stdio: ['ignore', out, out],
+    ...(env ? { env } : {}),
+  });
   if (child.pid === undefined) throw new Error(`could not start ${name} (${binary})`);
+  const pid = child.pid;
+  child.on('exit', (code, signal) => exits.set(pid, code ?? signal ?? 'unknown'));
+  child.on('error', (err) => exits.set(pid, err.message));
   child.unref();
-  return { name, pid: child.pid, binary };
+  return { name, pid, binary };
 }
 
-/** True when `pid` is alive and is the process we started from `binary`. */
+/**
+ * How a process this launcher started ended, or undefined while it runs. Unlike isOurs this does not
+ * read /proc: between fork and exec a child's cmdline is still the launcher's, which on a busy
+ * machine made a healthy kwok look as if it had "exited during start-up".
+ */
+export function exitOf(p: Pick<Started, 'pid'>): number | string | undefined {
+  return exits.get(p.pid);
+}
+
+/**
+ * True when `pid` is alive and is the process we started from `binary`. The executable is read from
+ * /proc/<pid>/exe: the command line is no proof, since some programs rewrite it (redis-server shows
+ * "redis-server 127.0.0.1:<port>").
+ */
 export function isOurs(p: Pick<Started, 'pid' | 'binary'>): boolean {
   try {
-    const cmdline = readFileSync(`/proc/${p.pid}/cmdline`, 'utf8');
-    const argv0 = cmdline.split('\0')[0];
     const stat = readFileSync(`/proc/${p.pid}/stat`, 'utf8');
     // A zombie (state Z) has exited but not been reaped; it is not running.
     const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-    return argv0 === p.binary && state !== 'Z';
+    if (state === 'Z') return false;
+    const exe = readlinkSync(`/proc/${p.pid}/exe`).replace(/ \(deleted\)$/, '');
+    return exe === realpathSync(p.binary) || exe === p.binary;
   } catch {
     return false;
   }

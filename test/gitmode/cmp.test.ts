@@ -268,6 +268,34 @@ data:
     );
   });
 
+  it('names the Helm release after the Application without its namespace prefix, as Argo CD does', async () => {
+    // For an Application outside Argo CD's namespace, the repo-server passes ARGOCD_APP_NAME as its
+    // instance name, <appNamespace>_<app> (controller/state.go: app.InstanceName), and its own Helm
+    // support uses only the part after the first "_" (repository.go helmTemplate:
+    // argo.ParseInstanceName). A release name with "_" is one helm refuses.
+    const r = await generate(
+      {
+        'Chart.yaml': 'apiVersion: v2\nname: web\nversion: 0.1.0\n',
+        'values.yaml': 'mode: fast\n',
+        'templates/configmap.yaml': `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-config
+data:
+  mode: {{ .Values.mode | quote }}
+`,
+        'templates/deployment.yaml': deployment('{{ .Release.Name }}', '{{ .Release.Name }}-config'),
+      },
+      { params: { ARGOCD_APP_NAME: 'team-a_web' } },
+    );
+    expect(r.code, r.stderr).toBe(0);
+    const config = find(r.docs, 'ConfigMap', 'web-config') as K8s;
+    expect(config).toBeDefined();
+    expect(find(r.docs, 'Deployment', 'web')?.spec?.template?.metadata?.annotations?.[ANNOTATION]).toBe(
+      expected(config),
+    );
+  });
+
   it('writes the annotation key given as a parameter', async () => {
     const r = await generate(
       { 'configmap.yaml': CONFIG, 'deployment.yaml': deployment('web', 'web-config') },

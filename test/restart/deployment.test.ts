@@ -184,7 +184,7 @@ describe('restart strategy for Deployments', () => {
     await changeConfig(kube, namespace, '2');
     await kube.apps.replaceNamespacedDeployment({ name: 'web', namespace, body: next });
 
-    await waitForEvent(kube, namespace, 'Reloaded', 'web', 90_000);
+    await waitForEvent(kube, namespace, 'ReloadNotNeeded', 'web', 90_000);
     await waitFor(
       async () => {
         const dep = await kube.apps.readNamespacedDeployment({ name: 'web', namespace });
@@ -195,8 +195,10 @@ describe('restart strategy for Deployments', () => {
       { describe: 'the template rollout to finish', timeout: 60_000 },
     );
     tracker.stop();
-    const reloaded = await events(kube, namespace, 'Reloaded', 'web');
-    expect(reloaded[0]?.message).toMatch(/already newer/);
+    // Not a reload: its own reason, never a Reloaded Event.
+    const notNeeded = await events(kube, namespace, 'ReloadNotNeeded', 'web');
+    expect(notNeeded[0]?.message).toMatch(/already newer/);
+    expect(await events(kube, namespace, 'Reloaded', 'web')).toHaveLength(0);
     // Only the template rollout created pods: one per replica.
     expect(tracker.newSince(s.before)).toHaveLength(2);
     expect(tracker.surgePods()).toHaveLength(0);

@@ -1,5 +1,6 @@
-// Installs the test CRDs (our minimal Argo CD Application and Argo Rollouts Rollout) and waits
-// until the API server serves them.
+// Installs CRDs and waits until the API server serves them. The Argo CD CRDs are the real ones,
+// copied by test/cluster's build out of the pinned Argo CD module (test/cluster/argocd.ts installs
+// them with the rest of Argo CD; the bench, which runs without Argo CD, installs them from here).
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import {
@@ -8,10 +9,10 @@ import {
   loadAllYaml,
   type V1CustomResourceDefinition,
 } from '@kubernetes/client-node';
-import { repoRoot } from '../cluster/paths.ts';
+import { clusterPaths } from '../cluster/paths.ts';
 import { pending, waitFor } from './wait-for.ts';
 
-export const crdDir = path.join(repoRoot, 'test', 'cluster', 'crds');
+export const crdDir = path.join(clusterPaths().bin, 'crds', 'argocd');
 
 export async function loadCrds(dir: string = crdDir): Promise<V1CustomResourceDefinition[]> {
   const files = (await readdir(dir)).filter((f) => f.endsWith('.yaml')).sort();

@@ -100,19 +100,35 @@ export async function waitForEvent(
  */
 export class PodTracker {
   readonly seen = new Map<string, PodView>();
+  /** Times the watch ended on its own and was re-opened from a fresh LIST. */
+  restarts = 0;
   #abort: AbortController | undefined;
+  #stopped = false;
 
   static async start(kube: Kube, namespace: string, app: string): Promise<PodTracker> {
     const t = new PodTracker();
+    await t.#follow(kube, namespace, app);
+    return t;
+  }
+
+  /**
+   * LIST, then WATCH from the list's resourceVersion. A watch can end on its own (the server's
+   * timeout, a connection reset on a busy machine); it is then re-opened from a new LIST, so a pod
+   * created in between is still seen as long as it still exists.
+   */
+  async #follow(kube: Kube, namespace: string, app: string): Promise<void> {
     const list = await kube.core.listNamespacedPod({ namespace, labelSelector: `app=${app}` });
-    for (const p of list.items) t.#record(p);
-    t.#abort = await new Watch(kube.kc).watch(
+    for (const p of list.items) this.#record(p);
+    this.#abort = await new Watch(kube.kc).watch(
       `/api/v1/namespaces/${namespace}/pods`,
       { labelSelector: `app=${app}`, resourceVersion: list.metadata?.resourceVersion },
-      (_type: string, obj: V1Pod) => t.#record(obj),
-      () => {},
+      (_type: string, obj: V1Pod) => this.#record(obj),
+      () => {
+        if (this.#stopped) return;
+        this.restarts++;
+        void this.#follow(kube, namespace, app).catch(() => undefined);
+      },
     );
-    return t;
   }
 
   #record(p: V1Pod) {
@@ -131,6 +147,7 @@ export class PodTracker {
   }
 
   stop() {
+    this.#stopped = true;
     this.#abort?.abort();
   }
 }

@@ -98,11 +98,16 @@ async function firstWatchEvent(kc: KubeConfig, path: string, resourceVersion: st
 const rolloutsPath = (namespace: string) => `/apis/argoproj.io/v1alpha1/namespaces/${namespace}/rollouts`;
 const rolloutApi = { group: 'argoproj.io', version: 'v1alpha1', plural: 'rollouts' } as const;
 
+/**
+ * A Rollout as a plain custom object for the watch tests: the real Argo Rollouts controller of
+ * test/cluster (no instance id) acts only on Rollouts without an instance-id label, so this one is
+ * left alone and changes only when the test changes it.
+ */
 function rollout(name: string, replicas: number) {
   return {
     apiVersion: 'argoproj.io/v1alpha1',
     kind: 'Rollout',
-    metadata: { name },
+    metadata: { name, labels: { 'argo-rollouts.argoproj.io/controller-instance-id': 'unmanaged' } },
     spec: {
       replicas,
       selector: { matchLabels: { app: name } },
