@@ -74,6 +74,15 @@ describe('projectAllows', () => {
     expect(projectAllows(project({}), base)).toEqual({ ok: true });
   });
 
+  it('matches an in-cluster destination by server or by name, whichever the project lists', () => {
+    const byName = { ...base, app: app([web], { server: '', name: 'in-cluster' }) };
+    expect(projectAllows(project({}), byName)).toEqual({ ok: true });
+    const named = project({ destinations: [{ name: 'in-cluster', namespace: 'team-a' }] });
+    expect(projectAllows(named, base)).toEqual({ ok: true });
+    const remote = project({ destinations: [{ name: 'prod-eu', namespace: 'team-a' }] });
+    expect(projectAllows(remote, base)).toMatchObject({ ok: false, rule: 'project-destination' });
+  });
+
   it('refuses a workload namespace the project does not allow as a destination', () => {
     expect(projectAllows(project({}), { ...base, workloadNamespace: 'team-b' })).toMatchObject({
       ok: false,

@@ -118,11 +118,16 @@ export function projectAllows(
   }
   const dest = obj(obj(obj(o.app)?.spec)?.destination);
   const destinations = Array.isArray(spec.destinations) ? spec.destinations.map(obj) : [];
+  // Argo CD infers the server from the name (and back) before it checks a destination; for this
+  // cluster, whose names are fixed, both are known.
+  const server = str(dest?.server).replace(/\/+$/, '');
+  const name = str(dest?.name);
+  const inCluster = server === IN_CLUSTER_SERVER || (server === '' && name === IN_CLUSTER_NAME);
   if (
     !destinationPermitted(
       destinations.filter((d): d is Obj => d !== undefined),
-      str(dest?.server),
-      str(dest?.name),
+      inCluster ? IN_CLUSTER_SERVER : server,
+      inCluster ? name || IN_CLUSTER_NAME : name,
       o.workloadNamespace,
     )
   ) {

@@ -44,6 +44,13 @@ export const targets: readonly GoTarget[] = [
  */
 export const toolchains: Readonly<Record<string, string>> = { argocd: 'go1.27.3' };
 
+/**
+ * Modules built without cgo, as their projects release them (static binaries). The others keep Go's
+ * default, so their entries in the Go build cache stay valid: CGO_ENABLED is part of every package's
+ * cache key, and changing it for Kubernetes would recompile all of it.
+ */
+export const withoutCgo: ReadonlySet<string> = new Set(['argocd', 'rollouts']);
+
 /** Files copied out of a module's source next to the binaries: CRDs and helper scripts. */
 interface Asset {
   module: string;
@@ -114,7 +121,11 @@ function ldflags(module: string, k8sVersion: string): string {
 
 function goEnv(module: string): NodeJS.ProcessEnv {
   const toolchain = toolchains[module];
-  return { ...process.env, CGO_ENABLED: '0', ...(toolchain ? { GOTOOLCHAIN: toolchain } : {}) };
+  return {
+    ...process.env,
+    ...(withoutCgo.has(module) ? { CGO_ENABLED: '0' } : {}),
+    ...(toolchain ? { GOTOOLCHAIN: toolchain } : {}),
+  };
 }
 
 interface RunOptions {
@@ -161,6 +172,7 @@ async function run(cmd: string, args: string[], o: RunOptions): Promise<string> 
 export async function moduleKey(paths: ClusterPaths, module: string, goVersion: string): Promise<string> {
   const hash = createHash('sha256');
   hash.update(toolchains[module] ?? goVersion);
+  hash.update(withoutCgo.has(module) ? 'cgo=0' : `cgo=${process.env.CGO_ENABLED ?? 'default'}`);
   hash.update(JSON.stringify(targets.filter((t) => t.module === module)));
   hash.update(JSON.stringify(assets.filter((a) => a.module === module)));
   if (module === 'kubernetes') hash.update(ldflags('kubernetes', await kubernetesVersion(paths)));
