@@ -68,9 +68,9 @@ describe('migrate --values', () => {
       leaderElection: { enabled: true },
     });
     expect(out).toMatch(
-      /# CHANGES MEANING: Reloader wrote an env var into the pod template; restart .*never writes the template\n  defaultStrategy: restart/,
+      /# CHANGES MEANING: Reloader wrote an env var into the pod template; restart .*never writes the template\n {2}defaultStrategy: restart/,
     );
-    expect(out).toMatch(/# CHANGES MEANING: Reloader left Argo Rollouts alone.*\n  enabled: false/);
+    expect(out).toMatch(/# CHANGES MEANING: Reloader left Argo Rollouts alone.*\n {2}enabled: false/);
     expect(out).not.toContain('NOT CARRIED OVER');
   });
 

@@ -141,6 +141,27 @@ describe('git strategy', () => {
     expect(await counter(metrics, 'unchanged')).toBe(1);
   });
 
+  it('commits reloads that each carry their own signal (their own deadline) as one commit', async () => {
+    await server.createRepo('batch-deadlines', {
+      'apps/shop/web.yaml': manifest('web'),
+      'apps/shop/worker.yaml': manifest('worker'),
+    });
+    const { c } = committer('batch-deadlines');
+    const [web, worker] = await Promise.all([
+      c.reload({ signal: new AbortController().signal }, request(workload('web'), hash('web-2')), [
+        'ConfigMap/shared',
+      ]),
+      c.reload({ signal: new AbortController().signal }, request(workload('worker'), hash('worker-2')), [
+        'ConfigMap/shared',
+      ]),
+    ]);
+    const log = await inspect.log(path.join(server.root, 'batch-deadlines.git'));
+    expect(log).toHaveLength(2);
+    const sha = log[0]?.sha as string;
+    expect(web.summary).toContain(`committed ${sha.slice(0, 12)}`);
+    expect(worker.summary).toContain(`committed ${sha.slice(0, 12)}`);
+  });
+
   it("writes a Helm chart's values file: the Application's last values file, at the workload's values path", async () => {
     await server.createRepo('helm', {
       'charts/web/Chart.yaml': 'apiVersion: v2\nname: web\nversion: 0.3.0\n',

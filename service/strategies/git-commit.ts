@@ -209,7 +209,6 @@ export class GitCommitter {
     const targets = await Promise.allSettled(batch.map((r) => r.target));
     // One writer request per Application source; the writer merges those of one repository.
     const groups = new Map<string, Group>();
-    const signals = new Map<AbortSignal, number>();
     batch.forEach((r, i) => {
       const t = targets[i] as PromiseSettledResult<Target>;
       if (r.settled) return;
@@ -220,14 +219,9 @@ export class GitCommitter {
         return;
       }
       const { source, branch } = t.value;
-      if (!signals.has(r.signal)) signals.set(r.signal, signals.size);
-      const key = JSON.stringify([
-        source.repoURL,
-        branch,
-        source.path,
-        source.project,
-        signals.get(r.signal),
-      ]);
+      // Not keyed by the request's signal: each reload has its own (its deadline), and the reloads of
+      // one batch must still land as one commit. The group's write stops when any of them stops.
+      const key = JSON.stringify([source.repoURL, branch, source.path, source.project]);
       let g = groups.get(key);
       if (!g) {
         g = { source, branch, signal: r.signal, items: [] };
@@ -235,6 +229,10 @@ export class GitCommitter {
       }
       g.items.push({ r, t: t.value });
     });
+    for (const g of groups.values()) {
+      const distinct = [...new Set(g.items.map(({ r }) => r.signal))];
+      if (distinct.length > 1) g.signal = AbortSignal.any(distinct);
+    }
     if (groups.size === 0) return;
 
     // Credentials once per repository and project; the writes of one gathering share one Secret list.
