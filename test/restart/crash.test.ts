@@ -131,7 +131,7 @@ describe('crash safety (I5)', () => {
     const svc = startService(serviceArgs(namespace, await hashKeyFile()));
     await svc.waitForLog(
       'surge clean-up',
-      (l) => l.msg === 'deleted a surge pod left by an interrupted reload',
+      (l) => l.msg === 'deleted a surge pod no reload needs' && l.pod === leftover.metadata?.name,
     );
     await waitFor(
       async () => {
