@@ -70,7 +70,11 @@ describe('surge pods and memory', () => {
       async () => ((await surgePods(kube, namespace)).length === 0 ? true : pending('still there')),
       { describe: 'the leftover surge pod swept', timeout: 30_000 },
     );
-    expect(a.svc.logs.some((l) => l.msg === 'deleted a surge pod no reload needs')).toBe(true);
+    // The line can reach us through the replica's stdout a little after the pod is gone.
+    await a.svc.waitForLog(
+      'the sweep of web-surge-leftover',
+      (l) => l.msg === 'deleted a surge pod no reload needs' && l.pod === 'web-surge-leftover',
+    );
     // web itself was not touched.
     expect((await kube.core.listNamespacedPod({ namespace, labelSelector: 'app=web' })).items).toHaveLength(
       1,

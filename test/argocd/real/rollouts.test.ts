@@ -80,7 +80,16 @@ describe('a Rollout synced by the real Argo CD', { timeout: 300_000 }, () => {
       });
       pods.stop();
 
-      expect(restarted.status?.phase).toBe('Healthy');
+      // Once every pod is replaced and the app is Healthy, the Rollout is Healthy too (it may still
+      // have said Progressing when restartedAt was recorded).
+      const final = await waitFor(
+        async () => {
+          const ro = await read();
+          return ro.status?.phase === 'Healthy' ? ro : pending(ro.status);
+        },
+        { describe: 'the Rollout Healthy', timeout: 60_000 },
+      );
+      expect(final.status?.restartedAt).toBe(restarted.status?.restartedAt);
       // The template means what git says (the Rollouts controller re-spells it: resources: {}).
       expect(canonicalJson(restarted.spec?.template), 'restartAt is the only field written').toBe(
         canonicalJson(templateBefore),
