@@ -331,6 +331,7 @@ describe('restart strategy for other workload kinds', () => {
         namespace: string;
         generation?: number;
         annotations?: Record<string, string>;
+        labels?: Record<string, string>;
       };
       spec: { template: unknown; restartAt?: string; [k: string]: unknown };
       [k: string]: unknown;
@@ -342,7 +343,15 @@ describe('restart strategy for other workload kinds', () => {
     const body: Rollout = {
       apiVersion: 'argoproj.io/v1alpha1',
       kind: 'Rollout',
-      metadata: { name: 'shop', namespace, annotations: AUTO },
+      // Our write alone is under test here, so the real Argo Rollouts controller of test/cluster (no
+      // instance id) is kept off this Rollout: it would write the template back through its Go
+      // types. Its restart is tested in test/argocd/real/rollouts.test.ts.
+      metadata: {
+        name: 'shop',
+        namespace,
+        annotations: AUTO,
+        labels: { 'argo-rollouts.argoproj.io/controller-instance-id': 'unmanaged' },
+      },
       spec: {
         replicas: 2,
         selector: { matchLabels: { app: 'shop' } },
