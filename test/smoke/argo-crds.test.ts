@@ -30,7 +30,12 @@ function rollout(namespace: string, name: string): ArgoObject {
   return {
     apiVersion: 'argoproj.io/v1alpha1',
     kind: 'Rollout',
-    metadata: { name, namespace },
+    // A plain object for the round trip: the real Argo Rollouts controller (no instance id) leaves it alone.
+    metadata: {
+      name,
+      namespace,
+      labels: { 'argo-rollouts.argoproj.io/controller-instance-id': 'unmanaged' },
+    },
     spec: {
       replicas: 2,
       selector: { matchLabels: { app: name } },
