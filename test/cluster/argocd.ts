@@ -282,7 +282,7 @@ export async function startArgoCd(ctx: StartContext): Promise<ArgoCdEndpoints> {
     say,
   );
   const redisAddr = `127.0.0.1:${redis.ports[0]}`;
-  const cmp = await launch(
+  await launch(
     {
       name: 'argocd-cmp-server',
       ...argocd('argocd-cmp-server', { GITOPS_RELOADER_HASH_KEY_FILE: cmpKeyFile }),
@@ -295,7 +295,6 @@ export async function startArgoCd(ctx: StartContext): Promise<ArgoCdEndpoints> {
     register,
     say,
   );
-  void cmp;
   const repo = await launch(
     {
       name: 'argocd-repo-server',

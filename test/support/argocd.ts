@@ -2,15 +2,14 @@
 // test/cluster/argocd.ts): a git repository on the loopback git server that a test commits to, and an
 // Application in Argo CD's namespace that syncs it into the test's namespace. What Argo CD did is read
 // from the Application's status and watched, never written by the test.
-import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { PatchStrategy, setHeaderOptions, Watch } from '@kubernetes/client-node';
 import { inject, type TestContext } from 'vitest';
 import { stringify } from 'yaml';
 import type { ArgoCdEndpoints } from '../cluster/argocd.ts';
+import { git } from './git-server.ts';
 import type { Kube } from './kube.ts';
 import { hashKeyFile, type RunningService, serviceArgs, startService } from './service.ts';
 import { pending, waitFor } from './wait-for.ts';
@@ -20,8 +19,6 @@ declare module 'vitest' {
     argocd: ArgoCdEndpoints | undefined;
   }
 }
-
-const run = promisify(execFile);
 
 export function argocdEndpoints(): ArgoCdEndpoints {
   const e = inject('argocd');
@@ -44,25 +41,6 @@ export interface Manifest {
     labels?: Record<string, string>;
   };
   [k: string]: unknown;
-}
-
-async function git(cwd: string, ...args: string[]): Promise<string> {
-  const { stdout } = await run('git', args, {
-    cwd,
-    env: {
-      PATH: process.env.PATH ?? '/usr/bin:/bin',
-      HOME: cwd,
-      GIT_CONFIG_NOSYSTEM: '1',
-      GIT_TERMINAL_PROMPT: '0',
-      LC_ALL: 'C',
-      GIT_AUTHOR_NAME: 'Test Person',
-      GIT_AUTHOR_EMAIL: 'test@example.com',
-      GIT_COMMITTER_NAME: 'Test Person',
-      GIT_COMMITTER_EMAIL: 'test@example.com',
-    },
-    maxBuffer: 64 * 1024 * 1024,
-  });
-  return stdout;
 }
 
 /** The file a manifest is kept in: one file per object, so a commit can change any subset. */
