@@ -3,13 +3,14 @@
 // repositories can be used over file://. It records every request with its headers, so a test can
 // assert that no credential was sent, and it can answer with a redirect to another loopback host or
 // port. Also small helpers to seed a repository and read what was pushed.
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { serveWithHttpBackend } from '../cluster/git-http-backend.ts';
 
 const run = promisify(execFile);
 
@@ -124,58 +125,7 @@ export async function startGitServer(
     }
     void (async () => {
       await srv.beforeRequest?.(info);
-      const child = spawn(backend, [], {
-        env: {
-          PATH: process.env.PATH ?? '/usr/bin:/bin',
-          GIT_PROJECT_ROOT: root,
-          GIT_HTTP_EXPORT_ALL: '1',
-          GIT_CONFIG_NOSYSTEM: '1',
-          HOME: root,
-          PATH_INFO: u.pathname,
-          QUERY_STRING: u.search.replace(/^\?/, ''),
-          REQUEST_METHOD: req.method ?? 'GET',
-          CONTENT_TYPE: req.headers['content-type'] ?? '',
-          ...(req.headers['content-length'] ? { CONTENT_LENGTH: req.headers['content-length'] } : {}),
-          HTTP_CONTENT_ENCODING: req.headers['content-encoding'] ?? '',
-          GIT_PROTOCOL: String(req.headers['git-protocol'] ?? ''),
-          // http-backend enables receive-pack (push) only for an authenticated user.
-          REMOTE_USER: username,
-          REMOTE_ADDR: '127.0.0.1',
-        },
-      });
-      req.pipe(child.stdin);
-      let head = Buffer.alloc(0);
-      let sent = false;
-      child.stdout.on('data', (chunk: Buffer) => {
-        if (sent) {
-          res.write(chunk);
-          return;
-        }
-        head = Buffer.concat([head, chunk]);
-        const end = head.indexOf('\r\n\r\n');
-        if (end === -1) return;
-        const headers: Record<string, string> = {};
-        let status = 200;
-        for (const line of head.subarray(0, end).toString('latin1').split('\r\n')) {
-          const i = line.indexOf(':');
-          const name = line.slice(0, i).trim();
-          const value = line.slice(i + 1).trim();
-          if (name.toLowerCase() === 'status') status = Number.parseInt(value, 10);
-          else headers[name] = value;
-        }
-        info.status = status;
-        res.writeHead(status, headers);
-        res.write(head.subarray(end + 4));
-        sent = true;
-      });
-      child.stderr.resume();
-      child.on('close', () => {
-        if (!sent) {
-          info.status = 500;
-          res.writeHead(500);
-        }
-        res.end();
-      });
+      info.status = (await serveWithHttpBackend(req, res, { backend, root, user: username })).status;
     })().catch((err: Error) => {
       info.status = 500;
       res.writeHead(500);
