@@ -43,8 +43,9 @@ USER 65534:65534
 EXPOSE 8080
 # tini forwards SIGTERM to node (which drains and releases the Lease) and reaps zombies. The V8 flags:
 # a pathological user regex (ignore lists, annotations) falls back to a linear-time engine, and the
-# young generation is capped with 8 MiB semi-spaces (by default Node 24 let it grow to 64 MiB under
-# start-up and churn and kept it: about 70-80 MiB of resident memory, docs/operations.md). The bench
+# young generation is capped with 1 MiB semi-spaces (by default Node 24 let it grow to 64 MiB under
+# start-up and churn and kept it: about 70-80 MiB of resident memory; 8 MiB still cost 13 MiB at the
+# start-up peak with 20,000 configs, docs/operations.md, bench/README.md "Where the memory goes"). The bench
 # starts the service with the same flags (bench/service.ts SERVICE_NODE_FLAGS): keep them in step.
-ENTRYPOINT ["/usr/bin/tini", "--", "node", "--enable-experimental-regexp-engine-on-excessive-backtracks", "--max-semi-space-size=8", "dist/service/cli.js"]
+ENTRYPOINT ["/usr/bin/tini", "--", "node", "--enable-experimental-regexp-engine-on-excessive-backtracks", "--max-semi-space-size=1", "dist/service/cli.js"]
 CMD ["serve"]

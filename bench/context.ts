@@ -30,7 +30,13 @@ export interface Context {
 }
 
 /** Service defaults that the bench relies on (and reports). */
-export const SERVICE_DEFAULTS = { debounceMs: 3000, minReloadIntervalMs: 10_000, maxConcurrentReloads: 5 };
+export const SERVICE_DEFAULTS = {
+  debounceMs: 3000,
+  minReloadIntervalMs: 10_000,
+  maxConcurrentReloads: 20,
+  apiWriteQps: 20,
+  apiWriteBurst: 30,
+};
 
 export interface StartOptions {
   label: string;
@@ -87,7 +93,7 @@ export async function firstAction(
 ): Promise<{ at: number; kind: 'eviction' | 'surge' }> {
   const hit = (p: PodRecord): { at: number; kind: 'eviction' | 'surge' } | undefined => {
     if (p.namespace !== namespace || p.app !== app) return undefined;
-    if (p.surge && p.firstSeenAt >= since) return { at: p.firstSeenAt, kind: 'surge' };
+    if (p.createdAsSurge && p.firstSeenAt >= since) return { at: p.firstSeenAt, kind: 'surge' };
     if (!p.surge && p.deletingAt !== undefined && p.deletingAt >= since)
       return { at: p.deletingAt, kind: 'eviction' };
     return undefined;

@@ -1,9 +1,16 @@
 // The bench fixture: ConfigMaps and Secrets of about 2 KiB, Deployments that each use three of them
 // (envFrom, a valueFrom key ref, a volume), the Argo CD Applications that track some of them, and
-// the two 10-replica Deployments of the restart comparison. Names and roles are pure functions of
+// the Deployment pairs of the restart comparison. Names and roles are pure functions of
 // the scale, so every phase can find its objects without listing.
 import { randomBytes } from 'node:crypto';
-import type { V1ConfigMap, V1Container, V1Deployment, V1Secret, V1Volume } from '@kubernetes/client-node';
+import type {
+  V1ConfigMap,
+  V1Container,
+  V1Deployment,
+  V1DeploymentStrategy,
+  V1Secret,
+  V1Volume,
+} from '@kubernetes/client-node';
 import type { Scale } from './scale.ts';
 import { layout } from './scale.ts';
 
@@ -96,6 +103,8 @@ export interface Allocation {
   bursts: number[];
   probes: number[];
   bulk: number[][];
+  /** Not opted in: the native rolling update of an identical set, one set per run. */
+  bulkNative: number[][];
 }
 
 export function allocate(s: Scale): Allocation {
@@ -109,6 +118,7 @@ export function allocate(s: Scale): Allocation {
     bursts: take(s.bursts),
     probes: take(s.probes),
     bulk: Array.from({ length: s.bulkRuns }, () => take(s.bulkDeployments)),
+    bulkNative: Array.from({ length: s.bulkRuns }, () => take(s.bulkDeployments)),
   };
 }
 
@@ -155,6 +165,7 @@ export interface DeploymentSpec {
   name: string;
   replicas: number;
   annotations?: Record<string, string>;
+  strategy?: V1DeploymentStrategy;
   container: Partial<V1Container>;
   volumes?: V1Volume[];
 }
@@ -172,6 +183,7 @@ export function deploymentObject(o: DeploymentSpec): V1Deployment {
     },
     spec: {
       replicas: o.replicas,
+      ...(o.strategy ? { strategy: o.strategy } : {}),
       selector: { matchLabels: { app: o.name } },
       template: {
         metadata: { labels },
@@ -185,7 +197,8 @@ export function deploymentObject(o: DeploymentSpec): V1Deployment {
   };
 }
 
-export function workloadDeployment(run: string, w: Workload, replicas: number): V1Deployment {
+/** A fixture Deployment; `optIn` false leaves out the opt-in annotation (the native comparison's). */
+export function workloadDeployment(run: string, w: Workload, replicas: number, optIn = true): V1Deployment {
   const envFrom =
     w.envFrom.kind === 'ConfigMap'
       ? { configMapRef: { name: w.envFrom.name } }
@@ -203,7 +216,7 @@ export function workloadDeployment(run: string, w: Workload, replicas: number): 
     namespace: w.namespace,
     name: w.name,
     replicas,
-    annotations: AUTO,
+    ...(optIn ? { annotations: AUTO } : {}),
     container: {
       envFrom: [envFrom],
       env: [{ name: 'K0', valueFrom }],
@@ -213,10 +226,51 @@ export function workloadDeployment(run: string, w: Workload, replicas: number): 
   });
 }
 
-/** The restart comparison: ours is reloaded by the service, native is rolled by a template patch. */
-export const RESTART_OURS = 'restart-ours';
-export const RESTART_NATIVE = 'restart-native';
-export const RESTART_CONFIG = 'restart-config';
+/**
+ * The restart comparison, one pair of identical Deployments per shape: ours is opted in and reloaded
+ * by the service when its config changes, native is not opted in and is rolled by a template patch.
+ */
+export interface RestartShape {
+  /** The key of the figures: the strategy and size, as issue 15 names them. */
+  key: string;
+  ours: string;
+  native: string;
+  /** The ConfigMap both use; only ours reacts to it. */
+  config: string;
+  replicas: number;
+  /** spec.strategy.rollingUpdate, or undefined for the default (25 % / 25 %). */
+  rollingUpdate?: { maxSurge: number | string; maxUnavailable: number | string };
+}
+
+export function restartShapes(s: Scale): RestartShape[] {
+  return [
+    // The original pair keeps its names, so earlier results stay comparable.
+    {
+      key: 'maxSurge=25%/maxUnavailable=25%',
+      ours: 'restart-ours',
+      native: 'restart-native',
+      config: 'restart-config',
+      replicas: s.restartReplicas,
+      rollingUpdate: { maxSurge: '25%', maxUnavailable: '25%' },
+    },
+    {
+      key: 'maxSurge=1/maxUnavailable=0',
+      ours: 'restart-surge1-ours',
+      native: 'restart-surge1-native',
+      config: 'restart-surge1-config',
+      replicas: s.restartReplicas,
+      rollingUpdate: { maxSurge: 1, maxUnavailable: 0 },
+    },
+    {
+      key: 'replicas=1',
+      ours: 'restart-single-ours',
+      native: 'restart-single-native',
+      config: 'restart-single-config',
+      replicas: 1,
+    },
+  ];
+}
+
 export const FLAP = 'flap';
 export const FLAP_CONFIG = 'flap-config';
 
@@ -224,23 +278,29 @@ export function extraDeployments(n: Names, s: Scale): V1Deployment[] {
   const uses = (cfg: string) => ({
     container: { envFrom: [{ configMapRef: { name: cfg } }] },
   });
+  const strategy = (r: RestartShape['rollingUpdate']) =>
+    r ? { strategy: { type: 'RollingUpdate', rollingUpdate: r } } : {};
   return [
-    deploymentObject({
-      run: n.run,
-      namespace: n.extra,
-      name: RESTART_OURS,
-      replicas: s.restartReplicas,
-      annotations: AUTO,
-      ...uses(RESTART_CONFIG),
-    }),
-    // Identical pod template, but not opted in: only its template patch rolls it.
-    deploymentObject({
-      run: n.run,
-      namespace: n.extra,
-      name: RESTART_NATIVE,
-      replicas: s.restartReplicas,
-      ...uses(RESTART_CONFIG),
-    }),
+    ...restartShapes(s).flatMap((shape) => [
+      deploymentObject({
+        run: n.run,
+        namespace: n.extra,
+        name: shape.ours,
+        replicas: shape.replicas,
+        annotations: AUTO,
+        ...strategy(shape.rollingUpdate),
+        ...uses(shape.config),
+      }),
+      // Identical pod template and strategy, but not opted in: only its template patch rolls it.
+      deploymentObject({
+        run: n.run,
+        namespace: n.extra,
+        name: shape.native,
+        replicas: shape.replicas,
+        ...strategy(shape.rollingUpdate),
+        ...uses(shape.config),
+      }),
+    ]),
     deploymentObject({
       run: n.run,
       namespace: n.extra,
@@ -252,7 +312,8 @@ export function extraDeployments(n: Names, s: Scale): V1Deployment[] {
   ];
 }
 
-/** Pods the fixture runs when settled. */
+/** Pods the fixture runs when settled: the workloads, both sides of each restart shape, flap. */
 export function expectedPods(s: Scale): number {
-  return s.deployments * s.replicas + 2 * s.restartReplicas + s.replicas;
+  const restart = restartShapes(s).reduce((a, shape) => a + 2 * shape.replicas, 0);
+  return s.deployments * s.replicas + restart + s.replicas;
 }

@@ -12,7 +12,13 @@ export interface PodRecord {
   name: string;
   namespace: string;
   app: string;
+  /** Carries the surge label now: a temporary surge pod, not (or not yet) one of the ReplicaSet's. */
   surge: boolean;
+  /**
+   * Was created as a surge pod. One handed to the ReplicaSet (ADR 0019) loses the label and then
+   * counts as a replacement; its creation is still the reload's first action.
+   */
+  createdAsSurge: boolean;
   /** creationTimestamp (whole seconds). */
   createdAt: number;
   firstSeenAt: number;
@@ -166,6 +172,7 @@ export class PodObserver {
         namespace,
         app,
         surge: p.metadata?.labels?.[SURGE_LABEL] !== undefined,
+        createdAsSurge: p.metadata?.labels?.[SURGE_LABEL] !== undefined,
         createdAt: new Date(p.metadata?.creationTimestamp ?? 0).getTime(),
         firstSeenAt: now,
         ready: false,
@@ -181,6 +188,7 @@ export class PodObserver {
       if (r.goneAt === undefined) this.#gone(r, now);
       return;
     }
+    if (r.surge && p.metadata?.labels?.[SURGE_LABEL] === undefined) r.surge = false;
     if (p.metadata?.deletionTimestamp && r.deletingAt === undefined) {
       r.deletingAt = now;
       r.ready = false;

@@ -25,6 +25,7 @@ function pod(name: string, o: Partial<PodRecord>): PodRecord {
     namespace: 'ns',
     app: 'web',
     surge: false,
+    createdAsSurge: false,
     createdAt: T0 - 60_000,
     firstSeenAt: T0 - 60_000,
     ready: true,

@@ -27,9 +27,13 @@ export interface Scale {
   bursts: number;
   /** Changes that must not reload anything (unreferenced configs and keys). */
   probes: number;
+  /** Deployments of each bulk run; as many again, not opted in, for the native rolling update. */
   bulkDeployments: number;
+  /** Bulk runs of ours, and as many of the native rolling update, alternately first. */
   bulkRuns: number;
+  /** Replicas of the two 10-replica restart shapes (the third shape has 1). */
   restartReplicas: number;
+  /** Pairs per restart shape (ours and native, alternately first). */
   restartPairs: number;
   flapSeconds: number;
   flapPerS: number;
@@ -81,7 +85,7 @@ const tiny: Scale = {
   name: 'tiny',
   namespaces: 2,
   configsPerKind: 100,
-  deployments: 20,
+  deployments: 30,
   startupRuns: 2,
   steadyAfterS: 15,
   latencyChanges: 4,
@@ -119,7 +123,8 @@ export function layout(s: Scale) {
     s.syncs +
     s.bursts +
     s.probes +
-    s.bulkDeployments * s.bulkRuns;
+    // ours and the native comparison, each on its own Deployments
+    2 * s.bulkDeployments * s.bulkRuns;
   if (needed > s.deployments) {
     throw new Error(
       `scale ${s.name}: the phases need ${needed} distinct Deployments, the fixture has ${s.deployments}`,

@@ -1,11 +1,12 @@
 // gitops-reloader as a real child process (`node service/cli.ts serve ...`): its JSON log lines,
-// stamped with when the bench read them, its readiness, and its resident memory from /proc.
+// stamped with when the bench read them, its readiness, and its resident memory and CPU time from /proc.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { createWriteStream, readFileSync, type WriteStream } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { repoRoot } from '../test/cluster/paths.ts';
 import { pending, waitFor } from '../test/support/wait-for.ts';
+import { cpuSeconds } from './cpu.ts';
 
 export interface LogLine {
   level: string;
@@ -29,12 +30,13 @@ export function buildService(): void {
 
 /**
  * The node flags the image's ENTRYPOINT runs the service with (Dockerfile; keep the two in step), so
- * the bench measures what ships: the linear-time regex fallback, and 8 MiB young-generation
- * semi-spaces (Node 24's default lets the young generation grow to 64 MiB and keep it).
+ * the bench measures what ships: the linear-time regex fallback, and young-generation
+ * semi-spaces of 1 MiB (Node 24's default lets the young generation grow to 64 MiB and keep it; 8 MiB
+ * still cost 13 MiB at the start-up peak with 20,000 configs: README.md, "Where the memory goes").
  */
 export const SERVICE_NODE_FLAGS = [
   '--enable-experimental-regexp-engine-on-excessive-backtracks',
-  '--max-semi-space-size=8',
+  '--max-semi-space-size=1',
 ];
 
 /** Whether this build of the service has an HTTP port with /readyz (the flag appears in `help`). */
@@ -66,12 +68,18 @@ export class ServiceProcess {
   readonly #listeners = new Set<(l: LogLine) => void>();
   readonly #file: WriteStream;
 
-  constructor(args: string[], logFile: string, httpPort?: number) {
+  constructor(
+    args: string[],
+    logFile: string,
+    httpPort?: number,
+    node: { extraNodeFlags?: string[]; replaceFlags?: boolean; cli?: string } = {},
+  ) {
     this.#file = createWriteStream(logFile);
     const extra = httpPort !== undefined ? [`--http-address=127.0.0.1:${httpPort}`] : [];
     this.readyzUrl = httpPort !== undefined ? `http://127.0.0.1:${httpPort}/readyz` : undefined;
     this.startedAt = Date.now();
-    this.proc = spawn(process.execPath, [...SERVICE_NODE_FLAGS, CLI, 'serve', ...args, ...extra], {
+    const flags = [...(node.replaceFlags ? [] : SERVICE_NODE_FLAGS), ...(node.extraNodeFlags ?? [])];
+    this.proc = spawn(process.execPath, [...flags, node.cli ?? CLI, 'serve', ...args, ...extra], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let buf = '';
@@ -187,6 +195,11 @@ export class ServiceProcess {
     const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(status);
     if (!m) throw new Error(`no VmRSS in /proc/${this.pid}/status`);
     return Number(m[1]) / 1024;
+  }
+
+  /** CPU seconds (user + system) the process has used since it started (/proc/<pid>/stat). */
+  cpuSeconds(): number {
+    return cpuSeconds(this.pid);
   }
 
   /** SIGTERM and wait for a clean exit; SIGKILL after `graceMs`. */

@@ -14,6 +14,7 @@ import { KEYS } from '../service/core/annotations.ts';
 import type { WorkloadKind } from '../service/core/types.ts';
 import { type ChecksumTarget, editCheckout, type TargetOutcome } from './edit-checkout.ts';
 import { guardSize } from './size-guard.ts';
+import { GitWriteError, type GitWriteReason, redactUrl } from './write-error.ts';
 
 export interface ChecksumWorkload {
   kind: WorkloadKind;
@@ -91,27 +92,7 @@ export interface CommitChecksumResult {
   workloads: WorkloadOutcome[];
 }
 
-export type GitWriteReason =
-  | 'invalid'
-  | 'auth'
-  | 'unreachable'
-  | 'repo-not-found'
-  | 'branch-not-found'
-  | 'push-rejected'
-  | 'conflict'
-  | 'aborted'
-  | 'too-large'
-  | 'git';
-
-/** A repository-level failure. The message names the repository without credentials. */
-export class GitWriteError extends Error {
-  override name = 'GitWriteError';
-  readonly reason: GitWriteReason;
-  constructor(message: string, reason: GitWriteReason) {
-    super(message);
-    this.reason = reason;
-  }
-}
+export { GitWriteError, type GitWriteReason, redactUrl };
 
 export const DEFAULT_MESSAGE_TEMPLATE =
   'chore(reload): {{namespace}}/{{workload}} config changed ({{configs}})';
@@ -744,11 +725,6 @@ function lastLines(text: string): string {
     .map((l) => l.trim())
     .filter((l) => l !== '' && !/^hint:/.test(l));
   return lines.slice(-3).join('; ') || 'no output';
-}
-
-/** Removes userinfo from every URL in a text. */
-export function redactUrl(text: string): string {
-  return text.replace(/([a-z][a-z0-9+.-]*:\/\/)[^\s/@'"]+@/gi, '$1***@');
 }
 
 function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {

@@ -1,6 +1,5 @@
 #!/usr/bin/env node
 import { existsSync, readFileSync } from 'node:fs';
-import { CHECKSUM_USAGE, checksum } from '../git/checksum-command.ts';
 import { WEBHOOK_PATH } from './argocd/webhook.ts';
 // gitops-reloader: `serve` runs the service; `plan` shows what a config change would reload.
 import { loadConfig, serveFlags } from './config/config.ts';
@@ -10,11 +9,17 @@ import { countResponses, startHttpServer } from './http.ts';
 import { loadClusterAccess, observedAccess } from './kube/access.ts';
 import { createLogger } from './log.ts';
 import { Metrics } from './metrics.ts';
-import { migrate, migrateFlags } from './migrate/migrate-command.ts';
-import { plan, planFlags } from './plan-command.ts';
 import { serve } from './serve.ts';
 
-const HELP = `gitops-reloader: reloads workloads when their ConfigMaps or Secrets change, once per sync,
+// The other commands are imported when run: `serve` never loads the git writer, the YAML parser or the
+// migration code (bench/README.md, "Where the memory goes").
+async function help(): Promise<string> {
+  const [{ CHECKSUM_USAGE }, { migrateFlags }, { planFlags }] = await Promise.all([
+    import('../git/checksum-command.ts'),
+    import('./migrate/migrate-command.ts'),
+    import('./plan-command.ts'),
+  ]);
+  return `gitops-reloader: reloads workloads when their ConfigMaps or Secrets change, once per sync,
 without writing the pod template.
 
 Usage:
@@ -40,6 +45,7 @@ migrate: prints gitops-reloader chart values for a Stakater Reloader installatio
 on each value that changes meaning; exits 3 when something cannot be carried over.
 ${usage(migrateFlags)}
 `;
+}
 
 async function runServe(argv: string[]): Promise<number> {
   const cfg = loadConfig(argv, process.env);
@@ -112,25 +118,31 @@ async function main(argv: string[]): Promise<number> {
   switch (cmd) {
     case 'serve':
       return runServe(rest);
-    case 'plan':
+    case 'plan': {
+      const { plan } = await import('./plan-command.ts');
       return plan(rest, process.env, (s) => process.stdout.write(s));
-    case 'checksum':
+    }
+    case 'checksum': {
+      const { checksum } = await import('../git/checksum-command.ts');
       return checksum(rest, process.env, (s) => process.stdout.write(s));
-    case 'migrate':
+    }
+    case 'migrate': {
+      const { migrate } = await import('./migrate/migrate-command.ts');
       return migrate(
         rest,
         process.env,
         (s) => process.stdout.write(s),
         (s) => process.stderr.write(s),
       );
+    }
     case undefined:
     case 'help':
     case '--help':
     case '-h':
-      process.stdout.write(HELP);
+      process.stdout.write(await help());
       return cmd === undefined ? 2 : 0;
     default:
-      process.stderr.write(`unknown command ${JSON.stringify(cmd)}\n\n${HELP}`);
+      process.stderr.write(`unknown command ${JSON.stringify(cmd)}\n\n${await help()}`);
       return 2;
   }
 }

@@ -47,6 +47,9 @@ export const RELOAD_DURATION_BUCKETS = [0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600,
 /** From the first observed change to the reload starting: includes the debounce (3 s by default). */
 export const EVENT_TO_ACTION_BUCKETS = [0.1, 0.5, 1, 2, 3, 5, 10, 15, 30, 60, 120, 300, 600];
 
+/** A write waits 0 s (a token was there) up to several seconds when many reloads run at once. */
+export const WRITE_WAIT_BUCKETS = [0.005, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
 const PLURAL = /^[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?$/;
 
 /**
@@ -104,7 +107,9 @@ export class Metrics {
   readonly #stalls: Counter<'why'>;
   readonly #rebaselined: Counter;
   readonly #watchFailures: Counter<'resource' | 'mode'>;
+  readonly #writeWait: Histogram;
   #watchedSources: WatchedSource[] = [];
+  #writesWaiting: () => number = () => 0;
 
   constructor(o: MetricsOptions = {}) {
     this.#now = o.now ?? (() => performance.now());
@@ -209,6 +214,21 @@ export class Metrics {
       labelNames: ['resource', 'mode'],
       registers,
     });
+    this.#writeWait = new Histogram({
+      name: 'gitops_reloader_api_write_wait_seconds',
+      help: 'Time each API write (eviction, pod create or delete, ledger write, Event) waited for its turn under --api-write-qps/--api-write-burst; 0 when a token was there.',
+      buckets: WRITE_WAIT_BUCKETS,
+      registers,
+    });
+    const waiting = () => this.#writesWaiting();
+    new Gauge({
+      name: 'gitops_reloader_api_writes_waiting',
+      help: 'API writes waiting now for their turn under the write rate limit.',
+      registers,
+      collect() {
+        this.set(waiting());
+      },
+    });
     const sources = () => this.#watchedSources;
     new Gauge({
       name: 'gitops_reloader_watched_items',
@@ -279,6 +299,16 @@ export class Metrics {
   }
 
   /** Seconds from the first observed change behind a reload to that reload starting. */
+  /** One API write passed the write rate limit after waiting this long. */
+  apiWriteWaited(seconds: number): void {
+    if (Number.isFinite(seconds)) this.#writeWait.observe(Math.max(0, seconds));
+  }
+
+  /** Where gitops_reloader_api_writes_waiting reads from. */
+  apiWritesWaitingFrom(count: () => number): void {
+    this.#writesWaiting = count;
+  }
+
   eventToAction(seconds: number): void {
     if (Number.isFinite(seconds)) this.#eventToAction.observe(Math.max(0, seconds));
   }

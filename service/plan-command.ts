@@ -37,7 +37,7 @@ export const planFlags: readonly FlagSpec[] = [
 
 const HOW: Record<string, Record<string, string>> = {
   restart: {
-    Deployment: 'evict pods created before the change, one budget at a time (surge pod when none may go)',
+    Deployment: 'evict pods created before the change within maxUnavailable, with surge pods within maxSurge',
     StatefulSet: 'evict pods created before the change, highest ordinal first',
     DaemonSet: 'evict pods created before the change, node by node',
     Rollout: 'set spec.restartAt (Argo Rollouts restarts the pods)',

@@ -18,6 +18,7 @@ import type { ClusterAccess } from './kube/access.ts';
 import type { AppsApi, BatchApi, CoreApi, CustomApi } from './kube/api.ts';
 import { apiVersionOf, type EventReason, type EventRecorder } from './kube/events.ts';
 import type { Ledger } from './kube/ledger.ts';
+import { readWorkloadAt } from './kube/read-at.ts';
 import type { Logger } from './log.ts';
 import type { Metrics } from './metrics.ts';
 import type { ClusterState, TrackedWorkload } from './state.ts';
@@ -30,6 +31,7 @@ import {
 } from './strategies/reload-webhook.ts';
 import { runStrategy } from './strategies/run.ts';
 import { deleteSurgePodsOf, sweepSurgePods } from './strategies/surge-sweep.ts';
+import { templateChangeCheck } from './strategies/template-change.ts';
 import { ReloadWaiting, type StrategyResult, StrategyUnsupported } from './strategies/types.ts';
 
 export interface ReloadAction {
@@ -246,6 +248,11 @@ export class Reconciler {
       pendingOwners: () => {
         const pending = new Set<string>();
         for (const t of state.workloads.values()) if (ledger.get(t.id)?.pending) pending.add(t.rec.ref.uid);
+        // A reload running here may have created a surge pod before its pending write landed.
+        for (const id of this.#running) {
+          const uid = state.workloads.get(id)?.rec.ref.uid;
+          if (uid) pending.add(uid);
+        }
         return pending;
       },
       signal: this.#signal,
@@ -652,10 +659,20 @@ export class Reconciler {
             configHash: setDigest(a.target, namespaceKey(this.#d.hashKey, t.rec.ref.namespace)),
             ...(this.#d.git ? { git: this.#d.git } : {}),
             changed,
-            templateChangedSince: () => {
-              const rv = this.#d.state.workloads.get(a.workload)?.templateRV ?? '0';
-              return a.changeRV !== '0' && (compareResourceVersions(rv, a.changeRV) ?? -1) > 0;
-            },
+            templateChangedSince: templateChangeCheck({
+              kind: t.rec.ref.kind,
+              changeRV: a.changeRV,
+              watched: () => {
+                const w = this.#d.state.workloads.get(a.workload);
+                return w && { templateHash: w.rec.templateHash, templateRV: w.templateRV };
+              },
+              readAt: (rv) => readWorkloadAt(this.#d.kc, t.rec.ref, rv, signal),
+              onUnknown: (why) =>
+                log.warn(
+                  { ...f, why },
+                  'could not read the pod template at the change; pods are judged by the cutoff',
+                ),
+            }),
           });
       await ledger.put(t.id, { configs: a.target, reloadedAt: new Date().toISOString() });
       this.#failures.delete(t.id);

@@ -4,15 +4,17 @@ import { startArgoCd } from './argocd/argocd.ts';
 import { UNWATCHED_MAX_HOLD_MS } from './argocd/gate.ts';
 import { INBOX_SELECTOR, isInboxRecord, NotificationInbox, readRecord, recordName } from './argocd/inbox.ts';
 import type { SyncNotification } from './argocd/notification.ts';
+import { receiveNotification } from './argocd/receive.ts';
 import { isTerminal } from './argocd/sync-tracker.ts';
 import { type Config, readHashKeyFile, readWebhookKeyFile } from './config/config.ts';
 import { FlagError } from './config/flags.ts';
 import { compileGlobals } from './core/annotations.ts';
 import { keyFingerprint } from './core/config-hash.ts';
 import type { ConfigRecord, WorkloadRecord } from './core/records.ts';
+import { RateGate } from './core/token-bucket.ts';
 import { watchProviderClasses } from './csi.ts';
 import { WatchProgress } from './http.ts';
-import type { ClusterAccess } from './kube/access.ts';
+import { type ClusterAccess, writeGatedAccess } from './kube/access.ts';
 import { appsApi, batchApi, type CoreApi, coreApi, customApi } from './kube/api.ts';
 import { EventRecorder } from './kube/events.ts';
 import { HashKeyError, readOrCreateHashKey } from './kube/hash-key-secret.ts';
@@ -91,7 +93,17 @@ export async function serve(
   log: Logger,
   metrics: Metrics = new Metrics({ defaultMetrics: false }),
 ): Promise<RunningService> {
-  const core = coreApi(kc);
+  // One write rate limit for the whole process, shared by every reload: it, not the number of reloads
+  // running, protects the API server (docs/adr/0018). Lease renewals (the election's own `kc`) and
+  // reads (watches, relists) do not wait for it.
+  const writeGate = new RateGate({
+    qps: cfg.apiWriteQps,
+    burst: cfg.apiWriteBurst,
+    onPass: (ms) => metrics.apiWriteWaited(ms / 1000),
+  });
+  metrics.apiWritesWaitingFrom(() => writeGate.waiting);
+  const writes = writeGatedAccess(kc, (signal) => writeGate.pass(signal));
+  const core = coreApi(writes);
   if (!cfg.releaseNamespace) {
     throw new FlagError(
       '--release-namespace (or the POD_NAMESPACE env var) is required: it holds the ledger',
@@ -128,19 +140,19 @@ export async function serve(
     log,
     // Every replica records a notification where whichever replica leads (now or next) reads it; the
     // acting leader also acts on it at once. A replica that does not act never acts on it.
-    notify: async (n) => {
-      const recorded = await (inbox as NotificationInbox).record(n).catch((err: unknown) => err);
-      if (acting) return argocd.gate.notify(n);
-      if (recorded instanceof Error) throw recorded;
-      return recorded ? { outcome: 'accepted', action: 'recorded for the leader' } : { outcome: 'duplicate' };
-    },
+    notify: (n) =>
+      receiveNotification(n, {
+        record: (x) => (inbox as NotificationInbox).record(x),
+        act: (x) => argocd.gate.notify(x),
+        acting: () => acting,
+      }),
   });
   const events = new EventRecorder(core, log);
   const apis = {
     core,
-    apps: appsApi(kc),
-    batch: batchApi(kc),
-    custom: customApi(kc),
+    apps: appsApi(writes),
+    batch: batchApi(writes),
+    custom: customApi(writes),
   };
   const webhook = cfg.webhookUrl
     ? {
@@ -166,7 +178,8 @@ export async function serve(
       globals,
       hashKey: key,
       ...apis,
-      kc,
+      // The strategies' own requests (a surge pod's create) wait their turn like every other write.
+      kc: writes,
       inScope,
       gate: argocd.gate,
       metrics,

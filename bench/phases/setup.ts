@@ -14,7 +14,7 @@ import {
   expectedPods,
   extraDeployments,
   FLAP_CONFIG,
-  RESTART_CONFIG,
+  restartShapes,
   TRACKING_ANNOTATION,
   trackingId,
   workload,
@@ -54,7 +54,8 @@ export async function setUp(ctx: Context): Promise<SetupResult> {
       configs.push({ kind: 'Secret', namespace, name: configName('Secret', slot) });
     }
   }
-  configs.push({ kind: 'ConfigMap', namespace: n.extra, name: RESTART_CONFIG });
+  for (const shape of restartShapes(s))
+    configs.push({ kind: 'ConfigMap', namespace: n.extra, name: shape.config });
   configs.push({ kind: 'ConfigMap', namespace: n.extra, name: FLAP_CONFIG });
   let last = Date.now();
   await forEachBounded(
@@ -81,9 +82,11 @@ export async function setUp(ctx: Context): Promise<SetupResult> {
     await createApplication(kube, application(appName(w), n.argocd, w.namespace));
   }
 
+  // The native side of the bulk comparison: identical Deployments, not opted in.
+  const native = new Set(ctx.alloc.bulkNative.flat());
   const deployments = [
     ...Array.from({ length: s.deployments }, (_, i) =>
-      workloadDeployment(n.run, workload(n, s, i), s.replicas),
+      workloadDeployment(n.run, workload(n, s, i), s.replicas, !native.has(i)),
     ),
     ...extraDeployments(n, s),
   ];

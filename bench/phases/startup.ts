@@ -19,6 +19,10 @@ export interface StartupRun {
   acting_s: number;
   rss_ready_mib: number;
   rss_acting_mib: number;
+  /** CPU seconds (user + system) the process used from spawn until /readyz = 200. */
+  cpu_ready_s: number;
+  /** The same, until acting. */
+  cpu_acting_s: number;
   /** Proxied runs: requests from spawn until acting (each watch request counts once). */
   api_requests?: number;
   /** Proxied runs: requests from spawn until /readyz answered 200. */
@@ -33,9 +37,11 @@ async function once(ctx: Context, label: string, proxied: boolean, firstInstall:
   const svc = await startService(ctx, { label, proxied });
   const ready = await svc.waitReady(TIMEOUT_MS);
   const rss = svc.rssMiB();
+  const cpuReady = svc.cpuSeconds();
   const atReady = proxied ? await ctx.proxy.counts() : {};
   const acting = await svc.waitActing(TIMEOUT_MS);
   const rssActing = svc.rssMiB();
+  const cpuActing = svc.cpuSeconds();
   const after = proxied ? await ctx.proxy.counts() : {};
   const synced = svc.logs.find((l) => l.msg === 'caches synced');
   const syncedAt = synced && typeof synced.time === 'string' ? Date.parse(synced.time) : undefined;
@@ -49,6 +55,8 @@ async function once(ctx: Context, label: string, proxied: boolean, firstInstall:
     acting_s: (acting - svc.startedAt) / 1000,
     rss_ready_mib: rss,
     rss_acting_mib: rssActing,
+    cpu_ready_s: cpuReady,
+    cpu_acting_s: cpuActing,
     ...(proxied
       ? {
           api_requests: total(requests),
@@ -58,7 +66,7 @@ async function once(ctx: Context, label: string, proxied: boolean, firstInstall:
       : {}),
   };
   ctx.say(
-    `start-up ${label}: ready in ${run.ready_s.toFixed(2)}s, acting in ${run.acting_s.toFixed(2)}s, RSS ${rss.toFixed(1)} MiB${proxied ? `, ${run.api_requests} API requests` : ''}`,
+    `start-up ${label}: ready in ${run.ready_s.toFixed(2)}s, acting in ${run.acting_s.toFixed(2)}s, RSS ${rss.toFixed(1)} MiB, ${cpuReady.toFixed(2)} CPU s to ready${proxied ? `, ${run.api_requests} API requests` : ''}`,
   );
   return { run, svc };
 }

@@ -7,7 +7,9 @@ describe('loadConfig', () => {
     expect(c).toMatchObject({
       debounceMs: 3000,
       maxDebounceWaitMs: 30_000,
-      maxConcurrentReloads: 5,
+      maxConcurrentReloads: 20,
+      apiWriteQps: 20,
+      apiWriteBurst: 30,
       defaultStrategy: 'restart',
       ignoreConfigMaps: ['kube-root-ca.crt'],
       dryRun: false,
@@ -33,11 +35,15 @@ describe('loadConfig', () => {
       debounceMs: 1000,
       releaseNamespace: 'mine',
     });
+    const limits = { GITOPS_RELOADER_API_WRITE_QPS: '50', GITOPS_RELOADER_API_WRITE_BURST: '80' };
+    expect(loadConfig([], limits)).toMatchObject({ apiWriteQps: 50, apiWriteBurst: 80 });
   });
 
   it.each([
     [['--debounce=soon'], /"soon" for --debounce/],
     [['--max-concurrent-reloads=0'], /--max-concurrent-reloads.*at least 1/],
+    [['--api-write-qps=0'], /--api-write-qps.*at least 1/],
+    [['--api-write-burst=2.5'], /--api-write-burst.*whole number/],
     [['--default-strategy=yolo'], /--default-strategy.*restart, annotate, git/],
     [['--dry-run=maybe'], /--dry-run.*true or false/],
     [['--namespace-selector=a b c'], /--namespace-selector.*not a label selector/],

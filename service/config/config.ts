@@ -93,8 +93,22 @@ export const serveFlags: readonly FlagSpec[] = [
   {
     name: 'max-concurrent-reloads',
     type: 'int',
-    help: 'Reloads running at once across all workloads.',
-    default: '5',
+    help: 'Reloads running at once across all workloads (each holds two watches while it runs); one namespace gets at most this minus one. The API server is protected by --api-write-qps, not by this.',
+    default: '20',
+    min: 1,
+  },
+  {
+    name: 'api-write-qps',
+    type: 'int',
+    help: "Sustained API writes per second, shared by every reload (evictions, pod creates and deletes, ledger writes, Events; not Lease renewals, not reads). The kube-controller-manager's own client default is 20.",
+    default: '20',
+    min: 1,
+  },
+  {
+    name: 'api-write-burst',
+    type: 'int',
+    help: 'API writes that may go out at once after a quiet spell, before --api-write-qps paces them.',
+    default: '30',
     min: 1,
   },
   {
@@ -369,6 +383,8 @@ export interface Config {
   debounceMs: number;
   maxDebounceWaitMs: number;
   maxConcurrentReloads: number;
+  apiWriteQps: number;
+  apiWriteBurst: number;
   minReloadIntervalMs: number;
   stallAfterMs: number;
   reloadDeadlineMs: number;
@@ -485,6 +501,8 @@ export function buildConfig(
     debounceMs: num(values.debounce),
     maxDebounceWaitMs: num(values['max-debounce-wait']),
     maxConcurrentReloads: num(values['max-concurrent-reloads']),
+    apiWriteQps: num(values['api-write-qps']),
+    apiWriteBurst: num(values['api-write-burst']),
     minReloadIntervalMs: num(values['min-reload-interval']),
     stallAfterMs: num(values['stall-after']),
     reloadDeadlineMs: num(values['reload-deadline']),

@@ -48,12 +48,23 @@ export interface WorkloadRecord {
 const RELEVANT =
   /(^|\.)reloader\.stakater\.com\/|(^|\.)gitops-reloader\.io\/|^argocd\.argoproj\.io\/|^app\.kubernetes\.io\/instance$/;
 
-/** Keeps only the annotation (or label) keys a reload decision can read. */
-export function relevant(map: Record<string, string> | undefined | null): Record<string, string> {
-  const out: Record<string, string> = {};
-  if (!map) return out;
-  for (const [k, v] of Object.entries(map)) if (RELEVANT.test(k)) out[k] = v;
-  return out;
+/** One shared, frozen empty map: most cached objects carry no relevant annotation or label. */
+const NONE: Record<string, string> = Object.freeze({}) as Record<string, string>;
+
+/**
+ * Keeps only the annotation (or label) keys a reload decision can read. Read-only: an object with none
+ * gets a shared frozen empty map (two per cached config otherwise, about 1 MiB at 20,000 configs).
+ */
+export function relevant(map: Record<string, string> | undefined | null): Readonly<Record<string, string>> {
+  if (!map) return NONE;
+  let out: Record<string, string> | undefined;
+  for (const [k, v] of Object.entries(map)) {
+    if (RELEVANT.test(k)) {
+      out ??= {};
+      out[k] = v;
+    }
+  }
+  return out ?? NONE;
 }
 
 /** A Kubernetes label selector as the `labelSelector` query string. */

@@ -10,6 +10,7 @@ import {
   type RestartPod,
   resolveFenceposts,
   scaledValue,
+  surgeAllowance,
 } from './rolling.ts';
 
 const T = Date.parse('2026-01-01T10:00:00Z');
@@ -28,13 +29,16 @@ function pod(name: string, secondsFromT: number, o: Partial<RestartPod> = {}): R
   };
 }
 
+/** An act step that only evicts. */
+const evicts = (names: string[]): DeploymentRestartStep => ({ kind: 'act', surge: 0, evict: names });
+
 function plan(
   o: Partial<DeploymentRestartInput> & Pick<DeploymentRestartInput, 'pods'>,
 ): DeploymentRestartStep {
   return planDeploymentRestartStep({
     replicas: 3,
     maxUnavailable: 1,
-    maxSurge: 1,
+    maxSurge: 0,
     cutoffMs: T,
     rolloutInProgress: false,
     ...o,
@@ -139,21 +143,18 @@ describe('planDeploymentRestartStep', () => {
 
   it('never chooses a pod created at or after the cutoff', () => {
     const pods = [pod('new-ready', 0), pod('new-unready', 1, { ready: false }), pod('old', -1)];
-    expect(plan({ replicas: 3, maxUnavailable: 3, pods })).toEqual({ kind: 'evict', pods: ['old'] });
+    expect(plan({ replicas: 3, maxUnavailable: 3, pods })).toEqual(evicts(['old']));
   });
 
   it('evicts one Ready old pod at a time with maxUnavailable 1, oldest first', () => {
     const pods = [pod('b', -10), pod('a', -20), pod('c', -10)];
-    expect(plan({ pods })).toEqual({ kind: 'evict', pods: ['a'] });
+    expect(plan({ pods })).toEqual(evicts(['a']));
   });
 
   it('breaks creation-time ties by name, so the same input always gives the same step', () => {
     const pods = [pod('c', -10), pod('b', -10), pod('a', -10)];
-    expect(plan({ maxUnavailable: 2, pods })).toEqual({ kind: 'evict', pods: ['a', 'b'] });
-    expect(plan({ maxUnavailable: 2, pods: [...pods].reverse() })).toEqual({
-      kind: 'evict',
-      pods: ['a', 'b'],
-    });
+    expect(plan({ maxUnavailable: 2, pods })).toEqual(evicts(['a', 'b']));
+    expect(plan({ maxUnavailable: 2, pods: [...pods].reverse() })).toEqual(evicts(['a', 'b']));
   });
 
   it('evicts not-Ready old pods first and all at once, since they cost no availability', () => {
@@ -164,19 +165,19 @@ describe('planDeploymentRestartStep', () => {
       pod('u2', -1, { ready: false }),
     ];
     // replicas 4, maxUnavailable 1: Ready 2, floor 3, so no Ready pod may go, but the broken ones may.
-    expect(plan({ replicas: 4, pods })).toEqual({ kind: 'evict', pods: ['u1', 'u2'] });
+    expect(plan({ replicas: 4, pods })).toEqual(evicts(['u1', 'u2']));
   });
 
   it('adds Ready old pods after the not-Ready ones while the budget allows', () => {
     const pods = [pod('r1', -30), pod('r2', -20), pod('r3', -10), pod('u1', -5, { ready: false })];
     // replicas 4, maxUnavailable 2: Ready 3, floor 2, so one Ready pod may go along with u1.
-    expect(plan({ replicas: 4, maxUnavailable: 2, pods })).toEqual({ kind: 'evict', pods: ['u1', 'r1'] });
+    expect(plan({ replicas: 4, maxUnavailable: 2, pods })).toEqual(evicts(['u1', 'r1']));
   });
 
   it('counts new Ready pods toward availability but never evicts them', () => {
     const pods = [pod('new1', 1), pod('new2', 1), pod('old1', -10), pod('old2', -9)];
     // replicas 4, maxUnavailable 2: Ready 4, floor 2: both old pods may go.
-    expect(plan({ replicas: 4, maxUnavailable: 2, pods })).toEqual({ kind: 'evict', pods: ['old1', 'old2'] });
+    expect(plan({ replicas: 4, maxUnavailable: 2, pods })).toEqual(evicts(['old1', 'old2']));
   });
 
   it('ignores terminating pods: they neither count as Ready nor get evicted again', () => {
@@ -189,79 +190,150 @@ describe('planDeploymentRestartStep', () => {
     // Ready non-terminating: a, b = 2; floor 3 − 1 = 2; budget 0.
     expect(plan({ pods })).toEqual({ kind: 'wait', reason: 'waiting-for-ready' });
     const readyAgain = [pod('gone', -10, { terminating: true }), pod('a', -10), pod('b', -10), pod('c', 1)];
-    expect(plan({ pods: readyAgain })).toEqual({ kind: 'evict', pods: ['a'] });
+    expect(plan({ pods: readyAgain })).toEqual(evicts(['a']));
   });
 
   it('resolves percentages like the Deployment controller', () => {
     const ten = Array.from({ length: 10 }, (_, i) => pod(`p${i}`, -10 - i));
-    // 25% of 10 rounds down to 2.
+    // 25% of 10 rounds down to 2 unavailable, and up to 3 surge.
     expect(plan({ replicas: 10, maxUnavailable: '25%', maxSurge: '25%', pods: ten })).toEqual({
-      kind: 'evict',
-      pods: ['p9', 'p8'],
+      kind: 'act',
+      surge: 3,
+      evict: ['p9', 'p8'],
     });
-    // 19% of 10 rounds down to 1.
-    expect(plan({ replicas: 10, maxUnavailable: '19%', maxSurge: '25%', pods: ten })).toEqual({
-      kind: 'evict',
-      pods: ['p9'],
+    // 19% of 10 rounds down to 1; 11% rounds up to 2.
+    expect(plan({ replicas: 10, maxUnavailable: '19%', maxSurge: '11%', pods: ten })).toEqual({
+      kind: 'act',
+      surge: 2,
+      evict: ['p9'],
     });
     // 5% of 10 rounds down to 0, maxSurge 0% too: the controller's fencepost rule makes it 1.
-    expect(plan({ replicas: 10, maxUnavailable: '5%', maxSurge: '0%', pods: ten })).toEqual({
-      kind: 'evict',
-      pods: ['p9'],
+    expect(plan({ replicas: 10, maxUnavailable: '5%', maxSurge: '0%', pods: ten })).toEqual(evicts(['p9']));
+  });
+
+  describe('the three shapes of issue 15', () => {
+    const old = (n: number) => Array.from({ length: n }, (_, i) => pod(`o${i}`, -10 - i));
+    const surgePod = (name: string, ready = true) => pod(name, 1, { surge: true, ready });
+
+    it('25%/25% on 10 replicas: 3 surge pods and 2 evictions at once, then as pods get Ready', () => {
+      const shape = { replicas: 10, maxSurge: '25%', maxUnavailable: '25%' };
+      expect(plan({ ...shape, pods: old(10) })).toEqual({ kind: 'act', surge: 3, evict: ['o9', 'o8'] });
+      // Next step, before anything is Ready: nothing more fits (8 Ready, floor 8; 3 surge pods live).
+      const starting = [
+        ...old(8),
+        pod('r1', 1, { ready: false }),
+        pod('r2', 1, { ready: false }),
+        surgePod('s1', false),
+        surgePod('s2', false),
+        surgePod('s3', false),
+      ];
+      expect(plan({ ...shape, pods: starting })).toEqual({ kind: 'wait', reason: 'waiting-for-ready' });
+      // All five Ready: 13 Ready, floor 8, so five more go; the three surge pods cover the three left.
+      const ready = [...old(8), pod('r1', 1), pod('r2', 1), surgePod('s1'), surgePod('s2'), surgePod('s3')];
+      expect(plan({ ...shape, pods: ready })).toEqual({
+        kind: 'act',
+        surge: 0,
+        evict: ['o7', 'o6', 'o5', 'o4', 'o3'],
+      });
+    });
+
+    it('maxSurge 1 / maxUnavailable 0 on 10 replicas: one surge pod, then one eviction per Ready pod', () => {
+      const shape = { replicas: 10, maxSurge: 1, maxUnavailable: 0 };
+      expect(plan({ ...shape, pods: old(10) })).toEqual({ kind: 'act', surge: 1, evict: [] });
+      expect(plan({ ...shape, pods: [...old(10), surgePod('s', false)] })).toEqual({
+        kind: 'wait',
+        reason: 'waiting-for-ready',
+      });
+      expect(plan({ ...shape, pods: [...old(10), surgePod('s')] })).toEqual(evicts(['o9']));
+      // The eviction is seen, the replacement not yet created: wait for it, no second surge pod.
+      const gap = [...old(9), pod('gone', -10, { terminating: true }), surgePod('s')];
+      expect(plan({ ...shape, pods: gap })).toEqual({ kind: 'wait', reason: 'waiting-for-ready' });
+    });
+
+    it('one replica (25%/25% resolves to surge 1, unavailable 0): a surge pod, then the eviction', () => {
+      const shape = { replicas: 1, maxSurge: '25%', maxUnavailable: '25%' };
+      expect(plan({ ...shape, pods: old(1) })).toEqual({ kind: 'act', surge: 1, evict: [] });
+      expect(plan({ ...shape, pods: [...old(1), surgePod('s', false)] })).toEqual({
+        kind: 'wait',
+        reason: 'waiting-for-ready',
+      });
+      expect(plan({ ...shape, pods: [...old(1), surgePod('s')] })).toEqual(evicts(['o0']));
+    });
+
+    it('never has more than replicas + maxSurge live pods, counting surge pods a crash left', () => {
+      const shape = { replicas: 10, maxSurge: '25%', maxUnavailable: '25%' };
+      // Two surge pods already live (a previous leader's): only one more.
+      expect(plan({ ...shape, pods: [...old(10), surgePod('s1', false), surgePod('s2', false)] })).toEqual({
+        kind: 'act',
+        surge: 1,
+        evict: ['o9', 'o8'],
+      });
+      // The ReplicaSet runs one pod too many (11 live): one surge pod fewer, so 13 at most.
+      const extra = [...old(10), pod('x', 1)];
+      expect(plan({ ...shape, pods: extra })).toEqual({ kind: 'act', surge: 2, evict: ['o9', 'o8', 'o7'] });
+      // Already 13 live (10 + 3 surge): none more, whatever the budget.
+      const full = [...old(10), surgePod('s1'), surgePod('s2'), surgePod('s3')];
+      const step = plan({ ...shape, pods: full });
+      expect(step).toMatchObject({ kind: 'act', surge: 0 });
+      // Three surge pods where the Deployment allows one: none more, and nothing waits on them.
+      const over = [...old(3), surgePod('s1'), surgePod('s2'), surgePod('s3')];
+      expect(plan({ replicas: 3, maxSurge: 1, maxUnavailable: 0, pods: over })).toEqual(
+        evicts(['o2', 'o1', 'o0']),
+      );
+    });
+
+    it('makes no more surge pods than old pods this step leaves', () => {
+      // 4 replicas, maxUnavailable 3 (floor 1), maxSurge 3: three go now, one stays: one surge pod.
+      expect(plan({ replicas: 4, maxUnavailable: 3, maxSurge: 3, pods: old(4) })).toEqual({
+        kind: 'act',
+        surge: 1,
+        evict: ['o3', 'o2', 'o1'],
+      });
+      // Everything may go now: no surge pod at all.
+      const mixed = [pod('o0', -10), pod('n1', 1), pod('n2', 1)];
+      expect(plan({ replicas: 3, maxUnavailable: 1, maxSurge: 1, pods: mixed })).toEqual(evicts(['o0']));
     });
   });
 
-  it('asks for a surge pod when maxUnavailable resolves to 0 and every pod is Ready', () => {
-    const pods = [pod('a', -10), pod('b', -10), pod('c', -10)];
-    expect(plan({ maxUnavailable: 0, maxSurge: 1, pods })).toEqual({
-      kind: 'wait',
-      reason: 'needs-surge',
-      maxSurge: 1,
-    });
-    // The apps/v1 defaults on 3 replicas: 25% of 3 rounds down to 0.
-    expect(plan({ maxUnavailable: '25%', maxSurge: '25%', pods })).toEqual({
-      kind: 'wait',
-      reason: 'needs-surge',
-      maxSurge: 1,
-    });
-  });
-
-  it('asks for a surge pod for a single replica, even when maxUnavailable would allow an outage', () => {
-    expect(plan({ replicas: 1, maxUnavailable: '25%', maxSurge: '25%', pods: [pod('only', -10)] })).toEqual({
-      kind: 'wait',
-      reason: 'needs-surge',
-      maxSurge: 1,
-    });
+  it('makes a surge pod for a single replica even when maxSurge is 0 (I4 over the pod-count ceiling)', () => {
     expect(plan({ replicas: 1, maxUnavailable: 1, maxSurge: 0, pods: [pod('only', -10)] })).toEqual({
-      kind: 'wait',
-      reason: 'needs-surge',
-      maxSurge: 0,
+      kind: 'act',
+      surge: 1,
+      evict: [],
     });
   });
 
-  it('evicts the single old pod once a Ready surge pod stands beside it', () => {
-    const pods = [pod('only', -10), pod('surge', 2)];
-    expect(plan({ replicas: 1, maxUnavailable: 0, maxSurge: 1, pods })).toEqual({
-      kind: 'evict',
-      pods: ['only'],
+  it('makes no surge pod for Recreate, and evicts a single Ready replica with downtime instead', () => {
+    const only = [pod('only', -10)];
+    expect(plan({ replicas: 1, maxUnavailable: '100%', maxSurge: 0, recreate: true, pods: only })).toEqual({
+      kind: 'act',
+      surge: 0,
+      evict: ['only'],
+      downtime: true,
     });
-    // Not while the surge pod is still starting.
-    const starting = [pod('only', -10), pod('surge', 2, { ready: false })];
-    expect(plan({ replicas: 1, maxUnavailable: 0, maxSurge: 1, pods: starting })).toEqual({
-      kind: 'wait',
-      reason: 'needs-surge',
-      maxSurge: 1,
-    });
+    // More replicas: all but one go at once, without downtime, and never a surge pod.
+    const three = [pod('a', -10), pod('b', -11), pod('c', -12)];
+    expect(plan({ replicas: 3, maxUnavailable: '100%', maxSurge: 0, recreate: true, pods: three })).toEqual(
+      evicts(['c', 'b']),
+    );
   });
 
   it('evicts a not-Ready single pod without a surge pod: it serves nobody', () => {
     const pods = [pod('only', -10, { ready: false })];
-    expect(plan({ replicas: 1, maxUnavailable: 0, pods })).toEqual({ kind: 'evict', pods: ['only'] });
+    expect(plan({ replicas: 1, maxUnavailable: 0, maxSurge: 1, pods })).toEqual(evicts(['only']));
   });
 
-  it('waits for readiness, not a surge, while replacements are still starting', () => {
+  it('never evicts a surge pod, even one stamped before the cutoff', () => {
+    const pods = [pod('s', -10, { surge: true }), pod('a', 1), pod('b', 1), pod('c', 1)];
+    expect(plan({ pods })).toEqual({ kind: 'done' });
+  });
+
+  it('waits for readiness while replacements are still starting', () => {
     const pods = [pod('old1', -10), pod('old2', -10), pod('fresh', 2, { ready: false })];
-    expect(plan({ maxUnavailable: 0, pods })).toEqual({ kind: 'wait', reason: 'waiting-for-ready' });
+    expect(plan({ maxUnavailable: 0, maxSurge: 0, pods })).toEqual({
+      kind: 'wait',
+      reason: 'waiting-for-ready',
+    });
   });
 
   it('waits until the wall clock has passed the cutoff by the skew margin, when given the clock', () => {
@@ -276,8 +348,8 @@ describe('planDeploymentRestartStep', () => {
       reason: 'before-cutoff',
       retryAfterMs: 1,
     });
-    expect(plan({ pods, nowMs: T + 1000 })).toEqual({ kind: 'evict', pods: ['a'] });
-    expect(plan({ pods, nowMs: T, skewMarginMs: 0 })).toEqual({ kind: 'evict', pods: ['a'] });
+    expect(plan({ pods, nowMs: T + 1000 })).toEqual(evicts(['a']));
+    expect(plan({ pods, nowMs: T, skewMarginMs: 0 })).toEqual(evicts(['a']));
   });
 
   it('with a snapshot of target uids, replaces exactly those, at once, whatever the timestamps say', () => {
@@ -288,7 +360,7 @@ describe('planDeploymentRestartStep', () => {
     expect(plan({ pods, nowMs: T - 200 })).toMatchObject({ kind: 'wait', reason: 'before-cutoff' });
     expect(plan({ pods, nowMs: T - 200, targets })).toEqual({ kind: 'wait', reason: 'waiting-for-ready' });
     const allReady = [pod('a', -10), pod('b', -10), pod('r', -10)];
-    expect(plan({ pods: allReady, nowMs: T - 200, targets })).toEqual({ kind: 'evict', pods: ['a'] });
+    expect(plan({ pods: allReady, nowMs: T - 200, targets })).toEqual(evicts(['a']));
     expect(plan({ pods: [pod('r', -10), pod('s', -10), pod('t', -10)], targets })).toEqual({ kind: 'done' });
   });
 
@@ -308,53 +380,90 @@ describe('planDeploymentRestartStep', () => {
       return seed % n;
     };
     const intOrPct = (): number | string => (rand(2) === 0 ? rand(4) : `${rand(101)}%`);
-    for (let round = 0; round < 2000; round++) {
+    for (let round = 0; round < 4000; round++) {
       const replicas = rand(8);
-      const pods = Array.from({ length: rand(12) }, (_, i) =>
-        pod(`p${i}`, rand(20) - 10, { ready: rand(3) > 0, terminating: rand(5) === 0 }),
-      );
+      const pods = Array.from({ length: rand(12) }, (_, i) => {
+        const surge = rand(6) === 0;
+        return pod(surge ? `s${i}` : `p${i}`, surge ? rand(5) : rand(20) - 10, {
+          ready: rand(3) > 0,
+          terminating: rand(5) === 0,
+          surge,
+          ...(surge && rand(2) === 0 ? { handable: true } : {}),
+        });
+      });
+      const recreate = rand(8) === 0;
+      const handover = rand(2) === 0;
       const input: DeploymentRestartInput = {
+        handover,
         replicas,
         maxUnavailable: intOrPct(),
         maxSurge: intOrPct(),
         cutoffMs: T,
         rolloutInProgress: false,
         pods,
+        ...(recreate ? { recreate } : {}),
       };
       const step = planDeploymentRestartStep(input);
       const live = pods.filter((p) => !p.terminating);
-      const old = live.filter((p) => isBeforeCutoff(p.createdAt, T));
+      const old = live.filter((p) => !p.surge && isBeforeCutoff(p.createdAt, T));
       const ctx = JSON.stringify({ input, step });
       if (step.kind === 'done') {
         expect(old, ctx).toEqual([]);
         continue;
       }
       expect(old.length, ctx).toBeGreaterThan(0);
-      if (step.kind !== 'evict') {
+      if (step.kind === 'handover') {
+        // Only when the ReplicaSet has all its pods, all Ready (else it would delete a starting one);
+        // each pair a Ready surge pod it may hand over and a live old pod, each pod used once.
+        const own = live.filter((p) => !p.surge);
+        expect(own.length === replicas && own.every((p) => p.ready), ctx).toBe(true);
+        expect(step.pairs.length, ctx).toBeGreaterThan(0);
+        const named = (n: string) => pods.find((p) => p.name === n) as RestartPod;
+        for (const { surge, old: o } of step.pairs) {
+          const sp = named(surge);
+          expect(sp.surge && sp.handable && sp.ready && !sp.terminating, ctx).toBe(true);
+          expect(old.includes(named(o)), ctx).toBe(true);
+        }
+        expect(new Set(step.pairs.map((x) => x.surge)).size, ctx).toBe(step.pairs.length);
+        expect(new Set(step.pairs.map((x) => x.old)).size, ctx).toBe(step.pairs.length);
+        continue;
+      }
+      if (step.kind !== 'act') {
         expect(
           old.every((p) => p.ready),
           ctx,
         ).toBe(true);
         continue;
       }
-      const chosen = step.pods.map((n) => pods.find((p) => p.name === n) as RestartPod);
-      expect(new Set(step.pods).size, ctx).toBe(step.pods.length);
+      expect(step.evict.length + step.surge, ctx).toBeGreaterThan(0);
+      const chosen = step.evict.map((n) => pods.find((p) => p.name === n) as RestartPod);
+      expect(new Set(step.evict).size, ctx).toBe(step.evict.length);
       // Only old, live pods; every not-Ready old pod; Ready ones only within the budget.
       expect(
         chosen.every((p) => old.includes(p)),
         ctx,
       ).toBe(true);
       expect(
-        old.filter((p) => !p.ready).every((p) => step.pods.includes(p.name)),
+        old.filter((p) => !p.ready).every((p) => step.evict.includes(p.name)),
         ctx,
       ).toBe(true);
       const readyBefore = live.filter((p) => p.ready).length;
       const readyAfter = readyBefore - chosen.filter((p) => p.ready).length;
-      const floor = minReadyDuringRestart(
-        replicas,
-        resolveFenceposts(input.maxSurge, input.maxUnavailable, replicas),
-      );
-      if (chosen.some((p) => p.ready)) expect(readyAfter, ctx).toBeGreaterThanOrEqual(floor);
+      const fenceposts = resolveFenceposts(input.maxSurge, input.maxUnavailable, replicas);
+      const floor = minReadyDuringRestart(replicas, fenceposts);
+      if (chosen.some((p) => p.ready) && !step.downtime)
+        expect(readyAfter, ctx).toBeGreaterThanOrEqual(floor);
+      if (step.downtime) expect(recreate, ctx).toBe(true);
+      // Surge pods: only within the allowance, the ceiling, and the old pods this step leaves.
+      const allowance = surgeAllowance(replicas, fenceposts, recreate);
+      const liveSurge = live.filter((p) => p.surge).length;
+      if (step.surge > 0) {
+        expect(liveSurge + step.surge, ctx).toBeLessThanOrEqual(allowance);
+        expect(live.length + step.surge, ctx).toBeLessThanOrEqual(replicas + allowance);
+        expect(liveSurge + step.surge, ctx).toBeLessThanOrEqual(old.length - step.evict.length);
+        expect(recreate, ctx).toBe(false);
+        if (fenceposts.maxSurge === 0) expect(replicas, ctx).toBe(1);
+      }
       // And it is deterministic.
       expect(planDeploymentRestartStep({ ...input, pods: [...pods].reverse() }), ctx).toEqual(step);
     }
@@ -377,8 +486,6 @@ interface SimOptions {
   observedAtMs: number[];
   readyAfterMs?: number;
   deleteAfterMs?: number;
-  /** Create a surge pod when the planner asks for one, delete it when done (what a later issue adds). */
-  surge?: boolean;
   /** The skew margin for both the cutoff and the wait before acting (default 1 s). */
   skewMarginMs?: number;
   /** How many of the original pods never become Ready (a crash the config change is meant to fix). */
@@ -428,6 +535,13 @@ function simulate(o: SimOptions) {
   const evicted: string[] = [];
   const steps: DeploymentRestartStep[] = [];
   let minReady = Number.POSITIVE_INFINITY;
+  let maxLive = 0;
+  let firstActionMs: number | undefined;
+  const observe = () => {
+    const live = pods.filter((p) => !p.terminating);
+    minReady = Math.min(minReady, live.filter((p) => p.ready).length);
+    maxLive = Math.max(maxLive, live.length);
+  };
   for (let i = 0; i < 10_000; i++) {
     const step = planDeploymentRestartStep({
       replicas: o.replicas,
@@ -435,12 +549,13 @@ function simulate(o: SimOptions) {
       maxSurge: o.maxSurge,
       cutoffMs: cutoff,
       rolloutInProgress: false,
-      pods: pods.map(({ name, uid, createdAt, ready, terminating }) => ({
+      pods: pods.map(({ name, uid, createdAt, ready, terminating, surge }) => ({
         name,
         uid,
         createdAt,
         ready,
         terminating,
+        ...(surge ? { surge } : {}),
       })),
       nowMs: now,
       ...(o.skewMarginMs !== undefined ? { skewMarginMs: o.skewMarginMs } : {}),
@@ -454,15 +569,19 @@ function simulate(o: SimOptions) {
         tick(100);
         continue;
       }
+      // Every ReplicaSet pod is new and Ready: what the bench times.
+      const elapsedMs = now - (firstActionMs ?? now);
       for (const p of pods.filter((p) => p.surge)) {
         p.terminating = true;
         p.goneAtMs = now + deleteAfter;
       }
       tick(deleteAfter);
-      return { evicted, original, pods, steps, minReady, cutoff };
+      return { evicted, original, pods, steps, minReady, maxLive, elapsedMs, cutoff };
     }
-    if (step.kind === 'evict') {
-      for (const name of step.pods) {
+    if (step.kind === 'act') {
+      firstActionMs ??= now;
+      for (let k = 0; k < step.surge; k++) create(true);
+      for (const name of step.evict) {
         const p = pods.find((x) => x.name === name);
         if (!p) throw new Error(`planner chose ${name}, which does not exist`);
         evicted.push(name);
@@ -471,13 +590,12 @@ function simulate(o: SimOptions) {
         p.goneAtMs = now + deleteAfter;
         create(); // the ReplicaSet replaces it
       }
-    } else if (step.kind === 'wait' && step.reason === 'needs-surge') {
-      if (!o.surge) return { evicted, original, pods, steps, minReady, cutoff };
-      if (!pods.some((p) => p.surge)) create(true);
+    } else if (step.kind === 'wait' && step.reason === 'no-room') {
+      throw new Error('the planner found no room in a healthy cluster');
     }
-    minReady = Math.min(minReady, pods.filter((p) => p.ready && !p.terminating).length);
+    observe();
     tick(step.kind === 'wait' && step.reason === 'before-cutoff' ? step.retryAfterMs : 100);
-    minReady = Math.min(minReady, pods.filter((p) => p.ready && !p.terminating).length);
+    observe();
   }
   throw new Error('the pass did not finish in 10000 steps');
 }
@@ -515,41 +633,41 @@ describe('a whole restart pass', () => {
     }
   });
 
-  it('replaces a 10-replica Deployment with default fenceposts keeping 8 Ready pods', () => {
+  // The three shapes of issue 15, with pods Ready 300 ms after creation (kwok's default). Pod starts
+  // in sequence are what a restart costs; the native rolling update needs 2, 10 and 1 of them.
+  it('replaces a 10-replica 25%/25% Deployment in 3 pod starts, keeping 8 Ready and at most 13 pods', () => {
     const r = simulate({ replicas: 10, maxUnavailable: '25%', maxSurge: '25%', observedAtMs: [0] });
     expect([...r.evicted].sort()).toEqual([...r.original].sort());
     expect(r.minReady).toBeGreaterThanOrEqual(8);
+    expect(r.maxLive).toBe(13);
+    expect(r.elapsedMs).toBeLessThanOrEqual(3 * 300);
+    // Without the surge pods (maxUnavailable alone, the rule before ADR 0017) it took 5.
+    const unavailableOnly = simulate({ replicas: 10, maxUnavailable: '25%', maxSurge: 0, observedAtMs: [0] });
+    expect(unavailableOnly.elapsedMs).toBeGreaterThan(4 * 300);
   });
 
-  it('stops and asks for a surge pod on a default 3-replica Deployment, evicting nothing', () => {
-    const r = simulate({ replicas: 3, maxUnavailable: '25%', maxSurge: '25%', observedAtMs: [0] });
-    expect(r.evicted).toEqual([]);
-    expect(r.steps.at(-1)).toEqual({ kind: 'wait', reason: 'needs-surge', maxSurge: 1 });
+  it('replaces a 10-replica maxSurge 1 / maxUnavailable 0 Deployment with 10 Ready and at most 11 pods', () => {
+    const r = simulate({ replicas: 10, maxUnavailable: 0, maxSurge: 1, observedAtMs: [0] });
+    expect([...r.evicted].sort()).toEqual([...r.original].sort());
+    expect(r.minReady).toBeGreaterThanOrEqual(10);
+    expect(r.maxLive).toBe(11);
+    expect(r.elapsedMs).toBeLessThanOrEqual(11 * 300);
   });
 
   it('restarts a single replica behind a surge pod without ever dropping to zero Ready pods', () => {
-    const r = simulate({
-      replicas: 1,
-      maxUnavailable: '25%',
-      maxSurge: '25%',
-      observedAtMs: [0],
-      surge: true,
-    });
+    const r = simulate({ replicas: 1, maxUnavailable: '25%', maxSurge: '25%', observedAtMs: [0] });
     expect([...r.evicted]).toEqual([...r.original]);
     expect(r.minReady).toBeGreaterThanOrEqual(1);
+    expect(r.maxLive).toBe(2);
+    expect(r.elapsedMs).toBeLessThanOrEqual(2 * 300);
     expect(r.pods.filter((p) => !p.terminating).map((p) => p.surge)).toEqual([false]);
   });
 
   it('restarts a default 3-replica Deployment behind a surge pod, each pod once', () => {
-    const r = simulate({
-      replicas: 3,
-      maxUnavailable: '25%',
-      maxSurge: '25%',
-      observedAtMs: [0, 10, 20],
-      surge: true,
-    });
+    const r = simulate({ replicas: 3, maxUnavailable: '25%', maxSurge: '25%', observedAtMs: [0, 10, 20] });
     expect([...r.evicted].sort()).toEqual([...r.original].sort());
     expect(r.minReady).toBeGreaterThanOrEqual(3);
+    expect(r.maxLive).toBe(4);
   });
 
   it('replaces the broken pods of a partly crashing Deployment first, without touching the healthy ones', () => {
@@ -562,7 +680,7 @@ describe('a whole restart pass', () => {
     });
     expect([...r.evicted].sort()).toEqual([...r.original].sort());
     // Ready 3 of 4 with maxUnavailable 1: only the broken pod may go in the first step.
-    expect(r.steps.find((s) => s.kind === 'evict')).toEqual({ kind: 'evict', pods: ['web-0'] });
+    expect(r.steps.find((s) => s.kind === 'act')).toEqual({ kind: 'act', surge: 1, evict: ['web-0'] });
     expect(r.minReady).toBeGreaterThanOrEqual(3);
   });
 });
@@ -623,5 +741,74 @@ describe('deploymentRolloutPhase / isRolloutInProgress (kubectl rollout status)'
 
   it('treats a controller that is ahead (observedGeneration > generation) as observed, like kubectl', () => {
     expect(deploymentRolloutPhase({ ...steady, observedGeneration: 5 })).toBe('complete');
+  });
+});
+
+describe('planDeploymentRestartStep: handing surge pods to the ReplicaSet (ADR 0019)', () => {
+  const one = { replicas: 1, maxUnavailable: '25%', maxSurge: '25%' } as const;
+
+  it('hands a Ready surge pod over in place of the single old pod', () => {
+    expect(plan({ ...one, pods: [pod('x', -5), pod('s', 1, { surge: true, handable: true })] })).toEqual({
+      kind: 'handover',
+      pairs: [{ surge: 's', old: 'x' }],
+    });
+  });
+
+  it('waits for the surge pod to be Ready', () => {
+    expect(
+      plan({ ...one, pods: [pod('x', -5), pod('s', 1, { surge: true, handable: true, ready: false })] }),
+    ).toEqual({ kind: 'wait', reason: 'waiting-for-ready' });
+  });
+
+  it('does not hand over a surge pod it may not (another template, another leader): it evicts instead', () => {
+    expect(plan({ ...one, pods: [pod('x', -5), pod('s', 1, { surge: true })] })).toEqual(evicts(['x']));
+  });
+
+  it('never while a pod of the ReplicaSet is starting: the ReplicaSet would delete that one', () => {
+    const pods = [
+      pod('a', -5),
+      pod('b', -5),
+      pod('r', 1, { ready: false }),
+      pod('s', 1, { surge: true, handable: true }),
+    ];
+    const step = plan({ replicas: 3, maxUnavailable: 0, maxSurge: 1, pods });
+    expect(step.kind).not.toBe('handover');
+  });
+
+  it('never while the ReplicaSet is short of a pod (an evicted pod not yet replaced)', () => {
+    const pods = [pod('a', -5), pod('b', -5), pod('s', 1, { surge: true, handable: true })];
+    expect(plan({ replicas: 3, maxUnavailable: 0, maxSurge: 1, pods }).kind).not.toBe('handover');
+  });
+
+  it('evicts within the room a surge pod it may not hand over makes (an earlier leader made it)', () => {
+    const pods = [pod('x', -5), pod('s', 1, { surge: true })];
+    expect(plan({ ...one, handover: true, pods })).toEqual(evicts(['x']));
+  });
+
+  it('with few old pods left, covers them all with surge pods and evicts nothing', () => {
+    const pods = [pod('a', -5), pod('b', -5), pod('n1', 1), pod('n2', 1)];
+    expect(plan({ replicas: 4, maxUnavailable: 1, maxSurge: 2, handover: true, pods })).toEqual({
+      kind: 'act',
+      surge: 2,
+      evict: [],
+    });
+  });
+
+  it('pairs as many as there are Ready surge pods and old pods, oldest first', () => {
+    const pods = [
+      pod('a', -9),
+      pod('b', -5),
+      pod('n', 1),
+      pod('s1', 1, { surge: true, handable: true }),
+      pod('s2', 1, { surge: true, handable: true }),
+      pod('s3', 1, { surge: true, handable: true }),
+    ];
+    expect(plan({ replicas: 3, maxUnavailable: 1, maxSurge: 3, pods })).toEqual({
+      kind: 'handover',
+      pairs: [
+        { surge: 's1', old: 'a' },
+        { surge: 's2', old: 'b' },
+      ],
+    });
   });
 });

@@ -16,6 +16,16 @@ export interface RestartPod {
   ready: boolean;
   /** metadata.deletionTimestamp is set. */
   terminating: boolean;
+  /**
+   * A temporary surge pod of this restart (not a ReplicaSet's): never old, counts toward the Ready
+   * budget and toward the surge allowance.
+   */
+  surge?: boolean;
+  /**
+   * A surge pod this restart made from the current ReplicaSet's template, which it may hand over to
+   * that ReplicaSet (docs/adr/0019).
+   */
+  handable?: boolean;
 }
 
 export interface DeploymentRestartInput {
@@ -25,6 +35,13 @@ export interface DeploymentRestartInput {
   maxUnavailable: IntOrPercent;
   /** spec.strategy.rollingUpdate.maxSurge (the API server defaults it to "25%"). */
   maxSurge: IntOrPercent;
+  /**
+   * spec.strategy.type is Recreate: two generations of pods must never run together, so no surge pod;
+   * where only a surge pod could keep a pod Ready (a single replica), the old pod goes anyway.
+   */
+  recreate?: boolean;
+  /** Surge pods this restart creates may be handed over to the ReplicaSet (docs/adr/0019). */
+  handover?: boolean;
   /** The cutoff T from effectiveCutoff: every pod created before it must be replaced. */
   cutoffMs: number;
   /** From isRolloutInProgress: a template rollout is under way, so the Deployment controller is busy. */
@@ -57,16 +74,25 @@ export type DeploymentRestartStep =
   | { kind: 'wait'; reason: 'rollout-in-progress' }
   /** The wall clock has not yet passed T by the skew margin; try again after retryAfterMs. */
   | { kind: 'wait'; reason: 'before-cutoff'; retryAfterMs: number }
-  /** The budget is used up by pods that are not Ready yet (replacements starting, or unhealthy pods). */
+  /** The budget is used up and pods are still starting (replacements, surge pods) or unhealthy. */
   | { kind: 'wait'; reason: 'waiting-for-ready' }
   /**
-   * Every pod is Ready and still no old pod may go: maxUnavailable resolves to 0, or a single
-   * replica. Only an extra Ready pod (a surge pod) makes room. maxSurge is the Deployment's own
-   * resolved allowance, for the caller's decision.
+   * Every pod is Ready, the budget is used up and no surge pod fits under the pod-count ceiling
+   * (replicas + the surge allowance). Only a change of the world (a pod going) makes room.
    */
-  | { kind: 'wait'; reason: 'needs-surge'; maxSurge: number }
-  /** Evict these pods (by name) now, in this order: not-Ready ones first, then the oldest Ready ones. */
-  | { kind: 'evict'; pods: string[] };
+  | { kind: 'wait'; reason: 'no-room' }
+  /**
+   * Create `surge` surge pods and evict the pods named in `evict` (in this order: not-Ready ones
+   * first, then the oldest Ready ones), both now; at least one of the two is non-empty. `downtime`
+   * marks a Recreate Deployment's eviction below the Ready floor.
+   */
+  | { kind: 'act'; surge: number; evict: string[]; downtime?: true }
+  /**
+   * Hand each Ready surge pod to the ReplicaSet in place of one Ready old pod (docs/adr/0019): the
+   * old pod is marked to go first, the surge pod joins the ReplicaSet, and the ReplicaSet, one pod
+   * over its count, deletes the marked one. Nothing else happens in the same step.
+   */
+  | { kind: 'handover'; pairs: Array<{ surge: string; old: string }> };
 
 export type WaitReason = Extract<DeploymentRestartStep, { kind: 'wait' }>['reason'];
 
@@ -127,13 +153,33 @@ export function minReadyDuringRestart(replicas: number, f: Fenceposts): number {
   return replicas >= 1 ? Math.max(floor, 1) : floor;
 }
 
+/**
+ * How many surge pods the restart may run at once: the Deployment's own maxSurge, so that there are
+ * never more than replicas + maxSurge pods that are not terminating, as in its rolling update. One
+ * exception, for invariant I4: a single replica with maxSurge 0 (where no eviction keeps a pod Ready)
+ * gets one surge pod. Recreate gets none: two generations of pods must never run together.
+ */
+export function surgeAllowance(replicas: number, f: Fenceposts, recreate = false): number {
+  if (recreate || replicas < 1) return 0;
+  if (f.maxSurge > 0) return f.maxSurge;
+  return minReadyDuringRestart(replicas, f) >= replicas ? 1 : 0;
+}
+
 const byAge = (a: RestartPod, b: RestartPod): number => {
   const d = Date.parse(a.createdAt) - Date.parse(b.createdAt);
   if (d !== 0) return d;
   return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
 };
 
-/** The next step of restarting a Deployment's pods created before input.cutoffMs. Pure. */
+/**
+ * The next step of restarting a Deployment's pods created before input.cutoffMs (or the snapshot's
+ * uids). Pure. It uses both of the Deployment's rolling-update allowances at once, as its rolling
+ * update does (docs/adr/0017):
+ *  - maxUnavailable: evict old pods while the Ready count stays ≥ minReadyDuringRestart; a Ready
+ *    surge pod or replacement adds to that count, so each one that becomes Ready lets one more go;
+ *  - maxSurge: from the first step, a surge pod per allowed surge slot (surgeAllowance), never more
+ *    than the old pods this step leaves, and never more than replicas + allowance live pods.
+ */
 export function planDeploymentRestartStep(input: DeploymentRestartInput): DeploymentRestartStep {
   const { replicas, cutoffMs, pods } = input;
   if (!Number.isInteger(replicas) || replicas < 0) {
@@ -155,24 +201,59 @@ export function planDeploymentRestartStep(input: DeploymentRestartInput): Deploy
   const live = pods.filter((p) => !p.terminating);
   const targets = input.targets;
   const old = live
-    .filter((p) => (targets ? targets.has(p.uid) : isBeforeCutoff(p.createdAt, cutoffMs)))
+    .filter((p) => !p.surge && (targets ? targets.has(p.uid) : isBeforeCutoff(p.createdAt, cutoffMs)))
     .sort(byAge);
   if (old.length === 0) return { kind: 'done' };
 
+  // A Ready surge pod of the current template can take an old pod's place in the ReplicaSet: no
+  // replacement has to start after the old pod goes (a pod start saved per surge pod). Only when the
+  // ReplicaSet has all its pods and every one is Ready: it then deletes the pod ranked lowest, which
+  // is the marked old pod; a pod still starting would rank lower and be deleted instead.
+  // While a Ready surge pod waits for that moment, it is not spent as eviction budget: handed over,
+  // it replaces an old pod with no pod start at all, where an eviction costs one.
   // An old pod that is not Ready serves nobody, so evicting it costs no availability.
   const notReadyOld = old.filter((p) => !p.ready);
   const readyOld = old.filter((p) => p.ready);
+  const give = live.filter((p) => p.surge && p.handable && p.ready);
+  if (give.length > 0) {
+    const own = live.filter((p) => !p.surge);
+    // An old pod that is not Ready serves nobody: it goes at once, and blocks the handover until then.
+    if (notReadyOld.length > 0) return { kind: 'act', surge: 0, evict: notReadyOld.map((p) => p.name) };
+    if (own.length === replicas && own.every((p) => p.ready)) {
+      const n = Math.min(give.length, old.length);
+      return {
+        kind: 'handover',
+        pairs: give.slice(0, n).map((s, i) => ({ surge: s.name, old: (old[i] as RestartPod).name })),
+      };
+    }
+    return { kind: 'wait', reason: 'waiting-for-ready' };
+  }
 
   const fenceposts = resolveFenceposts(input.maxSurge, input.maxUnavailable, replicas);
   const ready = live.filter((p) => p.ready).length;
-  const budget = Math.max(0, ready - minReadyDuringRestart(replicas, fenceposts));
+  const allowance = surgeAllowance(replicas, fenceposts, input.recreate);
+  // When surge pods can be handed over and there are no more old pods than surge slots, surge pods
+  // replace them all in one round and nothing is evicted: no eviction to be refused by a strict PDB,
+  // and no replacement pod to start after it. Not with a surge pod that may not be handed over (one
+  // an earlier leader made): it only makes room for evictions.
+  const coverAll =
+    input.handover === true && old.length <= allowance && live.every((p) => !p.surge || p.handable === true);
+  const budget = coverAll ? 0 : Math.max(0, ready - minReadyDuringRestart(replicas, fenceposts));
   const evict = [...notReadyOld, ...readyOld.slice(0, budget)].map((p) => p.name);
-  if (evict.length > 0) return { kind: 'evict', pods: evict };
 
-  // Only Ready old pods are left and the budget is spent. If pods are still becoming Ready, their
-  // readiness will free budget; if every desired pod is already Ready, only an extra pod can.
-  if (ready >= replicas) return { kind: 'wait', reason: 'needs-surge', maxSurge: fenceposts.maxSurge };
-  return { kind: 'wait', reason: 'waiting-for-ready' };
+  // Surge pods stand in for the old pods this step cannot evict yet: once Ready, each lets one more
+  // go. The ReplicaSet replaces each evicted pod one for one, so the live count before this step is
+  // the count after it, plus the surge pods it creates.
+  const liveSurge = live.filter((p) => p.surge).length;
+  const wanted = Math.min(allowance, old.length - evict.length);
+  const surge = Math.max(0, Math.min(wanted - liveSurge, replicas + allowance - live.length));
+  if (evict.length > 0 || surge > 0) return { kind: 'act', surge, evict };
+
+  const starting = live.some((p) => !p.ready) || live.filter((p) => !p.surge).length < replicas;
+  if (starting) return { kind: 'wait', reason: 'waiting-for-ready' };
+  // Every pod is Ready and nothing fits. Recreate accepts downtime here rather than a surge pod.
+  if (input.recreate) return { kind: 'act', surge: 0, evict: old.map((p) => p.name), downtime: true };
+  return { kind: 'wait', reason: 'no-room' };
 }
 
 /** The Deployment fields isRolloutInProgress reads; absent status counts are 0, as the API omits zeros. */

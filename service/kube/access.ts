@@ -9,7 +9,6 @@ import { readFileSync, statSync } from 'node:fs';
 import type https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
-import { parse } from 'yaml';
 
 /** The part of a client-node KubeConfig the service uses; a KubeConfig satisfies it too (tests pass one). */
 export interface ClusterAccess {
@@ -21,6 +20,24 @@ export interface ClusterAccess {
    * response headers, for rest_client_* metrics.
    */
   observeRequest?(method: string, host: string, code: string, seconds: number): void;
+  /**
+   * Awaited before every write (any method but GET) is sent: the service's write rate limit. Rejects
+   * (with the signal's reason) when `signal` aborts first; the write is then not sent.
+   */
+  beforeWrite?(signal: AbortSignal): Promise<void>;
+}
+
+/** The same access, with every write first awaiting `gate` (e.g. a RateGate's turn). */
+export function writeGatedAccess(
+  kc: ClusterAccess,
+  gate: (signal: AbortSignal) => Promise<void>,
+): ClusterAccess {
+  return {
+    getCurrentCluster: () => kc.getCurrentCluster(),
+    applyToHTTPSOptions: (opts) => kc.applyToHTTPSOptions(opts),
+    ...(kc.observeRequest ? { observeRequest: kc.observeRequest.bind(kc) } : {}),
+    beforeWrite: gate,
+  };
 }
 
 /** The same access, with every request reported to `observe`. */
@@ -32,6 +49,7 @@ export function observedAccess(
     getCurrentCluster: () => kc.getCurrentCluster(),
     applyToHTTPSOptions: (opts) => kc.applyToHTTPSOptions(opts),
     observeRequest: observe,
+    ...(kc.beforeWrite ? { beforeWrite: kc.beforeWrite.bind(kc) } : {}),
   };
 }
 
@@ -146,6 +164,8 @@ const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== 
 export async function kubeconfigAccess(file: string): Promise<ClusterAccess> {
   let doc: KubeconfigFile;
   try {
+    // Imported here: in a pod the service account is used and the YAML parser is never loaded.
+    const { parse } = await import('yaml');
     doc = (parse(readFileSync(file, 'utf8')) ?? {}) as KubeconfigFile;
   } catch (err) {
     throw new KubeconfigError(`kubeconfig ${file}: ${(err as Error).message}`);

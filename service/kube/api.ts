@@ -34,7 +34,12 @@ export interface CoreApi {
   listNamespacedSecret(a: InNamespace & Selected): Promise<V1SecretList>;
   readNamespacedConfigMap(a: Named): Promise<V1ConfigMap>;
   listNamespacedConfigMap(a: InNamespace & Selected): Promise<V1ConfigMapList>;
-  createNamespacedConfigMap(a: InNamespace & { body: V1ConfigMap }): Promise<V1ConfigMap>;
+  /**
+   * Writes take `{ signal }` as options (RequestOptions; `unknown` so that a client-node API, whose
+   * options are another type, still fits): it ends the request, and the wait for its turn under the
+   * write rate limit (access.ts, writeGatedAccess).
+   */
+  createNamespacedConfigMap(a: InNamespace & { body: V1ConfigMap }, options?: unknown): Promise<V1ConfigMap>;
   deleteNamespacedConfigMap(a: Named): Promise<unknown>;
   createNamespacedSecret(a: InNamespace & { body: V1Secret }): Promise<V1Secret>;
   /** A JSON merge patch (whatever options a client-node caller would add). */
@@ -43,8 +48,8 @@ export interface CoreApi {
   readNamespacedPod(a: Named): Promise<V1Pod>;
   listNamespacedPod(a: InNamespace & Selected): Promise<V1PodList>;
   listPodForAllNamespaces(a: Selected): Promise<V1PodList>;
-  deleteNamespacedPod(a: Named): Promise<unknown>;
-  createNamespacedPodEviction(a: Named & { body: V1Eviction }): Promise<unknown>;
+  deleteNamespacedPod(a: Named, options?: unknown): Promise<unknown>;
+  createNamespacedPodEviction(a: Named & { body: V1Eviction }, options?: unknown): Promise<unknown>;
 }
 
 export interface AppsApi {
@@ -83,6 +88,12 @@ export interface CoordinationApi {
 const seg = encodeURIComponent;
 
 const NEVER = new AbortController().signal;
+
+/** The caller's signal, when its options carry one (a client-node caller's options do not). */
+function signalOf(options: unknown): AbortSignal {
+  const s = (options as RequestOptions | undefined)?.signal;
+  return s instanceof AbortSignal ? s : NEVER;
+}
 
 /** Sends one request, bounded by TIMEOUT_MS and by `signal` when given. */
 function call<T>(
@@ -125,17 +136,20 @@ export function coreApi(access: ClusterAccess): CoreApi {
     listNamespacedSecret: (a) => list(access, core(a.namespace, 'secrets'), a),
     readNamespacedConfigMap: (a) => call(access, 'GET', core(a.namespace, 'configmaps', a.name)),
     listNamespacedConfigMap: (a) => list(access, core(a.namespace, 'configmaps'), a),
-    createNamespacedConfigMap: (a) => call(access, 'POST', core(a.namespace, 'configmaps'), a.body),
-    patchNamespacedConfigMap: (a) => call(access, 'PATCH', core(a.namespace, 'configmaps', a.name), a.body),
+    createNamespacedConfigMap: (a, o) =>
+      call(access, 'POST', core(a.namespace, 'configmaps'), a.body, signalOf(o)),
+    patchNamespacedConfigMap: (a, o) =>
+      call(access, 'PATCH', core(a.namespace, 'configmaps', a.name), a.body, signalOf(o)),
     deleteNamespacedConfigMap: (a) => call(access, 'DELETE', core(a.namespace, 'configmaps', a.name)),
     createNamespacedSecret: (a) => call(access, 'POST', core(a.namespace, 'secrets'), a.body),
     createNamespacedEvent: (a) => call(access, 'POST', core(a.namespace, 'events'), a.body),
     readNamespacedPod: (a) => call(access, 'GET', core(a.namespace, 'pods', a.name)),
     listNamespacedPod: (a) => list(access, core(a.namespace, 'pods'), a),
     listPodForAllNamespaces: (a) => list(access, '/api/v1/pods', a),
-    deleteNamespacedPod: (a) => call(access, 'DELETE', core(a.namespace, 'pods', a.name)),
-    createNamespacedPodEviction: (a) =>
-      call(access, 'POST', `${core(a.namespace, 'pods', a.name)}/eviction`, a.body),
+    deleteNamespacedPod: (a, o) =>
+      call(access, 'DELETE', core(a.namespace, 'pods', a.name), undefined, signalOf(o)),
+    createNamespacedPodEviction: (a, o) =>
+      call(access, 'POST', `${core(a.namespace, 'pods', a.name)}/eviction`, a.body, signalOf(o)),
   };
 }
 

@@ -138,6 +138,9 @@ export async function evictPod(
   const deleteOptions: NonNullable<V1Eviction['deleteOptions']> = {};
   if (opts.uid) deleteOptions.preconditions = { uid: opts.uid };
   if (opts.gracePeriodSeconds !== undefined) deleteOptions.gracePeriodSeconds = opts.gracePeriodSeconds;
+  // In the body, not only as the query parameter: the service's own API adapter (service/kube/api.ts)
+  // sends no query parameters, and a dry run that is not one would evict the pod.
+  if (opts.dryRun) deleteOptions.dryRun = ['All'];
   const body: V1Eviction = {
     apiVersion: 'policy/v1',
     kind: 'Eviction',
@@ -148,12 +151,10 @@ export async function evictPod(
   for (let attempt = 1; ; attempt++) {
     opts.signal?.throwIfAborted();
     try {
-      await core.createNamespacedPodEviction({
-        name,
-        namespace,
-        body,
-        ...(opts.dryRun ? { dryRun: 'All' } : {}),
-      });
+      await core.createNamespacedPodEviction(
+        { name, namespace, body, ...(opts.dryRun ? { dryRun: 'All' } : {}) },
+        opts.signal ? { signal: opts.signal } : undefined,
+      );
       return { outcome: 'evicted', attempts: attempt, dryRun: Boolean(opts.dryRun) };
     } catch (err) {
       const { code, status } = apiFailure(err);

@@ -57,6 +57,19 @@ function podTemplate(kind: WorkloadKind, spec: Record<string, unknown> | undefin
   return spec.template as RawTemplate | undefined;
 }
 
+// By meaning, not spelling: writers of one template differ in key order and empty fields.
+function hashTemplate(template: RawTemplate | undefined): string {
+  return createHash('sha256')
+    .update(canonicalJson(template ?? null))
+    .digest('hex')
+    .slice(0, 16);
+}
+
+/** The hash of a workload object's pod template, as its record's templateHash holds it. */
+export function templateHashOf(kind: WorkloadKind, raw: RawObject): string {
+  return hashTemplate(podTemplate(kind, raw.spec as Record<string, unknown> | undefined));
+}
+
 /**
  * The slim record of a workload, or undefined for objects not reloaded on their own: a Job that has a
  * controller (a CronJob's Job: the CronJob is reloaded instead; another controller's Job is its own
@@ -82,11 +95,7 @@ export function workloadRecord(kind: WorkloadKind, raw: RawObject): WorkloadReco
     templateAnnotations: relevant(template?.metadata?.annotations),
     labels: relevant(m.labels),
     uses: template?.spec ? extractReferences(m.namespace, template.spec) : [],
-    // By meaning, not spelling: writers of one template differ in key order and empty fields.
-    templateHash: createHash('sha256')
-      .update(canonicalJson(template ?? null))
-      .digest('hex')
-      .slice(0, 16),
+    templateHash: hashTemplate(template),
     selector: spec?.selector as WorkloadRecord['selector'],
     replicas:
       kind === 'DaemonSet' || kind === 'CronJob' || kind === 'Job' ? undefined : (num(spec?.replicas) ?? 1),

@@ -192,7 +192,8 @@ export function readWatchEvent(parsed: unknown): WatchEvent {
 /** `namespace/name`, or `name` for a cluster-scoped object. */
 export function objectKey(raw: RawObject): string {
   const { namespace, name } = raw.metadata;
-  return namespace ? `${namespace}/${name}` : name;
+  // Joined rather than concatenated, so the store's key is a flat string, not a rope (core/types.ts).
+  return namespace ? [namespace, name].join('/') : name;
 }
 
 /** A stored value and the resourceVersion of the object it came from. */

@@ -26,6 +26,11 @@ export interface Views {
   changed(ms: number): Promise<void>;
   /** Why the views are not current, if they are not: waiting on them then counts towards a stall. */
   readonly failing: string | undefined;
+  /**
+   * Resolves once the pending reload (with the pods it replaces) is durable in the ledger; rejects
+   * when that write failed. Nothing is evicted before it resolves (crash safety, ADR 0008).
+   */
+  durable(): Promise<void>;
 }
 
 export class PodEvictor {
@@ -51,6 +56,7 @@ export class PodEvictor {
    * recreated under the same name is never evicted by mistake. Returns false when one was refused.
    */
   async evict(pods: ReadonlyArray<{ name: string; uid: string }>): Promise<boolean> {
+    if (pods.length > 0) await this.#views.durable();
     for (const p of pods) {
       const r = await evictPod(this.#ctx.core, this.#namespace, p.name, {
         uid: p.uid,

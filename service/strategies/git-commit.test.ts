@@ -99,7 +99,7 @@ const request = (w: WorkloadRecord, configHash: string) => ({
   workload: w,
   cutoffMs: Date.now(),
   configHash,
-  templateChangedSince: () => false,
+  templateChangedSince: async () => false,
 });
 
 describe('git strategy', () => {

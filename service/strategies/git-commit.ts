@@ -8,15 +8,15 @@
 
 import { constants } from 'node:fs';
 import { access } from 'node:fs/promises';
-import {
-  type ChecksumWorkload,
-  type CommitAuthor,
-  type CommitChecksumRequest,
-  type CommitChecksumResult,
-  GitWriteError,
+import { GitWriteError, redactUrl } from '../../git/write-error.ts';
+import type {
+  ChecksumWorkload,
+  CommitAuthor,
+  CommitChecksumRequest,
+  CommitChecksumResult,
   GitWriter,
-  redactUrl,
-  type WorkloadOutcome,
+  GitWriterOptions,
+  WorkloadOutcome,
 } from '../../git/writer.ts';
 import { type AppKey, appKeyString, type TrackingOptions, trackedBy } from '../argocd/tracking.ts';
 import type { Config } from '../config/config.ts';
@@ -414,6 +414,7 @@ export const NO_WORKLOADS = 'no workloads to write';
  */
 async function writerRejects(req: Pick<CommitChecksumRequest, 'branch' | 'messageTemplate'>) {
   try {
+    const { GitWriter } = await import('../../git/writer.ts');
     await new GitWriter().commitChecksum({
       repoURL: 'https://git.invalid/probe',
       path: '',
@@ -424,6 +425,20 @@ async function writerRejects(req: Pick<CommitChecksumRequest, 'branch' | 'messag
     if (err instanceof GitWriteError && err.message !== NO_WORKLOADS) return err.message;
   }
   return undefined;
+}
+
+/**
+ * The writer, loaded on its first write: simple-git and the YAML editor cost about 10 MiB of resident
+ * memory, and most installations never write to git (bench/README.md, "Where the memory goes").
+ */
+function lazyWriter(o: GitWriterOptions): Pick<GitWriter, 'commitChecksum'> {
+  let writer: Promise<GitWriter> | undefined;
+  return {
+    commitChecksum: async (req) => {
+      writer ??= import('../../git/writer.ts').then(({ GitWriter }) => new GitWriter(o));
+      return (await writer).commitChecksum(req);
+    },
+  };
 }
 
 export interface GitCommitterDeps {
@@ -498,7 +513,7 @@ export async function createGitCommitter(cfg: Config, d: GitCommitterDeps): Prom
     credentialsURLs: cfg.gitCredentialsUrls,
   };
   return new GitCommitter({
-    writer: new GitWriter({
+    writer: lazyWriter({
       allowInsecureHttp: cfg.gitAllowInsecureHttp,
       deadlineMs: cfg.gitDeadlineMs,
       maxCheckoutBytes: cfg.gitMaxCheckoutMib * 1024 * 1024,

@@ -2,6 +2,7 @@
 // within maxUnavailable (default 1), and let the DaemonSet controller recreate each on its node.
 // The DaemonSet object is never written (invariant I1). We do not surge: a DaemonSet that asks for
 // maxUnavailable 0 still has each node briefly without its pod, and the summary says so.
+
 import type { V1DaemonSet, V1Pod } from '@kubernetes/client-node';
 import { isBeforeCutoff } from '../core/cutoff.ts';
 import {
@@ -10,6 +11,7 @@ import {
   planDaemonSetRestartStep,
   resolveDaemonSetBudget,
 } from '../core/rolling-daemonset.ts';
+import type { RawObject } from '../kube/watch-logic.ts';
 import { controlledBy, type PodEvictor, plural, readiness } from './evictor.ts';
 import type { RestartSession } from './restart-session.ts';
 import type { ReloadRequest, StrategyContext, StrategyResult } from './types.ts';
@@ -57,7 +59,7 @@ export async function restartDaemonSet(
     const ds = session.workload();
     const uid = ds.metadata?.uid as string;
     const pods = session.pods().filter((p) => controlledBy(p, uid));
-    const freshGeneration = req.templateChangedSince()
+    const freshGeneration = (await req.templateChangedSince(ds as unknown as RawObject))
       ? ds.metadata?.annotations?.[TEMPLATE_GENERATION]
       : undefined;
     const desired = ds.status?.desiredNumberScheduled ?? 0;

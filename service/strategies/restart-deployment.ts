@@ -1,18 +1,29 @@
 // The drift-free restart of a Deployment: replace every pod created before the cutoff T by
 // evicting it (the Eviction API honours PodDisruptionBudgets) and letting the ReplicaSet recreate
-// it. The Deployment object is never written (invariant I1). When the rollout budget allows no
-// eviction (maxUnavailable 0, or one replica), a temporary surge pod, a copy of the pod template
-// that no ReplicaSet adopts, keeps the Ready count up while the old pod goes (invariant I4).
+// it. The Deployment object is never written (invariant I1). Like the Deployment's own rolling
+// update it uses maxUnavailable and maxSurge at once (docs/adr/0017): temporary surge pods, copies
+// of the pod template, up to maxSurge of them, raise the Ready count so that more old pods may go
+// while it stays ≥ replicas − maxUnavailable (invariant I4). A Ready surge pod is then handed to the
+// ReplicaSet in place of an old pod, which the ReplicaSet deletes (docs/adr/0019): no replacement
+// has to start after that old pod goes.
 import type { V1Deployment, V1Pod } from '@kubernetes/client-node';
 import { isBeforeCutoff } from '../core/cutoff.ts';
 import { selectorString } from '../core/records.ts';
 import { isRolloutInProgress, planDeploymentRestartStep, type RestartPod } from '../core/rolling.ts';
+import { evictPod } from '../kube/eviction.ts';
 import { requestJson } from '../kube/watch-http.ts';
+import type { RawObject } from '../kube/watch-logic.ts';
 import { type PodEvictor, plural } from './evictor.ts';
 import type { RestartSession } from './restart-session.ts';
-import type { ReloadRequest, StrategyContext, StrategyResult } from './types.ts';
+import { pause, type ReloadRequest, type StrategyContext, type StrategyResult } from './types.ts';
 
 export const SURGE_LABEL = 'gitops-reloader.io/surge';
+/** Read by the ReplicaSet controller when it scales down: the lowest cost goes first. */
+export const DELETION_COST = 'controller.kubernetes.io/pod-deletion-cost';
+const LOWEST_COST = String(-(2 ** 31));
+/** How long a handover may take before its old pod is evicted the usual way instead. */
+const HANDOVER_WAIT_MS = 10_000;
+const REVISION = 'deployment.kubernetes.io/revision';
 
 /**
  * The pod as the planner sees it. `evicted` holds the uids this reload evicted: they count as
@@ -77,6 +88,92 @@ async function currentTemplateHash(ctx: StrategyContext, d: V1Deployment): Promi
   return current?.metadata?.labels?.['pod-template-hash'];
 }
 
+/**
+ * Creates one surge pod and waits to see it in the pod view: the next step must count it, or it
+ * would create another.
+ */
+async function createSurgePod(
+  session: RestartSession<V1Deployment>,
+  ctx: StrategyContext,
+  d: V1Deployment,
+  namespace: string,
+  mine: Map<string, string | undefined>,
+): Promise<void> {
+  const created = (await requestJson(
+    ctx.kc,
+    'POST',
+    `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`,
+    surgePod(d),
+    ctx.signal,
+    30_000,
+  )) as V1Pod;
+  const surgeName = created.metadata?.name as string;
+  mine.set(surgeName, d.metadata?.annotations?.[REVISION]);
+  await session.untilPods((all) => all.has(surgeName), 30_000);
+}
+
+function patchPod(ctx: StrategyContext, namespace: string, name: string, metadata: Record<string, unknown>) {
+  return requestJson(
+    ctx.kc,
+    'PATCH',
+    `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods/${encodeURIComponent(name)}`,
+    { metadata },
+    ctx.signal,
+    30_000,
+  );
+}
+
+/**
+ * Hands a Ready surge pod to the ReplicaSet in place of an old pod (docs/adr/0019). First the
+ * Eviction API is asked, as a dry run, whether the old pod may go now: PodDisruptionBudgets are
+ * honoured exactly as for an eviction. Meanwhile the old pod gets the lowest deletion cost. Then, on
+ * the dry run's yes, the surge pod takes the ReplicaSet's labels and loses its owner reference, so the
+ * ReplicaSet adopts it, finds itself one pod over, and deletes the old one. The uid in each request is
+ * a precondition: a pod recreated under the same name is never touched.
+ */
+async function handOver(
+  ctx: StrategyContext,
+  namespace: string,
+  surge: V1Pod,
+  old: V1Pod,
+  templateHash: string,
+): Promise<{ outcome: 'handed' | 'gone' } | { outcome: 'blocked'; why: string }> {
+  // The dry run and the old pod's cost go out together (one round trip, not two): an old pod is to be
+  // replaced anyway, so the cost left on it when the dry run refuses only makes it the first to go in
+  // a scale-down. Only the adoption, which makes the ReplicaSet delete, waits for the dry run's yes.
+  const [may, costed] = await Promise.all([
+    evictPod(ctx.core, namespace, old.metadata?.name as string, {
+      uid: old.metadata?.uid,
+      dryRun: true,
+      signal: ctx.signal,
+    }),
+    // Already set by an attempt a PDB refused: not sent again on every retry.
+    (old.metadata?.annotations?.[DELETION_COST] === LOWEST_COST
+      ? Promise.resolve()
+      : patchPod(ctx, namespace, old.metadata?.name as string, {
+          uid: old.metadata?.uid,
+          annotations: { [DELETION_COST]: LOWEST_COST },
+        })
+    ).then(
+      () => true,
+      (err: unknown) => {
+        // Gone, or another pod under its name now (the uid precondition fails): nothing to hand over.
+        const code = (err as { code?: number }).code;
+        if (code === 404 || code === 409) return false;
+        throw err;
+      },
+    ),
+  ]);
+  if (may.outcome === 'gone' || !costed) return { outcome: 'gone' };
+  if (may.outcome === 'blocked') return { outcome: 'blocked', why: may.last.message };
+  await patchPod(ctx, namespace, surge.metadata?.name as string, {
+    uid: surge.metadata?.uid,
+    labels: { 'pod-template-hash': templateHash, [SURGE_LABEL]: null },
+    ownerReferences: null,
+  });
+  return { outcome: 'handed' };
+}
+
 /** Runs inside RestartSession.run, which opens the views, makes the evictor and closes both. */
 export async function restartDeployment(
   session: RestartSession<V1Deployment>,
@@ -88,6 +185,16 @@ export async function restartDeployment(
   let recreateNoted = false;
   let freshHash: string | undefined;
   let freshChecked = false;
+  /** Surge pods this restart created, with the Deployment's revision when it did. */
+  const mine = new Map<string, string | undefined>();
+  /** Old pods handed over and not yet seen going, by uid, with the surge pod and when. */
+  const handing = new Map<string, { name: string; surgeUid: string; at: number }>();
+  let handed = 0;
+  /** Set when the ReplicaSet deleted a handed-over surge pod instead (pod-deletion-cost disabled). */
+  let handoverOff = false;
+  let blockedBackoffMs = 0;
+  /** The pod-template-hash of the ReplicaSet at `revision` (undefined: not found; no handover). */
+  let current: { revision: string | undefined; hash: string | undefined } | undefined;
 
   for (;;) {
     ctx.signal.throwIfAborted();
@@ -96,10 +203,50 @@ export async function restartDeployment(
     const pods = session.pods();
     const surge = pods.filter((p) => p.metadata?.labels?.[SURGE_LABEL] === uid);
     const replicas = d.spec?.replicas ?? 1;
-    if (!freshChecked && req.templateChangedSince()) {
+    if (!freshChecked && (await req.templateChangedSince(d as unknown as RawObject))) {
       freshHash = await currentTemplateHash(ctx, d);
       freshChecked = true;
     }
+    // A handover ends when the ReplicaSet deletes the old pod; until then nothing else is planned, as
+    // a pod that starts in between would rank lower and be deleted instead. If the ReplicaSet does
+    // not act in time, the old pod is left to the planner, which evicts it the usual way.
+    let awaiting = false;
+    for (const [oldUid, h] of handing) {
+      const p = pods.find((x) => x.metadata?.uid === oldUid);
+      const s = pods.find((x) => x.metadata?.uid === h.surgeUid);
+      if (!s || s.metadata?.deletionTimestamp) {
+        // The ReplicaSet ranked the surge pod lowest: the cluster ignores pod-deletion-cost (the
+        // PodDeletionCost feature gate is off). No more handovers; the old pod is evicted as usual.
+        ctx.log.warn(
+          { workload: `Deployment/${name}`, namespace, pod: h.name },
+          'the ReplicaSet deleted the handed-over surge pod instead of the old one; handing over no more surge pods',
+        );
+        handoverOff = true;
+        handing.delete(oldUid);
+      } else if (!p || p.metadata?.deletionTimestamp) {
+        evictor.evicted.add(oldUid);
+        handing.delete(oldUid);
+        handed++;
+      } else if (Date.now() - h.at > HANDOVER_WAIT_MS) {
+        ctx.log.warn(
+          { workload: `Deployment/${name}`, namespace, pod: h.name },
+          'the ReplicaSet did not delete the handed-over pod in time; evicting it instead',
+        );
+        handing.delete(oldUid);
+      } else awaiting = true;
+    }
+    if (awaiting) {
+      await evictor.next(250);
+      continue;
+    }
+    const revision = d.metadata?.annotations?.[REVISION];
+    if (current !== undefined && current.revision !== revision) current = undefined;
+    const handable = (p: V1Pod) =>
+      !handoverOff &&
+      current?.hash !== undefined &&
+      current.revision === revision &&
+      mine.has(p.metadata?.name as string) &&
+      mine.get(p.metadata?.name as string) === revision;
     const view = (p: V1Pod) => toRestartPod(p, evictor.evicted, freshHash, req.cutoffMs);
     // The pods to replace: those the cutoff rule finds old in the first complete view.
     const targets = await session.targets(() =>
@@ -109,13 +256,15 @@ export async function restartDeployment(
         .filter((p) => !p.terminating && isBeforeCutoff(p.createdAt, req.cutoffMs))
         .map((p) => p.uid),
     );
-    const isOld = (p: RestartPod) =>
-      !p.terminating && (targets ? targets.has(p.uid) : isBeforeCutoff(p.createdAt, req.cutoffMs));
     const recreate = d.spec?.strategy?.type === 'Recreate';
     const step = planDeploymentRestartStep({
       replicas,
       maxUnavailable: recreate ? '100%' : (d.spec?.strategy?.rollingUpdate?.maxUnavailable ?? '25%'),
       maxSurge: recreate ? 0 : (d.spec?.strategy?.rollingUpdate?.maxSurge ?? '25%'),
+      recreate,
+      // Surge pods made now carry the current template, so they may join the current ReplicaSet,
+      // unless that ReplicaSet could not be found.
+      handover: !recreate && !handoverOff && (current === undefined || current.hash !== undefined),
       cutoffMs: req.cutoffMs,
       ...(targets ? { targets } : {}),
       rolloutInProgress: isRolloutInProgress({
@@ -126,10 +275,13 @@ export async function restartDeployment(
         statusReplicas: d.status?.replicas,
         availableReplicas: d.status?.availableReplicas,
       }),
-      pods: pods.map(view),
+      pods: pods.map((p) => ({
+        ...view(p),
+        surge: surge.includes(p),
+        handable: surge.includes(p) && handable(p),
+      })),
       nowMs: Date.now(),
     });
-    const old = () => pods.map(view).filter(isOld);
 
     switch (step.kind) {
       case 'done': {
@@ -152,47 +304,70 @@ export async function restartDeployment(
             });
         }
         const n = evictor.evicted.size;
+        const how = recreate
+          ? ' (strategy Recreate: downtime accepted, no surge pod)'
+          : handed > 0
+            ? ` (${handed} by handing a surge pod to the ReplicaSet)`
+            : '';
         const summary =
-          n === 0
-            ? 'every pod was already newer than the change'
-            : `replaced ${plural(n, 'pod')}${recreate ? ' (strategy Recreate: downtime accepted, no surge pod)' : ''}`;
+          n === 0 ? 'every pod was already newer than the change' : `replaced ${plural(n, 'pod')}${how}`;
         return { replaced: n, summary, ...(n === 0 ? { notNeeded: true } : {}) };
       }
-      case 'evict': {
-        await evictor.evictNamedAndPace(step.pods, pods);
+      case 'act': {
+        if (step.downtime && !recreateNoted) {
+          // Recreate says two copies must never run at once: no surge pod; evict and accept downtime.
+          ctx.log.warn({ workload: `Deployment/${name}`, namespace }, 'Recreate strategy: downtime accepted');
+          recreateNoted = true;
+        }
+        // The ReplicaSet surge pods made now would join, looked up beside the first of them rather
+        // than before it (the first action waits for no extra round trip). Not found: the surge pods
+        // stay surge pods, evicted-for as before ADR 0019 (the planner is told handover: false).
+        const lookup =
+          step.surge > 0 && current === undefined
+            ? currentTemplateHash(ctx, d).then((hash) => {
+                current = { revision, hash };
+              })
+            : undefined;
+        // Surge pods and evictions go out together, as the Deployment controller scales both
+        // ReplicaSets in one sync.
+        await Promise.all([
+          ...(lookup ? [lookup] : []),
+          ...Array.from({ length: step.surge }, () => createSurgePod(session, ctx, d, namespace, mine)),
+          ...(step.evict.length > 0 ? [evictor.evictNamedAndPace(step.evict, pods)] : []),
+        ]);
+        continue;
+      }
+      case 'handover': {
+        // The old pods go: the pending reload must be in the ledger first (ADR 0008).
+        await session.durable();
+        const byName = new Map(pods.map((p) => [p.metadata?.name as string, p]));
+        const outcomes = await Promise.all(
+          step.pairs.map(async ({ surge: s, old: o }) => {
+            const sp = byName.get(s) as V1Pod;
+            const op = byName.get(o) as V1Pod;
+            const r = await handOver(ctx, namespace, sp, op, current?.hash as string);
+            if (r.outcome === 'handed') {
+              mine.delete(s);
+              handing.set(op.metadata?.uid as string, {
+                name: o,
+                surgeUid: sp.metadata?.uid as string,
+                at: Date.now(),
+              });
+            }
+            return r;
+          }),
+        );
+        const refused = outcomes.find((r) => r.outcome === 'blocked');
+        if (refused && refused.outcome === 'blocked') {
+          // A PodDisruptionBudget allows no disruption now: back off as after a refused eviction.
+          evictor.blocked(`handover refused: ${refused.why}`);
+          blockedBackoffMs = Math.min(Math.max(blockedBackoffMs * 2, 1000), 16_000);
+          await pause(blockedBackoffMs, ctx.signal);
+        } else blockedBackoffMs = 0;
         continue;
       }
       case 'wait': {
-        if (step.reason === 'needs-surge' && recreate) {
-          // Recreate says two copies must never run at once: no surge pod; evict and accept downtime.
-          if (!recreateNoted)
-            ctx.log.warn(
-              { workload: `Deployment/${name}`, namespace },
-              'Recreate strategy: downtime accepted',
-            );
-          recreateNoted = true;
-          await evictor.evictAndPace(old());
-          continue;
-        }
-        if (step.reason === 'needs-surge') {
-          const live = surge.filter((s) => !s.metadata?.deletionTimestamp);
-          const want = Math.min(Math.max(1, step.maxSurge), old().length);
-          for (let i = live.length; i < want; i++) {
-            const created = (await requestJson(
-              ctx.kc,
-              'POST',
-              `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`,
-              surgePod(d),
-              ctx.signal,
-              30_000,
-            )) as V1Pod;
-            const surgeName = created.metadata?.name as string;
-            // Read our own write before planning again, or the next step would create another.
-            await session.untilPods((all) => all.has(surgeName), 30_000);
-          }
-        } else if (step.reason !== 'before-cutoff') {
-          evictor.blocked(`waiting: ${step.reason}`);
-        }
+        if (step.reason !== 'before-cutoff') evictor.blocked(`waiting: ${step.reason}`);
         await evictor.next(step.reason === 'before-cutoff' ? step.retryAfterMs : undefined);
         continue;
       }

@@ -2,6 +2,7 @@
 // Argo Rollouts controller then evicts, one at a time, every pod created before that time, without
 // running the canary or blue-green steps, and records status.restartedAt when done. spec.restartAt
 // is the only field we write; the pod template is never touched.
+import type { RawObject } from '../kube/watch-logic.ts';
 import type { ReloadRequest, StrategyContext, StrategyResult } from './types.ts';
 
 const ATTEMPTS = 5;
@@ -42,7 +43,7 @@ export async function restartRollout(ctx: StrategyContext, req: ReloadRequest): 
     const ro = (await ctx.custom.getNamespacedCustomObject(coordinates)) as RolloutObject;
     if (ro.metadata?.uid !== req.workload.ref.uid)
       throw new Error(`Rollout ${namespace}/${name} was replaced`);
-    if (req.templateChangedSince()) {
+    if (await req.templateChangedSince(ro as unknown as RawObject)) {
       // The template changed after the config: the Rollout's own update starts new pods, which read
       // the new config. A restartAt now would restart those new pods a second time.
       return {

@@ -32,6 +32,7 @@ export class RestartSession<W extends { metadata?: { uid?: string } }> {
   readonly #pods: LiveView<V1Pod>;
   #targets: ReadonlySet<string> | undefined;
   #decided = false;
+  #durable: Promise<void> | undefined;
 
   private constructor(
     ctx: StrategyContext,
@@ -110,8 +111,19 @@ export class RestartSession<W extends { metadata?: { uid?: string } }> {
     const { kind, namespace, name } = req.workload.ref;
     const session = await RestartSession.open<W>(ctx, req);
     try {
-      return await restart(session, new PodEvictor(ctx, namespace, `${kind}/${name}`, session), ctx, req);
+      const result = await restart(
+        session,
+        new PodEvictor(ctx, namespace, `${kind}/${name}`, session),
+        ctx,
+        req,
+      );
+      // The pending write must land before the reconciler records the reload as done.
+      await session.durable();
+      return result;
     } finally {
+      // However the restart ended, the pending write settles first, so no later ledger write of this
+      // reload (done, or a retry's) can land before it and be overwritten by it.
+      await session.durable().catch(() => undefined);
       await session.close();
     }
   }
@@ -133,16 +145,29 @@ export class RestartSession<W extends { metadata?: { uid?: string } }> {
   /**
    * The pods this restart replaces, decided once: the snapshot a resumed reload carries, else the
    * uids `old` names now (at most MAX_TARGETS; beyond that the cutoff rule decides, and the result
-   * is undefined). The pending reload is written with them before anything is evicted.
+   * is undefined). The pending reload is written with them at once, but not awaited here: a surge
+   * pod (which disrupts nothing) may be created while the write is in flight, and every eviction
+   * waits for it (`durable`). That takes one API write off the path to the first action.
    */
   async targets(old: () => string[]): Promise<ReadonlySet<string> | undefined> {
     if (this.#decided) return this.#targets;
     const resumed = this.#req.targets;
     const uids = resumed ?? [...new Set(old())];
     this.#targets = uids.length <= MAX_TARGETS ? new Set(uids) : undefined;
-    await this.#ctx.begin(this.#targets ? [...this.#targets] : undefined);
+    this.#durable = this.#ctx.begin(this.#targets ? [...this.#targets] : undefined);
+    // Whoever needs it awaits durable(); until then a failed write must not count as unhandled.
+    this.#durable.catch(() => undefined);
     this.#decided = true;
     return this.#targets;
+  }
+
+  /**
+   * Resolves once the pending reload is in the ledger (rejects if that write failed); see targets().
+   * Before targets() nothing was written, and nothing may be evicted: every restart decides its
+   * targets before its first step.
+   */
+  durable(): Promise<void> {
+    return this.#durable ?? Promise.resolve();
   }
 
   /** Why the views are not current, for a stall report; undefined when both watch normally. */

@@ -2,6 +2,7 @@
 // ordinal first, within maxUnavailable (default 1), and let the StatefulSet controller recreate each
 // under the same name. The StatefulSet object is never written (invariant I1), so this works the
 // same for the RollingUpdate and OnDelete update strategies.
+
 import type { V1Pod, V1StatefulSet } from '@kubernetes/client-node';
 import { isBeforeCutoff } from '../core/cutoff.ts';
 import {
@@ -10,6 +11,7 @@ import {
   planStatefulSetRestartStep,
   podOrdinal,
 } from '../core/rolling-statefulset.ts';
+import type { RawObject } from '../kube/watch-logic.ts';
 import { controlledBy, type PodEvictor, readiness } from './evictor.ts';
 import type { RestartSession } from './restart-session.ts';
 import type { ReloadRequest, StrategyContext, StrategyResult } from './types.ts';
@@ -55,7 +57,9 @@ export async function restartStatefulSet(
     const uid = s.metadata?.uid as string;
     const pods = session.pods().filter((p) => controlledBy(p, uid));
     // Pods carry their revision in the controller-revision-hash label; status.updateRevision is its name.
-    const freshRevision = req.templateChangedSince() ? s.status?.updateRevision : undefined;
+    const freshRevision = (await req.templateChangedSince(s as unknown as RawObject))
+      ? s.status?.updateRevision
+      : undefined;
     const replicas = s.spec?.replicas ?? 1;
     const rolling = s.spec?.updateStrategy?.rollingUpdate;
     const view = pods.map((p) => toOrdinalPod(name, p, req.cutoffMs, evictor.evicted, freshRevision));

@@ -11,7 +11,7 @@ export interface SurgeSweepDeps {
   /** Watched namespaces; empty: all. */
   namespaces: readonly string[];
   inScope(namespace: string): boolean;
-  /** Uids of Deployments with a pending reload, read after the LIST (see sweepSurgePods). */
+  /** Uids of Deployments with a pending or running reload, read after the LIST (see sweepSurgePods). */
   pendingOwners(): Set<string>;
   signal: AbortSignal;
   log: Logger;
@@ -40,8 +40,9 @@ export async function sweepSurgePods(d: SurgeSweepDeps): Promise<void> {
     );
     return;
   }
-  // Judged after the LIST: a reload that begins meanwhile writes its pending entry before it creates a
-  // surge pod, so a pod in the list whose reload is running is always seen as pending here.
+  // Judged after the LIST: a reload that begins meanwhile is running in this process by the time it
+  // creates a surge pod (possibly before its pending write lands, ADR 0008's amendment), and the
+  // owners of running reloads count as pending, so a pod in the list whose reload runs is kept.
   const pending = d.pendingOwners();
   for (const list of found) {
     for (const pod of list.items) {

@@ -3,6 +3,7 @@
 import type { WorkloadRecord } from '../core/records.ts';
 import type { ClusterAccess } from '../kube/access.ts';
 import type { AppsApi, BatchApi, CoreApi, CustomApi } from '../kube/api.ts';
+import type { RawObject } from '../kube/watch-logic.ts';
 import type { Logger } from '../log.ts';
 
 export interface StrategyContext {
@@ -37,9 +38,10 @@ export interface ReloadRequest {
   /**
    * True when the pod template changed after the config change (by resourceVersion order): the
    * template rollout's pods were created after the change, so they see it and need no restart,
-   * even when creationTimestamp's whole seconds cannot tell them from older pods.
+   * even when creationTimestamp's whole seconds cannot tell them from older pods. `live` is the
+   * restart's current view of the workload (template-change.ts).
    */
-  templateChangedSince(): boolean;
+  templateChangedSince(live: RawObject): Promise<boolean>;
 }
 
 export interface StrategyResult {

@@ -1,7 +1,7 @@
 // --enable-csi-integration on the real control plane: the driver's own CRDs, status objects written
 // the way the driver writes them (test/support/csi-driver.ts), and the workloads' pods as users see them.
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { AuthorizationV1Api, KubeConfig } from '@kubernetes/client-node';
@@ -24,6 +24,7 @@ import {
   waitReadyPods,
 } from '../support/observe.ts';
 import { hashKeyFile, killAll, type RunningService, serviceArgs, startService } from '../support/service.ts';
+import { kubeConfigAs, writeKubeConfig } from '../support/service-account.ts';
 import { pending, waitFor } from '../support/wait-for.ts';
 import { configMap, deployment } from '../support/workloads.ts';
 
@@ -198,23 +199,8 @@ describe('Secrets Store CSI (--enable-csi-integration)', () => {
         '--set',
         `csiIntegration.enabled=${enabled}`,
       ]);
-      const token = await kube.core.createNamespacedServiceAccountToken({
-        name: fullname,
-        namespace,
-        body: { spec: { audiences: [], expirationSeconds: 3600 } },
-      });
-      const cluster = kube.kc.getCurrentCluster();
-      if (!cluster) throw new Error('no cluster in the admin kubeconfig');
-      const asSa = new KubeConfig();
-      asSa.loadFromOptions({
-        clusters: [cluster],
-        users: [{ name: fullname, token: token.status?.token }],
-        contexts: [{ name: 'sa', cluster: cluster.name, user: fullname }],
-        currentContext: 'sa',
-      });
-      const dir = await mkdtemp(path.join(tmpdir(), 'gr-csi-'));
-      const kubeconfig = path.join(dir, 'kubeconfig');
-      await writeFile(kubeconfig, asSa.exportConfig(), { mode: 0o600 });
+      const asSa = await kubeConfigAs(kube, namespace, fullname);
+      const kubeconfig = await writeKubeConfig(asSa, await mkdtemp(path.join(tmpdir(), 'gr-csi-')));
 
       await createProviderClass(kube, apps, 'vault-db');
       const node = new CsiNode(kube, apps);

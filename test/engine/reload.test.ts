@@ -12,6 +12,7 @@ import {
   waitAllReplaced,
   waitForEvent,
   waitReadyPods,
+  waitRolledOut,
 } from '../support/observe.ts';
 import { hashKeyFile, killAll, serviceArgs, startService } from '../support/service.ts';
 import { pending, waitFor } from '../support/wait-for.ts';
@@ -74,9 +75,11 @@ describe('reload engine', () => {
     expect(reloaded.message).toMatch(/ConfigMap\/env.*ConfigMap\/files.*ConfigMap\/keyed/);
     expect(await events(kube, namespace, 'Reloaded', 'web')).toHaveLength(1);
     // I3: each pod was replaced once: exactly 2 replacement pods ever existed. With 2 replicas the
-    // default 25% maxUnavailable resolves to 0, so one temporary surge pod made room, and is gone.
+    // default 25% resolves to maxSurge 1, maxUnavailable 0: each old pod gave way to a surge pod that
+    // was handed to the ReplicaSet once Ready (ADR 0019), so the ReplicaSet started none of its own.
     expect(tracker.newSince(before)).toHaveLength(2);
-    expect(tracker.surgePods()).toHaveLength(1);
+    expect(tracker.handedOver()).toHaveLength(2);
+    expect(tracker.surgePods()).toHaveLength(2);
     expect(after.some((p) => p.surge)).toBe(false);
     // I1: the Deployment object was never written.
     expect((await generation(kube, namespace, 'web')).generation).toBe(gen);
@@ -194,6 +197,9 @@ describe('reload engine', () => {
     const first = startService(serviceArgs(namespace, key));
     await first.waitForLog('ready', (l) => l.msg === 'ready');
     await first.stop();
+    // The deployment controller's last status write lands after the pods are Ready; wait for it so
+    // that any later change of resourceVersion is a write by the service under test.
+    await waitRolledOut(kube, namespace, 'web', 2);
     const rv = await generation(kube, namespace, 'web');
 
     const svc = startService(serviceArgs(namespace, key, ['--dry-run', '--debounce=0s']));
@@ -226,6 +232,8 @@ describe('reload engine', () => {
       body: deployment('optout', { container: uses }),
     });
     const before = await waitReadyPods(kube, namespace, 'web', 1);
+    // As above: the controller's status write must land before the resourceVersion is taken.
+    await waitRolledOut(kube, namespace, 'web', 1);
     const rv = await generation(kube, namespace, 'web');
 
     const out = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {

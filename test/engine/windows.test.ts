@@ -109,8 +109,10 @@ describe('maintenance windows and batch windows', () => {
 
     const reloaded = await waitForEvent(kube, namespace, 'Reloaded', 'web', 120_000);
     expect(new Date(reloaded.firstTimestamp ?? 0).getTime()).toBeGreaterThanOrEqual(opensAt);
-    await waitAllReplaced(kube, namespace, 'web', before, 2);
-    expect(await podsCreated(kube, namespace)).toBe(4);
+    const after = await waitAllReplaced(kube, namespace, 'web', before, 2);
+    // Each pod replaced once: a replacement the ReplicaSet created, or a surge pod it adopted (ADR 0019).
+    const adopted = after.filter((p) => p.name.startsWith('web-surge-')).length;
+    expect((await podsCreated(kube, namespace)) + adopted).toBe(4);
     expect(await events(kube, namespace, 'Reloaded', 'web')).toHaveLength(1);
     const done = await ledgerValue(kube, namespace, `Deployment/${namespace}/web`);
     expect(done?.p).toBeUndefined();

@@ -2,13 +2,15 @@
 // PodDisruptionBudget refusals retried until the budget allows, missing pods, dry runs.
 import { randomUUID } from 'node:crypto';
 import type { V1Pod, V1PodDisruptionBudget } from '@kubernetes/client-node';
-import { describe, expect } from 'vitest';
+import { describe, expect, inject } from 'vitest';
 import { effectiveCutoff, isBeforeCutoff } from '../../service/core/cutoff.ts';
 import {
   isRolloutInProgress,
   planDeploymentRestartStep,
   type RestartPod,
 } from '../../service/core/rolling.ts';
+import { kubeconfigAccess } from '../../service/kube/access.ts';
+import { coreApi } from '../../service/kube/api.ts';
 import { type EvictionBlock, EvictionError, evictPod } from '../../service/kube/eviction.ts';
 import { it, type Kube } from '../support/kube.ts';
 import { pending, waitFor } from '../support/wait-for.ts';
@@ -258,6 +260,24 @@ describe('evictPod', () => {
     expect(uidsAfter).toEqual(before.map(uidOf).sort());
   });
 
+  it("with dryRun through the service's own API adapter, still leaves the pod in place", async ({
+    kube,
+    namespace,
+  }) => {
+    // The adapter sends no query parameters: the dry run must travel in the Eviction's deleteOptions.
+    await kube.apps.createNamespacedDeployment({ namespace, body: deployment('web', { replicas: 2 }) });
+    const before = await waitReady(kube, namespace, 'web', 2);
+    const victim = before[0];
+    const core = coreApi(await kubeconfigAccess(inject('kubeconfig')));
+
+    const result = await evictPod(core, namespace, nameOf(victim), { uid: uidOf(victim), dryRun: true });
+
+    expect(result).toEqual({ outcome: 'evicted', attempts: 1, dryRun: true });
+    const still = await kube.core.readNamespacedPod({ name: nameOf(victim), namespace });
+    expect(still.metadata?.deletionTimestamp).toBeUndefined();
+    expect((await pods(kube, namespace, 'web')).map(uidOf).sort()).toEqual(before.map(uidOf).sort());
+  });
+
   it('with dryRun, still reports a PDB refusal as blocked', async ({ kube, namespace }) => {
     await kube.apps.createNamespacedDeployment({ namespace, body: deployment('web', { replicas: 2 }) });
     await createPdb(kube, namespace, 'web', 2);
@@ -346,8 +366,9 @@ describe('evictPod', () => {
           nowMs: Date.now(),
         });
         if (step.kind === 'done') return step;
-        if (step.kind === 'evict') {
-          for (const name of step.pods) {
+        if (step.kind === 'act') {
+          if (step.surge > 0) throw new Error(`a surge pod with maxSurge 0: ${JSON.stringify(step)}`);
+          for (const name of step.evict) {
             const uid = uidOf(live.find((p) => nameOf(p) === name));
             const r = await evictPod(kube.core, namespace, name, { uid, deadline: Date.now() + 10_000 });
             if (r.outcome !== 'evicted') throw new Error(`evicting ${name}: ${JSON.stringify(r)}`);

@@ -3,7 +3,7 @@
 // completes, no pod is recycled twice for one change, the ledger ends with an entry per workload and
 // nothing pending, and no replica writes while another holds the Lease. Prints the fault table.
 import { Watch } from '@kubernetes/client-node';
-import { afterEach, describe, expect } from 'vitest';
+import { describe, expect } from 'vitest';
 import { decodeEntry } from '../../service/core/ledger-entry.ts';
 import { it, type Kube } from '../support/kube.ts';
 import { waitReadyPods } from '../support/observe.ts';
@@ -11,23 +11,15 @@ import {
   FAST_LEASE,
   installRelease,
   nonLeaderWrites,
-  type Release,
   type Replica,
   startReplica,
+  stoppedAfterEach,
   waitForLeader,
 } from '../support/replicas.ts';
-import { killAll } from '../support/service.ts';
 import { pending, waitFor } from '../support/wait-for.ts';
 import { configMap, deployment, isReady } from '../support/workloads.ts';
 
-const releases: Release[] = [];
-const replicas: Replica[] = [];
-
-afterEach(async () => {
-  await killAll();
-  for (const r of replicas.splice(0)) await r.proxy.close();
-  for (const r of releases.splice(0)) await r.uninstall();
-});
+const { releases, replicas } = stoppedAfterEach();
 
 const WORKLOADS = ['w0', 'w1', 'w2', 'w3'];
 const ROUNDS = 5; // 5 changes × 4 workloads = 20 reloads

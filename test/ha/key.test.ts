@@ -1,29 +1,20 @@
 // The HMAC key: the chart rendered with `helm template | kubectl apply` (the way Argo CD installs it)
 // keeps one key however often it is applied, because the service, not the render, makes it; and a
 // key that does change re-baselines every workload instead of restarting it.
-import { afterEach, describe, expect } from 'vitest';
+import { describe, expect } from 'vitest';
 import { it } from '../support/kube.ts';
 import { waitForEvent, waitReadyPods } from '../support/observe.ts';
 import {
   FAST_LEASE,
   installRelease,
   metric,
-  type Release,
-  type Replica,
   startReplica,
+  stoppedAfterEach,
   waitForLeader,
 } from '../support/replicas.ts';
-import { killAll } from '../support/service.ts';
 import { configMap, deployment } from '../support/workloads.ts';
 
-const releases: Release[] = [];
-const replicas: Replica[] = [];
-
-afterEach(async () => {
-  await killAll();
-  for (const r of replicas.splice(0)) await r.proxy.close();
-  for (const r of releases.splice(0)) await r.uninstall();
-});
+const { releases, replicas } = stoppedAfterEach();
 
 const AUTO = { 'reloader.stakater.com/auto': 'true' };
 

@@ -4,7 +4,7 @@
 // once, on the leader. The app is one the service cannot read (Argo CD elsewhere), so the
 // notifications alone say when its sync runs and ends.
 import { CoordinationV1Api } from '@kubernetes/client-node';
-import { afterEach, describe, expect } from 'vitest';
+import { describe, expect } from 'vitest';
 import { WEBHOOK_PATH } from '../../service/argocd/webhook.ts';
 import { it, type Kube } from '../support/kube.ts';
 import { PodTracker, waitAllReplaced, waitForEvent, waitReadyPods } from '../support/observe.ts';
@@ -12,24 +12,16 @@ import {
   FAST_LEASE,
   installRelease,
   nonLeaderWrites,
-  type Release,
   type Replica,
   startReplica,
+  stoppedAfterEach,
   waitForLeader,
 } from '../support/replicas.ts';
-import { killAll } from '../support/service.ts';
 import { pending, waitFor } from '../support/wait-for.ts';
 import { configMap, deployment } from '../support/workloads.ts';
 
 const TOKEN = 'ha-webhook-token-0123456789abcdef';
-const releases: Release[] = [];
-const replicas: Replica[] = [];
-
-afterEach(async () => {
-  await killAll();
-  for (const r of replicas.splice(0)) await r.proxy.close();
-  for (const r of releases.splice(0)) await r.uninstall();
-});
+const { releases, replicas } = stoppedAfterEach();
 
 async function notify(r: Replica, namespace: string, phase: string, startedAt: string) {
   const res = await fetch(`${r.url}${WEBHOOK_PATH}`, {

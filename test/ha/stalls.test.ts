@@ -1,7 +1,7 @@
 // A PodDisruptionBudget that never allows an eviction blocks the reloads of one namespace; reloads
 // elsewhere still proceed (no namespace holds every slot), and each blocked attempt gives its slot back
 // at the reload deadline and says so, every time, with a ReloadStalled Event and a metric.
-import { afterEach, describe, expect } from 'vitest';
+import { describe, expect } from 'vitest';
 import { it } from '../support/kube.ts';
 import { events, waitAllReplaced, waitForEvent, waitReadyPods } from '../support/observe.ts';
 import {
@@ -9,23 +9,14 @@ import {
   installRelease,
   metric,
   nonLeaderWrites,
-  type Release,
-  type Replica,
   startReplica,
+  stoppedAfterEach,
   waitForLeader,
 } from '../support/replicas.ts';
-import { killAll } from '../support/service.ts';
 import { pending, waitFor } from '../support/wait-for.ts';
 import { configMap, deployment } from '../support/workloads.ts';
 
-const releases: Release[] = [];
-const replicas: Replica[] = [];
-
-afterEach(async () => {
-  await killAll();
-  for (const r of replicas.splice(0)) await r.proxy.close();
-  for (const r of releases.splice(0)) await r.uninstall();
-});
+const { releases, replicas } = stoppedAfterEach();
 
 const AUTO = { 'reloader.stakater.com/auto': 'true' };
 const USES = { envFrom: [{ configMapRef: { name: 'app' } }] };

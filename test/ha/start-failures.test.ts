@@ -2,7 +2,7 @@
 // so in its metrics) instead of holding it while doing nothing, tries again with backoff, and a start
 // step the installed RBAC variant does not allow is skipped rather than fatal.
 import { RbacAuthorizationV1Api, type V1Role } from '@kubernetes/client-node';
-import { afterEach, describe, expect } from 'vitest';
+import { describe, expect } from 'vitest';
 import { it } from '../support/kube.ts';
 import { waitForEvent, waitReadyPods } from '../support/observe.ts';
 import {
@@ -10,23 +10,14 @@ import {
   installRelease,
   metric,
   nonLeaderWrites,
-  type Release,
-  type Replica,
   startReplica,
+  stoppedAfterEach,
   waitForLeader,
 } from '../support/replicas.ts';
-import { killAll } from '../support/service.ts';
 import { pending, waitFor } from '../support/wait-for.ts';
 import { configMap, deployment } from '../support/workloads.ts';
 
-const releases: Release[] = [];
-const replicas: Replica[] = [];
-
-afterEach(async () => {
-  await killAll();
-  for (const r of replicas.splice(0)) await r.proxy.close();
-  for (const r of releases.splice(0)) await r.uninstall();
-});
+const { releases, replicas } = stoppedAfterEach();
 
 const USES = { envFrom: [{ configMapRef: { name: 'app' } }] };
 const AUTO = { 'reloader.stakater.com/auto': 'true' };

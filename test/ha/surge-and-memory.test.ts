@@ -1,30 +1,21 @@
 // No surge pod outlives its reload: the leader sweeps surge pods no pending reload needs while it runs,
 // and a reload dropped after a crash (the workload opted out meanwhile) takes its surge pod with it.
 // Helm release Secrets are left out of the watch by the API server (a field selector).
-import { afterEach, describe, expect } from 'vitest';
+import { describe, expect } from 'vitest';
 import { it, type Kube } from '../support/kube.ts';
 import { waitReadyPods } from '../support/observe.ts';
 import {
   FAST_LEASE,
   installRelease,
   metric,
-  type Release,
-  type Replica,
   startReplica,
+  stoppedAfterEach,
   waitForLeader,
 } from '../support/replicas.ts';
-import { killAll } from '../support/service.ts';
 import { pending, waitFor } from '../support/wait-for.ts';
 import { configMap, deployment } from '../support/workloads.ts';
 
-const releases: Release[] = [];
-const replicas: Replica[] = [];
-
-afterEach(async () => {
-  await killAll();
-  for (const r of replicas.splice(0)) await r.proxy.close();
-  for (const r of releases.splice(0)) await r.uninstall();
-});
+const { releases, replicas } = stoppedAfterEach();
 
 const SURGE = 'gitops-reloader.io/surge';
 const USES = { envFrom: [{ configMapRef: { name: 'app' } }] };

@@ -136,7 +136,7 @@ describe('the Dockerfile', () => {
       .slice(3)
       .filter((a) => a.startsWith('--'));
     expect(flags).toEqual(SERVICE_NODE_FLAGS);
-    expect(flags).toContain('--max-semi-space-size=8');
+    expect(flags).toContain('--max-semi-space-size=1');
   });
 
   it('runs an entrypoint that `npm run build` produces', async () => {

@@ -1,15 +1,15 @@
 // The service, run with the chart's own ServiceAccount token (real RBAC on the real API server,
 // not cluster-admin), reloads every workload kind it supports and is never refused.
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
 import { afterEach, describe, expect } from 'vitest';
 import { createArgoObject } from '../support/argo.ts';
 import { it } from '../support/kube.ts';
 import { events, waitForEvent, waitReadyPods } from '../support/observe.ts';
 import { killAll, startService } from '../support/service.ts';
+import { kubeConfigAs, writeKubeConfig } from '../support/service-account.ts';
 import { configMap, deployment, statefulSet } from '../support/workloads.ts';
 import { chartDir, helmOnCluster } from './tools.ts';
 
@@ -29,23 +29,8 @@ describe('least-privilege RBAC', () => {
       .metadata?.name as string;
     try {
       await helm(['install', release, chartDir, '--namespace', namespace]);
-      const token = await kube.core.createNamespacedServiceAccountToken({
-        name: fullname,
-        namespace,
-        body: { spec: { audiences: [], expirationSeconds: 3600 } },
-      });
-      const admin = kube.kc.getCurrentCluster();
-      if (!admin) throw new Error('no cluster in the admin kubeconfig');
-      const asSa = new KubeConfig();
-      asSa.loadFromOptions({
-        clusters: [admin],
-        users: [{ name: fullname, token: token.status?.token }],
-        contexts: [{ name: 'sa', cluster: admin.name, user: fullname }],
-        currentContext: 'sa',
-      });
-      const dir = await mkdtemp(path.join(tmpdir(), 'gr-lp-'));
-      const kubeconfig = path.join(dir, 'kubeconfig');
-      await writeFile(kubeconfig, asSa.exportConfig(), { mode: 0o600 });
+      const asSa = await kubeConfigAs(kube, namespace, fullname);
+      const kubeconfig = await writeKubeConfig(asSa, await mkdtemp(path.join(tmpdir(), 'gr-lp-')));
 
       await kube.core.createNamespacedConfigMap({ namespace: apps, body: configMap('app', { k: '1' }) });
       await kube.apps.createNamespacedDeployment({

@@ -249,7 +249,7 @@ describe('the Helm chart', () => {
       expect(verbsByResource(byDefault, 'cluster')).toEqual({
         configmaps: ['get', 'list', 'watch'],
         events: ['create'],
-        pods: ['create', 'delete', 'get', 'list', 'watch'],
+        pods: ['create', 'delete', 'get', 'list', 'patch', 'watch'],
         'pods/eviction': ['create'],
         secrets: ['get', 'list', 'watch'],
         'apps/daemonsets': ['get', 'list', 'watch'],

@@ -3,9 +3,15 @@
 // and delete only pods labelled gitops-reloader.io/surge; evictions still go through, and nobody
 // else is affected.
 import { randomBytes } from 'node:crypto';
-import { CoreV1Api, KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { CoreV1Api, type V1Pod } from '@kubernetes/client-node';
 import { describe, expect } from 'vitest';
+import { kubeconfigAccess } from '../../service/kube/access.ts';
+import { requestJson } from '../../service/kube/watch-http.ts';
 import { it, statusOf } from '../support/kube.ts';
+import { kubeConfigAs, writeKubeConfig } from '../support/service-account.ts';
 import { pending, waitFor } from '../support/wait-for.ts';
 import { chartDir, helmOnCluster } from './tools.ts';
 
@@ -34,6 +40,7 @@ describe('the surge-pod admission policy', () => {
   }) => {
     const release = `gr-${randomBytes(3).toString('hex')}`;
     const fullname = `${release}-gitops-reloader`;
+    const tmpDir = await mkdtemp(path.join(tmpdir(), 'gr-sa-'));
     try {
       await helmOnCluster([
         'install',
@@ -44,20 +51,7 @@ describe('the surge-pod admission policy', () => {
         '--set',
         'rbac.surgePodPolicy=true',
       ]);
-      const token = await kube.core.createNamespacedServiceAccountToken({
-        name: fullname,
-        namespace,
-        body: { spec: { audiences: [], expirationSeconds: 3600 } },
-      });
-      const cluster = kube.kc.getCurrentCluster();
-      if (!cluster) throw new Error('no cluster in the admin kubeconfig');
-      const asSa = new KubeConfig();
-      asSa.loadFromOptions({
-        clusters: [cluster],
-        users: [{ name: fullname, token: token.status?.token }],
-        contexts: [{ name: 'sa', cluster: cluster.name, user: fullname }],
-        currentContext: 'sa',
-      });
+      const asSa = await kubeConfigAs(kube, namespace, fullname);
       const sa = asSa.makeApiClient(CoreV1Api);
 
       // A policy takes effect a moment after it is created: wait until the plain pod is refused.
@@ -95,9 +89,41 @@ describe('the surge-pod admission policy', () => {
           }),
         ),
       ).toBe('ok');
-      expect(await outcome(() => sa.deleteNamespacedPod({ namespace, name: 'surge' }))).toBe('ok');
+      // Patches (docs/adr/0019): an old pod may get the lowest pod-deletion-cost and nothing else; a
+      // surge pod may be handed to its ReplicaSet (labels and owner references) and nothing else.
+      await kube.core.createNamespacedPod({ namespace, body: pod('old', { app: 'web' }) });
+      // Sent by the service's own request code (a JSON merge patch), with the service account's token.
+      const saAccess = await kubeconfigAccess(await writeKubeConfig(asSa, tmpDir));
+      const patch = (name: string, metadata: Record<string, unknown>) =>
+        outcome(() =>
+          requestJson(
+            saAccess,
+            'PATCH',
+            `/api/v1/namespaces/${namespace}/pods/${name}`,
+            { metadata },
+            AbortSignal.timeout(30_000),
+            30_000,
+          ),
+        );
+      const COST = 'controller.kubernetes.io/pod-deletion-cost';
+      expect(await patch('old', { annotations: { [COST]: '-2147483648' } })).toBe('ok');
+      expect(await patch('old', { annotations: { 'example.com/other': 'x' } })).toMatch(
+        /^403 .*patch a pod only to hand a surge pod/,
+      );
+      expect(await patch('old', { labels: { app: 'other' } })).toMatch(/^403 /);
+      expect(await patch('surge', { annotations: { [COST]: '1' } })).toMatch(/^403 /);
+      expect(
+        await patch('surge', {
+          labels: { 'pod-template-hash': 'abc', [SURGE]: null },
+          ownerReferences: null,
+        }),
+      ).toBe('ok');
+      // Handed over, it is an ordinary pod now: the service account may no longer delete it.
+      expect(await outcome(() => sa.deleteNamespacedPod({ namespace, name: 'surge' }))).toMatch(/^403 /);
+      await kube.core.deleteNamespacedPod({ namespace, name: 'surge' });
     } finally {
       await helmOnCluster(['uninstall', release, '--namespace', namespace]).catch(() => undefined);
+      await rm(tmpDir, { recursive: true, force: true });
     }
   });
 });

@@ -2,7 +2,7 @@
 // pod be recycled twice for the same cutoff. The service is SIGKILLed mid-reload and started again.
 import { afterEach, describe, expect } from 'vitest';
 import { it, type Kube } from '../support/kube.ts';
-import { livePods, PodTracker, waitForEvent, waitReadyPods } from '../support/observe.ts';
+import { livePods, PodTracker, ReadyMonitor, waitForEvent, waitReadyPods } from '../support/observe.ts';
 import { hashKeyFile, killAll, type RunningService, serviceArgs, startService } from '../support/service.ts';
 import { pending, waitFor } from '../support/wait-for.ts';
 import { configMap, type DeploymentOptions, deployment, statefulSet } from '../support/workloads.ts';
@@ -39,6 +39,7 @@ async function scenario(
   const first = startService(serviceArgs(namespace, key, ['--debounce=0s', ...FAST_LEASE]));
   await first.waitForLog('ready', (l) => l.msg === 'ready');
   const tracker = await PodTracker.start(kube, namespace, 'web');
+  const monitor = await ReadyMonitor.start(kube, namespace, 'web');
 
   const t0 = Date.now();
   await kube.core.replaceNamespacedConfigMap({ name: 'app', namespace, body: configMap('app', { k: '2' }) });
@@ -58,12 +59,14 @@ async function scenario(
     { describe: 'the resumed reload to finish', timeout: 90_000 },
   );
   tracker.stop();
+  monitor.stop();
   for (const p of after) expect(p.createdAt).toBeGreaterThanOrEqual(Math.floor(t0 / 1000) * 1000);
   // Each old pod was replaced exactly once: no replacement was recycled after the restart.
   expect(tracker.newSince(before)).toHaveLength(replicas);
   expect((await kube.apps.readNamespacedDeployment({ name: 'web', namespace })).metadata?.generation).toBe(
     generation,
   );
+  return { surgePods: tracker.surgePods(), maxLive: monitor.maxLive, minReady: monitor.min };
 }
 
 describe('crash safety (I5)', () => {
@@ -80,6 +83,25 @@ describe('crash safety (I5)', () => {
         { describe: 'a surge pod to exist' },
       ),
     );
+  });
+
+  it('resumes a 25%/25% reload of 10 replicas killed after its 3 surge pods were created, reusing them', async ({
+    kube,
+    namespace,
+  }) => {
+    const r = await scenario(kube, namespace, { replicas: 10, maxSurge: '25%', maxUnavailable: '25%' }, () =>
+      waitFor(
+        async () => {
+          const pods = await livePods(kube, namespace, 'web');
+          return pods.filter((p) => p.surge).length === 3 ? pods : pending(pods);
+        },
+        { describe: '3 surge pods to exist' },
+      ),
+    );
+    // The next leader counted the surge pods it found against maxSurge: none more, ever ≤ 13 pods.
+    expect(r.surgePods).toHaveLength(3);
+    expect(r.maxLive).toBeLessThanOrEqual(13);
+    expect(r.minReady).toBeGreaterThanOrEqual(8);
   });
 
   it('finishes a 3-replica reload killed right after its first eviction', async ({ kube, namespace }) => {

@@ -85,6 +85,17 @@ describe('restart strategy for Deployments', () => {
     expect(monitor.min).toBeGreaterThanOrEqual(1);
     expect(tracker.surgePods().length).toBeGreaterThanOrEqual(1);
     expect(tracker.newSince(s.before)).toHaveLength(1);
+    // ADR 0019: one pod started in all, the surge pod, which the ReplicaSet adopted in place of the old
+    // pod; the ReplicaSet started no replacement of its own.
+    const [handed] = tracker.handedOver();
+    expect(tracker.newSince(s.before)).toEqual([handed]);
+    const live = await kube.core.readNamespacedPod({ name: handed?.name as string, namespace });
+    expect(live.metadata?.ownerReferences?.map((o) => `${o.kind}/${o.controller}`)).toEqual([
+      'ReplicaSet/true',
+    ]);
+    expect(live.metadata?.labels?.['gitops-reloader.io/surge']).toBeUndefined();
+    const [reloaded] = await events(kube, namespace, 'Reloaded', 'web');
+    expect(reloaded?.message).toMatch(/replaced 1 pod \(1 by handing a surge pod to the ReplicaSet\)/);
     expect(await generationOf(kube, namespace)).toBe(s.generation);
   });
 
@@ -202,5 +213,78 @@ describe('restart strategy for Deployments', () => {
     // Only the template rollout created pods: one per replica.
     expect(tracker.newSince(s.before)).toHaveLength(2);
     expect(tracker.surgePods()).toHaveLength(0);
+  });
+});
+
+// ADR 0017: surge pods within maxSurge from the first step, evictions within maxUnavailable, at once.
+describe('restart strategy for Deployments: maxSurge and maxUnavailable at once', () => {
+  for (const shape of [
+    {
+      label: 'maxSurge 25% / maxUnavailable 25%',
+      maxSurge: '25%',
+      maxUnavailable: '25%',
+      surge: 3,
+      floor: 8,
+    },
+    { label: 'maxSurge 1 / maxUnavailable 0', maxSurge: 1, maxUnavailable: 0, surge: 1, floor: 10 },
+  ] as const) {
+    it(`replaces each of 10 pods once with ${shape.label}: ≥ ${shape.floor} Ready, ≤ ${10 + shape.surge} pods`, async ({
+      kube,
+      namespace,
+    }) => {
+      const { maxSurge, maxUnavailable } = shape;
+      const s = await setUp(kube, namespace, { replicas: 10, maxSurge, maxUnavailable });
+      const monitor = await ReadyMonitor.start(kube, namespace, 'web');
+      const tracker = await PodTracker.start(kube, namespace, 'web');
+      const t0 = Date.now();
+      await changeConfig(kube, namespace, '2');
+      await waitReloaded(kube, namespace, s, 10, t0);
+      monitor.stop();
+      tracker.stop();
+      expect(monitor.min).toBeGreaterThanOrEqual(shape.floor);
+      expect(monitor.maxLive).toBeLessThanOrEqual(10 + shape.surge);
+      // Each old pod replaced exactly once (I3): by a pod of the ReplicaSet, or by a surge pod handed
+      // over to it (ADR 0019); every other surge pod is gone.
+      expect(tracker.newSince(s.before)).toHaveLength(10);
+      expect(tracker.handedOver().length).toBeGreaterThanOrEqual(shape.surge);
+      expect((await livePods(kube, namespace, 'web')).filter((p) => p.surge)).toEqual([]);
+      expect(await generationOf(kube, namespace)).toBe(s.generation);
+    });
+  }
+
+  it('lets surge pods make the room a PDB as strict as replicas leaves none of (minAvailable 10 of 10)', async ({
+    kube,
+    namespace,
+  }) => {
+    await kube.policy.createNamespacedPodDisruptionBudget({
+      namespace,
+      body: {
+        metadata: { name: 'web' },
+        spec: { minAvailable: 10, selector: { matchLabels: { app: 'web' } } },
+      },
+    });
+    const s = await setUp(kube, namespace, { replicas: 10, maxSurge: '25%', maxUnavailable: '25%' }, [
+      '--stall-after=60s',
+    ]);
+    await waitFor(
+      async () => {
+        const p = await kube.policy.readNamespacedPodDisruptionBudget({ name: 'web', namespace });
+        return p.status?.currentHealthy === 10 ? p : pending(p.status);
+      },
+      { describe: 'the PDB to see 10 healthy pods' },
+    );
+    const monitor = await ReadyMonitor.start(kube, namespace, 'web');
+    const tracker = await PodTracker.start(kube, namespace, 'web');
+    const t0 = Date.now();
+    await changeConfig(kube, namespace, '2');
+    await waitReloaded(kube, namespace, s, 10, t0);
+    monitor.stop();
+    tracker.stop();
+    // The PDB held throughout: the Deployment's own floor (8) alone would have allowed fewer.
+    expect(monitor.min).toBeGreaterThanOrEqual(10);
+    expect(monitor.maxLive).toBeLessThanOrEqual(13);
+    expect(tracker.surgePods().length).toBeGreaterThanOrEqual(3);
+    expect(tracker.newSince(s.before)).toHaveLength(10);
+    expect(await events(kube, namespace, 'ReloadStalled', 'web')).toHaveLength(0);
   });
 });

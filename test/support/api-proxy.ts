@@ -1,7 +1,9 @@
 // A loopback proxy between one service process and the real API server. To the service it is the API
 // server (TLS on 127.0.0.1 with its own certificate); it forwards every request unchanged, records
 // what was asked (method, path, status, when it was sent and answered), and can cut the link: a
-// partition in which every open connection drops and new ones hang until healed.
+// partition in which every open connection drops and new ones hang until healed. It can also make
+// chosen responses lag: each of their chunks reaches the client a fixed time after it left the API
+// server (a watch that falls behind, as one does on a loaded machine), in order.
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile } from 'node:fs/promises';
@@ -80,6 +82,16 @@ function upstreamOf(kc: KubeConfig): { url: URL; ca?: string | Buffer } {
   return { url: new URL(cluster.server), ca };
 }
 
+/** Copies `from` to `to`, each chunk `ms` after it arrived (timers of equal delay fire in order). */
+function delayed(from: IncomingMessage, to: ServerResponse, ms: number): void {
+  from.on('data', (chunk: Buffer) => {
+    setTimeout(() => {
+      if (!to.destroyed) to.write(chunk);
+    }, ms);
+  });
+  from.on('end', () => setTimeout(() => to.end(), ms));
+}
+
 export class ApiProxy {
   readonly requests: ProxiedRequest[] = [];
   readonly #server: https.Server;
@@ -87,6 +99,7 @@ export class ApiProxy {
   readonly #upstream: { url: URL; ca?: string | Buffer };
   readonly #agent: https.Agent;
   #cut = false;
+  #lags: { match: (path: string) => boolean; ms: number }[] = [];
   /** Requests that arrived while cut, held open (a partition drops packets; it does not refuse). */
   readonly #parked = new Set<ServerResponse>();
 
@@ -129,6 +142,14 @@ export class ApiProxy {
     this.#cut = false;
     for (const res of this.#parked) res.socket?.destroy();
     this.#parked.clear();
+  }
+
+  /**
+   * From now on, responses to requests whose path matches reach the client `ms` late, chunk by chunk
+   * and in order (a lagging watch). Requests already open are not affected.
+   */
+  lag(match: (path: string) => boolean, ms: number): void {
+    this.#lags.push({ match, ms });
   }
 
   get isCut(): boolean {
@@ -176,7 +197,9 @@ export class ApiProxy {
           record.status = upRes.statusCode;
           record.answeredAt = Date.now();
           res.writeHead(upRes.statusCode ?? 502, upRes.headers);
-          upRes.pipe(res);
+          const lag = this.#lags.find((l) => l.match(record.path))?.ms;
+          if (lag === undefined) upRes.pipe(res);
+          else delayed(upRes, res, lag);
           res.once('close', () => upRes.destroy());
         },
       );

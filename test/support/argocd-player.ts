@@ -237,10 +237,20 @@ export class ArgoCdPlayer {
           await this.objects.create(desired, undefined, undefined, ARGOCD_FIELD_MANAGER);
           return `${what} created`;
         }
-        const body = structuredClone(desired);
-        body.metadata.resourceVersion = existing.metadata?.resourceVersion;
-        await this.objects.replace(body, undefined, undefined, ARGOCD_FIELD_MANAGER);
-        return `${what} replaced`;
+        // A controller may write the object between our read and the replace (the Deployment
+        // controller's status and revision annotation): 409, and the sync tries again with a fresh read.
+        let current = existing;
+        for (let attempt = 1; ; attempt++) {
+          const body = structuredClone(desired);
+          body.metadata.resourceVersion = current.metadata?.resourceVersion;
+          try {
+            await this.objects.replace(body, undefined, undefined, ARGOCD_FIELD_MANAGER);
+            return `${what} replaced`;
+          } catch (err) {
+            if ((err as { code?: number }).code !== 409 || attempt >= 5) throw err;
+            current = await this.objects.read(desired);
+          }
+        }
       }
       case 'client-side-apply': {
         const lastApplied = JSON.stringify(desired);

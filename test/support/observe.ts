@@ -11,6 +11,8 @@ export interface PodView {
   ready: boolean;
   /** A temporary surge pod of gitops-reloader (not a replacement). */
   surge: boolean;
+  /** A surge pod later handed to the ReplicaSet (ADR 0019): it replaced an old pod. PodTracker only. */
+  handedOver?: boolean;
 }
 
 function view(p: V1Pod): PodView {
@@ -42,6 +44,30 @@ export async function waitReadyPods(
       return ready.length === count && pods.length === count ? ready : pending(pods);
     },
     { describe: `${count} Ready pods of ${app}`, timeout: 60_000 },
+  );
+}
+
+/**
+ * Waits until the Deployment's rollout is complete and its controller has said so: every replica
+ * updated and available, and the Progressing condition at NewReplicaSetAvailable. After that the
+ * deployment controller has no more status to write, so the object's resourceVersion only moves if
+ * someone else writes it (what "wrote nothing" assertions compare against).
+ */
+export async function waitRolledOut(kube: Kube, namespace: string, name: string, replicas: number) {
+  return waitFor(
+    async () => {
+      const d = await kube.apps.readNamespacedDeployment({ name, namespace });
+      const s = d.status;
+      const progressing = s?.conditions?.find((c) => c.type === 'Progressing');
+      const done =
+        s?.observedGeneration === d.metadata?.generation &&
+        s?.updatedReplicas === replicas &&
+        s?.availableReplicas === replicas &&
+        s?.replicas === replicas &&
+        progressing?.reason === 'NewReplicaSetAvailable';
+      return done ? d : pending(s);
+    },
+    { describe: `Deployment ${name} rolled out`, timeout: 120_000 },
   );
 }
 
@@ -133,17 +159,29 @@ export class PodTracker {
 
   #record(p: V1Pod) {
     const uid = p.metadata?.uid;
-    if (uid && !this.seen.has(uid)) this.seen.set(uid, view(p));
+    if (!uid) return;
+    const first = this.seen.get(uid);
+    if (!first) this.seen.set(uid, view(p));
+    else if (first.surge && !view(p).surge && !p.metadata?.deletionTimestamp) first.handedOver = true;
   }
 
-  /** Replacement pods first seen that were not in `before` (surge pods are listed by surgePods). */
+  /**
+   * Pods that replaced old ones and were not in `before`: the ReplicaSet's new pods, and surge pods
+   * handed over to it. Surge pods are all listed by surgePods.
+   */
   newSince(before: readonly PodView[]): PodView[] {
     const old = new Set(before.map((p) => p.uid));
-    return [...this.seen.values()].filter((p) => !old.has(p.uid) && !p.surge);
+    return [...this.seen.values()].filter((p) => !old.has(p.uid) && (!p.surge || p.handedOver));
   }
 
+  /** Every surge pod seen, handed over or not. */
   surgePods(): PodView[] {
     return [...this.seen.values()].filter((p) => p.surge);
+  }
+
+  /** The surge pods handed over to the ReplicaSet. */
+  handedOver(): PodView[] {
+    return [...this.seen.values()].filter((p) => p.handedOver);
   }
 
   stop() {
@@ -153,19 +191,24 @@ export class PodTracker {
 }
 
 /**
- * Follows an app's pods through a real watch and records the fewest Ready pods seen at any moment
- * (every watch event is a moment): availability is measured exactly, not sampled.
+ * Follows an app's pods through a real watch and records the fewest Ready pods, and the most pods
+ * not being deleted, seen at any moment (every watch event is a moment): availability and the pod
+ * count are measured exactly, not sampled.
  */
 export class ReadyMonitor {
   readonly #ready = new Map<string, boolean>();
+  /** Uids of pods without a deletionTimestamp. */
+  readonly #live = new Set<string>();
   #abort: AbortController | undefined;
   min = Number.POSITIVE_INFINITY;
+  /** The most pods without a deletionTimestamp at once (surge pods included). */
+  maxLive = 0;
   readonly history: number[] = [];
 
   static async start(kube: Kube, namespace: string, app: string): Promise<ReadyMonitor> {
     const m = new ReadyMonitor();
     const list = await kube.core.listNamespacedPod({ namespace, labelSelector: `app=${app}` });
-    for (const p of list.items) if (p.metadata?.uid) m.#ready.set(p.metadata.uid, isReady(p));
+    for (const p of list.items) m.#note('ADDED', p);
     m.#record();
     m.#abort = await new Watch(kube.kc).watch(
       `/api/v1/namespaces/${namespace}/pods`,
@@ -177,17 +220,24 @@ export class ReadyMonitor {
   }
 
   #see(type: string, p: V1Pod) {
+    this.#note(type, p);
+    this.#record();
+  }
+
+  #note(type: string, p: V1Pod) {
     const uid = p.metadata?.uid;
     if (!uid) return;
     if (type === 'DELETED') this.#ready.delete(uid);
     else this.#ready.set(uid, isReady(p));
-    this.#record();
+    if (type === 'DELETED' || p.metadata?.deletionTimestamp) this.#live.delete(uid);
+    else this.#live.add(uid);
   }
 
   #record() {
     const n = [...this.#ready.values()].filter(Boolean).length;
     this.history.push(n);
     this.min = Math.min(this.min, n);
+    this.maxLive = Math.max(this.maxLive, this.#live.size);
   }
 
   stop() {

@@ -7,11 +7,11 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { inject } from 'vitest';
+import { afterEach, inject } from 'vitest';
 import { deploymentOf, helmTemplate, type K8sObject, parseObjects, run } from '../manifests/tools.ts';
 import { ApiProxy, type ProxiedRequest } from './api-proxy.ts';
 import type { Kube } from './kube.ts';
-import { type RunningService, startService } from './service.ts';
+import { killAll, type RunningService, startService } from './service.ts';
 import { pending, waitFor } from './wait-for.ts';
 
 /** Lease timings short enough for tests (the chart's extraArgs, as a user would set them). */
@@ -143,8 +143,11 @@ export async function startReplica(
   release: Release,
   identity: string,
   extra: string[] = [],
+  /** Set up the proxy before the process starts (e.g. make its watches lag). */
+  prepare?: (proxy: ApiProxy) => void,
 ): Promise<Replica> {
   const proxy = await ApiProxy.start(kube.kc);
+  prepare?.(proxy);
   const kubeconfig = await kubeconfigThrough(kube, release, proxy);
   const svc = startService(
     [
@@ -246,4 +249,19 @@ export function nonLeaderWrites(replicas: Replica[]): NonLeaderWrite[] {
     }
   }
   return out;
+}
+
+/**
+ * The releases and replicas a test file starts, registered for clean-up after each test: every
+ * service process killed, each replica's proxy closed, each release uninstalled.
+ */
+export function stoppedAfterEach(): { releases: Release[]; replicas: Replica[] } {
+  const releases: Release[] = [];
+  const replicas: Replica[] = [];
+  afterEach(async () => {
+    await killAll();
+    for (const r of replicas.splice(0)) await r.proxy.close();
+    for (const r of releases.splice(0)) await r.uninstall();
+  });
+  return { releases, replicas };
 }

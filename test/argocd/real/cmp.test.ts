@@ -10,8 +10,14 @@ import { hashConfig, namespaceKey, setDigest } from '../../../service/core/confi
 import { configId } from '../../../service/core/types.ts';
 import { ArgoApp, argocdEndpoints, GitRepo, startReloader, toFiles } from '../../support/argocd.ts';
 import { it, type Kube } from '../../support/kube.ts';
-import { events, PodTracker, type PodView, waitForEvent, waitReadyPods } from '../../support/observe.ts';
-import { pending, waitFor } from '../../support/wait-for.ts';
+import {
+  events,
+  PodTracker,
+  type PodView,
+  waitForEvent,
+  waitReadyPods,
+  waitRolledOut,
+} from '../../support/observe.ts';
 import { cm, stayQuiet, web } from '../fixtures.ts';
 
 const ANNOTATION = 'gitops-reloader.io/config-hash';
@@ -42,26 +48,6 @@ async function replicaSets(kube: Kube, namespace: string, app: string) {
     replicas: rs.spec?.replicas ?? 0,
     annotation: rs.spec?.template?.metadata?.annotations?.[ANNOTATION],
   }));
-}
-
-/**
- * Waits until the Deployment's rollout of a template carrying `hash` is complete: every replica
- * updated, available, and no old pod left.
- */
-async function waitRolledOut(kube: Kube, namespace: string, name: string, replicas: number) {
-  return waitFor(
-    async () => {
-      const d = await kube.apps.readNamespacedDeployment({ name, namespace });
-      const s = d.status;
-      const done =
-        s?.observedGeneration === d.metadata?.generation &&
-        s?.updatedReplicas === replicas &&
-        s?.availableReplicas === replicas &&
-        s?.replicas === replicas;
-      return done ? d : pending(s);
-    },
-    { describe: `Deployment ${name} rolled out`, timeout: 120_000 },
-  );
 }
 
 /** Asserts one rollout from `before`: every old pod replaced once, by pods of one new ReplicaSet. */

@@ -6,13 +6,6 @@ import { describe, expect } from 'vitest';
 import { ArgoApp, GitRepo, startReloader, toFiles } from '../../support/argocd.ts';
 import { it, type Kube } from '../../support/kube.ts';
 import { PodTracker, waitAllReplaced, waitForEvent, waitReadyPods } from '../../support/observe.ts';
-import {
-  hashKeyFile,
-  killAll,
-  type RunningService,
-  serviceArgs,
-  startService,
-} from '../../support/service.ts';
 import { cm, reloadedCount, secret, stayQuiet, web } from '../fixtures.ts';
 
 const wave = (n: number) => ({ 'argocd.argoproj.io/sync-wave': String(n) });

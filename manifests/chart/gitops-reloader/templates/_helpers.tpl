@@ -108,12 +108,13 @@ Role per namespace when reload.namespaces lists them.
   resources: [events]
   verbs: [create]
 {{- if .Values.rbac.restart }}
-# Restart strategy: old pods are evicted (PDBs hold); a temporary surge pod is created and deleted
-# for Deployments that allow no unavailability. The current ReplicaSet tells old pods from new.
-# rbac.surgePodPolicy confines create and delete to surge pods.
+# Restart strategy: old pods are evicted (PDBs hold); temporary surge pods are created within the
+# Deployment's maxSurge, and deleted, or patched to hand them to the ReplicaSet in place of an old
+# pod, which is patched with the lowest pod-deletion-cost (docs/adr/0019). The current ReplicaSet
+# tells old pods from new. rbac.surgePodPolicy confines create, delete and patch to exactly that.
 - apiGroups: [""]
   resources: [pods]
-  verbs: [get, list, watch, create, delete]
+  verbs: [get, list, watch, create, delete, patch]
 - apiGroups: [""]
   resources: [pods/eviction]
   verbs: [create]
