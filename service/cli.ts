@@ -64,12 +64,10 @@ async function runServe(argv: string[]): Promise<number> {
     watchesProgressing: () => svc.watchesProgressing(),
   });
   if (svc.argocdWebhook) {
-    // Count only webhook requests; the router carries its full path, so it is mounted at the root.
-    http.routes.use(
+    http.route(
       WEBHOOK_PATH,
-      countResponses((code) => metrics.webhookRequest(code)),
+      countResponses((code) => metrics.webhookRequest(code), svc.argocdWebhook),
     );
-    http.routes.use(svc.argocdWebhook);
   }
   log.info({ url: http.url }, 'http listening');
   let stopping = false;
