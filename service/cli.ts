@@ -64,10 +64,12 @@ async function runServe(argv: string[]): Promise<number> {
     watchesProgressing: () => svc.watchesProgressing(),
   });
   if (svc.argocdWebhook) {
-    http.route(
+    // Count only webhook requests; the router carries its full path, so it is mounted at the root.
+    http.routes.use(
       WEBHOOK_PATH,
-      countResponses((code) => metrics.webhookRequest(code), svc.argocdWebhook),
+      countResponses((code) => metrics.webhookRequest(code)),
     );
+    http.routes.use(svc.argocdWebhook);
   }
   log.info({ url: http.url }, 'http listening');
   let stopping = false;

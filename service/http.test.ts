@@ -1,3 +1,4 @@
+import express from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
 import { pending, waitFor } from '../test/support/wait-for.ts';
 import {
@@ -6,12 +7,9 @@ import {
   type HttpServer,
   type HttpServerOptions,
   parseHttpAddress,
-  send,
-  sendJson,
   startHttpServer,
   WatchProgress,
 } from './http.ts';
-import { HttpError, readJson } from './http-body.ts';
 import { Metrics } from './metrics.ts';
 
 const servers: HttpServer[] = [];
@@ -110,22 +108,20 @@ describe('the HTTP server', () => {
     expect(((await res.json()) as { checks: unknown }).checks).toMatchObject({ watches: { ok: false } });
   });
 
-  it('serves a route added after start, and counts its responses', async () => {
+  it('serves a route mounted after start, and counts its responses', async () => {
     const s = await start();
     const codes: number[] = [];
-    s.route(
+    s.routes.post(
       '/api/v1/argocd/notifications',
-      countResponses(
-        (c) => codes.push(c),
-        async (req, res) => {
-          if (req.headers.authorization !== 'Bearer t') {
-            send(res, 401, 'no');
-            return;
-          }
-          const body = (await readJson(req, 1024)) as { app?: string };
-          sendJson(res, 202, { got: body.app });
-        },
-      ),
+      countResponses((c) => codes.push(c)),
+      express.json({ limit: '1kb' }),
+      (req, res) => {
+        if (req.get('authorization') !== 'Bearer t') {
+          res.status(401).send('no');
+          return;
+        }
+        res.status(202).json({ got: (req.body as { app?: string }).app });
+      },
     );
     const url = `${s.url}/api/v1/argocd/notifications`;
     const post = (body: string, token = 't') =>
@@ -137,54 +133,27 @@ describe('the HTTP server', () => {
     let res = await post('{"app":"demo"}');
     expect(res.status).toBe(202);
     expect(await res.json()).toEqual({ got: 'demo' });
-    expect((await fetch(`${url}?x=1`, { method: 'POST', body: '{"app":"q"}' })).status).toBe(401);
     expect((await post('{}', 'wrong')).status).toBe(401);
     res = await post('{not json');
     expect(res.status).toBe(400);
     expect(await res.text()).not.toMatch(/at .*\.js/); // no stack trace
     expect((await post(JSON.stringify({ app: 'x'.repeat(5_000) }))).status).toBe(413);
     expect((await fetch(`${s.url}/nothing-here`)).status).toBe(404);
-    expect((await fetch(`${url}/more`)).status).toBe(404);
-    await waitFor(() => (codes.length === 5 ? codes : pending(codes)), { describe: '5 counted responses' });
-    expect(codes).toEqual([202, 401, 401, 400, 413]);
+    await waitFor(() => (codes.length === 4 ? codes : pending(codes)), { describe: '4 counted responses' });
+    expect(codes).toEqual([202, 401, 400, 413]);
   });
 
-  it('refuses to serve one path twice', async () => {
+  it('mount() adds middleware under a path prefix', async () => {
     const s = await start();
-    expect(() => s.route('/metrics', () => {})).toThrow(/already served/);
-    s.route('/a', () => {});
-    expect(() => s.route('/a', () => {})).toThrow(/already served/);
-  });
-
-  it('answers 405 to other methods on its own paths, and HEAD without a body', async () => {
-    const s = await start();
-    const post = await fetch(`${s.url}/readyz`, { method: 'POST' });
-    expect(post.status).toBe(405);
-    expect(post.headers.get('allow')).toBe('GET, HEAD');
-    const head = await fetch(`${s.url}/readyz`, { method: 'HEAD' });
-    expect(head.status).toBe(200);
-    expect(await head.text()).toBe('');
-  });
-
-  it('answers an HttpError with its status and message, a 5xx one without details', async () => {
-    const s = await start();
-    s.route('/teapot', () => {
-      throw new HttpError(418, 'short and stout');
+    s.mount('/hooks', (req, res) => {
+      res.type('text/plain').send(`hook ${req.method} ${req.path}`);
     });
-    s.route('/bad-gateway', async () => {
-      throw new HttpError(502, 'upstream detail');
-    });
-    const tea = await fetch(`${s.url}/teapot`);
-    expect(tea.status).toBe(418);
-    expect(await tea.text()).toBe('short and stout\n');
-    const bad = await fetch(`${s.url}/bad-gateway`);
-    expect(bad.status).toBe(500);
-    expect(await bad.text()).toBe('internal error\n');
+    expect(await (await fetch(`${s.url}/hooks/a`)).text()).toBe('hook GET /a');
   });
 
   it('answers 500 without details when a handler throws', async () => {
     const s = await start();
-    s.route('/boom', async () => {
+    s.routes.get('/boom', async () => {
       throw new Error('secret detail');
     });
     const res = await fetch(`${s.url}/boom`);
@@ -198,10 +167,10 @@ describe('the HTTP server', () => {
     const released = new Promise<void>((r) => (release = r));
     let arrived!: () => void;
     const inFlight = new Promise<void>((r) => (arrived = r));
-    s.route('/slow', async (_req, res) => {
+    s.routes.get('/slow', async (_req, res) => {
       arrived();
       await released;
-      send(res, 200, 'done');
+      res.send('done');
     });
     const slow = fetch(`${s.url}/slow`);
     await inFlight;
@@ -218,7 +187,7 @@ describe('the HTTP server', () => {
     const s = await start({ closeTimeoutMs: 50 });
     let arrived!: () => void;
     const inFlight = new Promise<void>((r) => (arrived = r));
-    s.route('/hang', () => arrived()); // never answers
+    s.routes.get('/hang', () => arrived()); // never answers
     const hung = fetch(`${s.url}/hang`).then(
       () => 'answered',
       () => 'dropped',

@@ -1,44 +1,12 @@
-// The service's one HTTP port (node:http, no framework): /metrics, /healthz (liveness), /readyz
-// (readiness), and routes added later (the Argo CD notification webhook). Liveness fails only when the process is
+// The service's one HTTP port (express): /metrics, /healthz (liveness), /readyz (readiness), and
+// routes mounted later (the Argo CD notification webhook). Liveness fails only when the process is
 // wedged: the event loop blocked, or a watch loop that stopped cycling. Anything a restart would
 // not fix (the API server down, RBAC denied) keeps /healthz green and shows in logs and metrics.
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type ELDHistogram, monitorEventLoopDelay } from 'node:perf_hooks';
-import { HttpError } from './http-body.ts';
+import express, { type ErrorRequestHandler, type Express, type RequestHandler, type Router } from 'express';
 import type { Logger } from './log.ts';
-
-/** Answers one request. A thrown HttpError is answered with its status; anything else with 500. */
-export type Handler = (req: IncomingMessage, res: ServerResponse) => void | Promise<void>;
-
-/** Sends `body` with `status`; `type` defaults to plain text. */
-export function send(
-  res: ServerResponse,
-  status: number,
-  body: string,
-  type = 'text/plain; charset=utf-8',
-  headers: Record<string, string> = {},
-): void {
-  res.writeHead(status, { ...headers, 'Content-Type': type, 'Content-Length': Buffer.byteLength(body) });
-  res.end(body);
-}
-
-/** Sends `value` as JSON with `status`. */
-export function sendJson(
-  res: ServerResponse,
-  status: number,
-  value: unknown,
-  headers: Record<string, string> = {},
-): void {
-  send(res, status, JSON.stringify(value), 'application/json; charset=utf-8', headers);
-}
-
-/** The path of a request, without its query. */
-export function pathOf(req: IncomingMessage): string {
-  const url = req.url ?? '/';
-  const q = url.indexOf('?');
-  return q < 0 ? url : url.slice(0, q);
-}
 
 /** Where to listen: `:8080` (every interface), `127.0.0.1:8080`, `[::1]:8080`, `localhost:0`. */
 export interface HttpAddress {
@@ -126,11 +94,11 @@ export class WatchProgress {
   }
 }
 
-/** Counts every response of `handler`, e.g. for gitops_reloader_webhook_requests_total. */
-export function countResponses(record: (status: number) => void, handler: Handler): Handler {
-  return (req, res) => {
+/** Counts every response of the routes after it, e.g. for gitops_reloader_webhook_requests_total. */
+export function countResponses(record: (status: number) => void): RequestHandler {
+  return (_req, res, next) => {
     res.once('finish', () => record(res.statusCode));
-    return handler(req, res);
+    next();
   };
 }
 
@@ -161,11 +129,12 @@ export interface HealthReport {
 }
 
 export interface HttpServer {
-  /**
-   * Serves `path` (exactly, any query, every method: the handler checks the method) with `handler`.
-   * Throws if the path is already served.
-   */
-  route(path: string, handler: Handler): void;
+  /** The express app, for anything the helpers below do not cover. */
+  readonly app: Express;
+  /** Routes added here are served before the 404 fallback, e.g. routes.post(WEBHOOK_PATH, ...). */
+  readonly routes: Router;
+  /** Shorthand for routes.use(path, ...handlers). */
+  mount(path: string, ...handlers: RequestHandler[]): void;
   /** The address actually bound (port resolved when 0 was asked for). */
   readonly address: AddressInfo;
   /** A base URL for loopback clients, e.g. http://127.0.0.1:8080. */
@@ -193,61 +162,63 @@ export async function startHttpServer(o: HttpServerOptions): Promise<HttpServer>
     return { ok: eventLoop.ok && watches.ok, checks: { eventLoop, watches } };
   };
 
-  const cacheless = { 'Cache-Control': 'no-store' };
-  const builtin: Record<string, Handler> = {
-    '/metrics': async (_req, res) => {
-      const body = await o.metrics.text();
-      send(res, 200, body, o.metrics.contentType, cacheless);
-    },
-    '/healthz': (_req, res) => {
-      const report = health();
-      sendJson(res, report.ok ? 200 : 503, report, cacheless);
-    },
-    '/readyz': (_req, res) => {
-      const ready = !draining && o.isReady();
-      const status = draining ? 'shutting down' : ready ? 'ready' : 'caches not synced';
-      sendJson(res, ready ? 200 : 503, { ready, status }, cacheless);
-    },
-  };
-  const routes = new Map<string, Handler>();
-  for (const [path, probe] of Object.entries(builtin)) {
-    routes.set(path, (req, res) => {
-      if (req.method === 'GET' || req.method === 'HEAD') return probe(req, res);
-      send(res, 405, 'only GET is allowed\n', undefined, { Allow: 'GET, HEAD' });
-    });
-  }
-
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
   // Responses in flight when close() starts are sent with "Connection: close", so the client's
   // keep-alive socket does not hold shutdown open until it times out.
   const inFlight = new Set<ServerResponse>();
-  const failed = (req: IncomingMessage, res: ServerResponse, err: unknown) => {
-    const status = err instanceof HttpError && err.status >= 400 && err.status < 500 ? err.status : 500;
-    if (status >= 500)
-      o.log?.error({ path: pathOf(req), err: String((err as Error)?.message ?? err) }, 'http handler failed');
+  app.use((_req, res, next) => {
+    if (closing) res.set('Connection', 'close');
+    inFlight.add(res);
+    res.once('close', () => inFlight.delete(res));
+    next();
+  });
+
+  app.get('/metrics', async (_req, res) => {
+    const body = await o.metrics.text();
+    res.set('Content-Type', o.metrics.contentType).set('Cache-Control', 'no-store').send(body);
+  });
+  app.get('/healthz', (_req, res) => {
+    const report = health();
+    res
+      .status(report.ok ? 200 : 503)
+      .set('Cache-Control', 'no-store')
+      .json(report);
+  });
+  app.get('/readyz', (_req, res) => {
+    const ready = !draining && o.isReady();
+    const status = draining ? 'shutting down' : ready ? 'ready' : 'caches not synced';
+    res
+      .status(ready ? 200 : 503)
+      .set('Cache-Control', 'no-store')
+      .json({ ready, status });
+  });
+
+  const routes = express.Router();
+  app.use(routes);
+  app.use((_req, res) => {
+    res.status(404).type('text/plain').send('not found\n');
+  });
+  const onError: ErrorRequestHandler = (err, req, res, _next) => {
+    // body-parser and friends set a 4xx status on errors that are the client's fault.
+    const e = err as { status?: unknown; statusCode?: unknown; expose?: unknown; message?: unknown };
+    const raw = typeof e.status === 'number' ? e.status : e.statusCode;
+    const status = typeof raw === 'number' && raw >= 400 && raw < 600 ? raw : 500;
+    if (status >= 500) o.log?.error({ path: req.path, err: String(e.message ?? err) }, 'http handler failed');
     if (res.headersSent) {
       res.destroy();
       return;
     }
-    send(res, status, `${status >= 500 ? 'internal error' : (err as HttpError).message}\n`);
+    const message = status < 500 && e.expose !== false && typeof e.message === 'string' ? e.message : '';
+    res
+      .status(status)
+      .type('text/plain')
+      .send(`${message || (status >= 500 ? 'internal error' : 'bad request')}\n`);
   };
-  const dispatch = (req: IncomingMessage, res: ServerResponse) => {
-    if (closing) res.setHeader('Connection', 'close');
-    inFlight.add(res);
-    res.once('close', () => inFlight.delete(res));
-    const handler = routes.get(pathOf(req));
-    if (!handler) {
-      send(res, 404, 'not found\n');
-      return;
-    }
-    try {
-      const done = handler(req, res);
-      if (done) done.catch((err: unknown) => failed(req, res, err));
-    } catch (err) {
-      failed(req, res, err);
-    }
-  };
+  app.use(onError);
 
-  const server = createServer(dispatch);
+  const server = createServer(app);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen({ port, host }, () => {
@@ -293,9 +264,10 @@ export async function startHttpServer(o: HttpServerOptions): Promise<HttpServer>
   };
 
   return {
-    route: (path, handler) => {
-      if (routes.has(path)) throw new Error(`${path} is already served`);
-      routes.set(path, handler);
+    app,
+    routes,
+    mount: (path, ...handlers) => {
+      routes.use(path, ...handlers);
     },
     address,
     url: `http://${urlHost}:${address.port}`,

@@ -1,5 +1,5 @@
 // `gitops-reloader serve`: watches configs and workloads, and reloads what changed.
-
+import type { Router } from 'express';
 import { startArgoCd } from './argocd/argocd.ts';
 import { UNWATCHED_MAX_HOLD_MS } from './argocd/gate.ts';
 import { INBOX_SELECTOR, isInboxRecord, NotificationInbox, readRecord, recordName } from './argocd/inbox.ts';
@@ -13,7 +13,6 @@ import { keyFingerprint } from './core/config-hash.ts';
 import type { ConfigRecord, WorkloadRecord } from './core/records.ts';
 import { RateGate } from './core/token-bucket.ts';
 import { watchProviderClasses } from './csi.ts';
-import type { Handler } from './http.ts';
 import { WatchProgress } from './http.ts';
 import { type ClusterAccess, writeGatedAccess } from './kube/access.ts';
 import { appsApi, batchApi, type CoreApi, coreApi, customApi } from './kube/api.ts';
@@ -78,7 +77,7 @@ export interface RunningService {
   /** Resolves once caches are synced and start-up decisions are made. */
   ready: Promise<void>;
   /** POST /api/v1/argocd/notifications, for the HTTP server; undefined without --webhook-token-file. */
-  argocdWebhook: Handler | undefined;
+  argocdWebhook: Router | undefined;
   /** True while this replica acts (holds the lease, or runs without leader election). */
   isLeader(): boolean;
   /** Every watch has listed once: the caches are warm (standbys too). */
@@ -492,7 +491,7 @@ export async function serve(
 
   return {
     ready,
-    argocdWebhook: argocd.webhook,
+    argocdWebhook: argocd.router,
     isLeader: () => acting,
     isSynced: () => isSynced,
     watchesProgressing: () => progress.progressing(),

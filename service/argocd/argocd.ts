@@ -1,12 +1,12 @@
 // Wires the Argo CD integration: the Application watch (only where the CRD is served and the
 // Applications can be listed) feeding the SyncGate, the refresh a notification asks for, and the
-// notification webhook handler. serve.ts passes `gate` to the Reconciler and the handler to the HTTP
+// notification webhook router. serve.ts passes `gate` to the Reconciler and the router to the HTTP
 // server.
 
+import type { Router } from 'express';
 import { DEFAULT_TRACKING_LABEL } from '../config/choices.ts';
 import type { Config } from '../config/config.ts';
 import type { ConfigRecord } from '../core/records.ts';
-import type { Handler } from '../http.ts';
 import type { ClusterAccess } from '../kube/access.ts';
 import { startWatch, type Watch, type WatchFailure } from '../kube/watch.ts';
 import { getJson, KubeHttpError } from '../kube/watch-http.ts';
@@ -16,7 +16,7 @@ import { type NotifyResult, SyncGate } from './gate.ts';
 import type { SyncNotification } from './notification.ts';
 import { type AppSync, appFromObject } from './sync-tracker.ts';
 import type { AppKey } from './tracking.ts';
-import { argocdWebhookHandler } from './webhook.ts';
+import { argocdWebhookRouter } from './webhook.ts';
 
 const GROUP_VERSION = '/apis/argoproj.io/v1alpha1';
 
@@ -37,7 +37,7 @@ export interface ArgoCd {
   /** Resolves once every Application watch has listed (at once when none runs). */
   synced: Promise<void>;
   /** The notification webhook (POST /api/v1/argocd/notifications); undefined without --webhook-token-file. */
-  webhook: Handler | undefined;
+  router: Router | undefined;
   /** Namespaces whose Applications are watched. */
   watchedNamespaces: readonly string[];
   /**
@@ -163,8 +163,8 @@ export async function startArgoCd(d: ArgoCdDeps): Promise<ArgoCd> {
     'Argo CD integration configured',
   );
 
-  const webhook = cfg.webhookTokenFile
-    ? argocdWebhookHandler({
+  const router = cfg.webhookTokenFile
+    ? argocdWebhookRouter({
         tokenFile: cfg.webhookTokenFile,
         notify: d.notify ?? ((n) => gate.notify(n)),
         log,
@@ -184,7 +184,7 @@ export async function startArgoCd(d: ArgoCdDeps): Promise<ArgoCd> {
   return {
     gate,
     synced: Promise.all(synced).then(() => undefined),
-    webhook,
+    router,
     watchedNamespaces: [...watched],
     withTrackingLabel,
     stop: async () => {

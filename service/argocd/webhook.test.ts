@@ -3,16 +3,17 @@
 // template renders (see test/argocd/notifications.test.ts for the real notifications-engine).
 
 import { mkdtemp, writeFile } from 'node:fs/promises';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import express from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type HttpServer, startHttpServer } from '../http.ts';
 import { silentLogger } from '../log.ts';
-import { Metrics } from '../metrics.ts';
 import type { NotifyResult } from './gate.ts';
 import { InboxFull } from './inbox.ts';
 import type { SyncNotification } from './notification.ts';
-import { argocdWebhookHandler, MAX_BODY_BYTES, sameSecret, WEBHOOK_PATH } from './webhook.ts';
+import { argocdWebhookRouter, MAX_BODY_BYTES, sameSecret, WEBHOOK_PATH } from './webhook.ts';
 
 const TOKEN = 'b7f3c1e9a2d84f60a1c5e7b9d3f2a4c6';
 
@@ -38,7 +39,7 @@ const good = {
   ],
 };
 
-let server: HttpServer;
+let server: Server;
 let url: string;
 const received: SyncNotification[] = [];
 const seen = new Set<string>();
@@ -47,32 +48,29 @@ beforeAll(async () => {
   const dir = await mkdtemp(path.join(tmpdir(), 'gr-webhook-'));
   const tokenFile = path.join(dir, 'token');
   await writeFile(tokenFile, `${TOKEN}\n`);
-  const handle = argocdWebhookHandler({
-    tokenFile,
-    log: silentLogger,
-    notify: async (n): Promise<NotifyResult> => {
-      if (n.app.name === 'inbox-full') throw new InboxFull('500 notifications are waiting');
-      if (n.app.name === 'api-down') throw new Error('connect ECONNREFUSED');
-      const key = `${n.app.namespace}/${n.app.name}@${n.startedAt}`;
-      if (seen.has(key)) return { outcome: 'duplicate' };
-      seen.add(key);
-      received.push(n);
-      return { outcome: 'accepted', action: `sync ${n.phase}` };
-    },
-  });
-  // Served as the service serves it: a route of its HTTP server.
-  server = await startHttpServer({
-    address: '127.0.0.1:0',
-    metrics: new Metrics({ defaultMetrics: false }),
-    isReady: () => true,
-    eventLoopLagMs: () => 0,
-  });
-  server.route(WEBHOOK_PATH, handle);
-  url = `${server.url}${WEBHOOK_PATH}`;
+  const app = express();
+  app.use(
+    argocdWebhookRouter({
+      tokenFile,
+      log: silentLogger,
+      notify: async (n): Promise<NotifyResult> => {
+        if (n.app.name === 'inbox-full') throw new InboxFull('500 notifications are waiting');
+        if (n.app.name === 'api-down') throw new Error('connect ECONNREFUSED');
+        const key = `${n.app.namespace}/${n.app.name}@${n.startedAt}`;
+        if (seen.has(key)) return { outcome: 'duplicate' };
+        seen.add(key);
+        received.push(n);
+        return { outcome: 'accepted', action: `sync ${n.phase}` };
+      },
+    }),
+  );
+  server = app.listen(0, '127.0.0.1');
+  await new Promise((r) => server.once('listening', r));
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}${WEBHOOK_PATH}`;
 });
 
 afterAll(async () => {
-  await server.close();
+  await new Promise((r) => server.close(r));
 });
 
 async function post(

@@ -1,13 +1,14 @@
 // Runs the service in this process (serve() from service/serve.ts) so a test can give it any
-// KubeConfig (e.g. a ServiceAccount's, to deny it Applications), and serves its Argo CD webhook with
-// the service's own HTTP server on 127.0.0.1, as `gitops-reloader serve` does.
+// KubeConfig (e.g. a ServiceAccount's, to deny it Applications) and serve its Argo CD webhook router
+// on 127.0.0.1 — the service's own HTTP server does not mount it yet.
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import type { KubeConfig } from '@kubernetes/client-node';
+import express from 'express';
 import { WEBHOOK_PATH } from '../../service/argocd/webhook.ts';
 import { loadConfig } from '../../service/config/config.ts';
-import { startHttpServer } from '../../service/http.ts';
 import { createLogger } from '../../service/log.ts';
-import { Metrics } from '../../service/metrics.ts';
 import { serve } from '../../service/serve.ts';
 import type { LogLine } from '../support/service.ts';
 import { pending, waitFor } from '../support/wait-for.ts';
@@ -47,23 +48,22 @@ export async function startInProcess(kc: KubeConfig, args: string[]): Promise<In
   await waitFor(() => logs.find((l) => l.msg === 'ready') ?? pending(logs.slice(-3).map((l) => l.msg)), {
     describe: 'the service acting (log: ready)',
   });
-  if (!svc.argocdWebhook) throw new Error('the service has no webhook: pass --webhook-token-file');
-  const server = await startHttpServer({
-    address: '127.0.0.1:0',
-    metrics: new Metrics({ defaultMetrics: false }),
-    isReady: () => svc.isSynced(),
-  });
-  server.route(WEBHOOK_PATH, svc.argocdWebhook);
+  if (!svc.argocdWebhook) throw new Error('the service has no webhook router: pass --webhook-token-file');
+  const app = express();
+  app.use(svc.argocdWebhook);
+  const server: Server = app.listen(0, '127.0.0.1');
+  await new Promise((r) => server.once('listening', r));
   return {
     logs,
-    webhookUrl: `${server.url}${WEBHOOK_PATH}`,
+    webhookUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}${WEBHOOK_PATH}`,
     waitForLog: (what, match, timeout = 30_000) =>
       waitFor(() => logs.find(match) ?? pending(logs.slice(-5).map((l) => l.msg)), {
         describe: `log: ${what}`,
         timeout,
       }),
     stop: async () => {
-      await server.close();
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
       await svc.stop();
     },
   };
