@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { fakeTimers } from '../../test/support/fake-timers.ts';
 import { WorkQueue } from './work-queue.ts';
 
 interface A {
@@ -6,27 +7,6 @@ interface A {
   n: number;
   minIntervalMs?: number;
   notBefore?: number;
-}
-
-function fakeTimers() {
-  const clock = { now: 0 };
-  const pending: Array<{ at: number; fn: () => void }> = [];
-  return {
-    clock,
-    pending,
-    timers: {
-      now: () => clock.now,
-      set: (fn: () => void, ms: number) => {
-        const t = { at: clock.now + ms, fn };
-        pending.push(t);
-        return t;
-      },
-      clear: (h: unknown) => {
-        const i = pending.indexOf(h as (typeof pending)[number]);
-        if (i >= 0) pending.splice(i, 1);
-      },
-    },
-  };
 }
 
 function deferred() {
