@@ -1,112 +1,67 @@
-// Turns observations into reload actions and runs them. Config and workload events feed the
-// Batcher; each batch is judged against the ledger (watchedSet + verdict); a reload becomes an
-// action in the WorkQueue, whose runner writes the pending action to the ledger, runs the
-// strategy, records the result, and reports it as an Event.
+// Turns observations into reload actions and decides what happens to them. Config and workload events
+// feed the Batcher; each batch is judged against the ledger (watchedSet + verdict); a reload becomes
+// an action in the WorkQueue, keyed by workload, which always holds the newest change's action. When
+// the queue hands one over, decide() says whether it runs; runReload() executes it through the
+// injected strategies and returns an Outcome; #settle() alone turns outcomes into timers (a retry, a
+// hold until a window opens). Every clock, timer, ledger, Event and strategy comes in through deps, so
+// a test drives all of it one step at a time (docs/adr/0020, docs/design.md).
 
-import type { Config } from './config/config.ts';
-import { type AnnotationGlobals, KEYS } from './core/annotations.ts';
-import { type Batch, Batcher, type Change, type ChangeGate, changeObservedAt } from './core/batcher.ts';
-import { namespaceKey, setDigest } from './core/config-hash.ts';
+import { KEYS } from './core/annotations.ts';
+import {
+  type Batch,
+  Batcher,
+  type Change,
+  changeObservedAt,
+  realTimers,
+  type Timers,
+} from './core/batcher.ts';
 import { effectiveCutoff } from './core/cutoff.ts';
-import type { LedgerEntry } from './core/ledger-entry.ts';
 import { isTracked, REQUEST, verdict, watchedSet } from './core/plan.ts';
 import { type ConfigRecord, compareResourceVersions } from './core/records.ts';
-import { windowState } from './core/restart-window.ts';
+import {
+  compareRecency,
+  isOlder,
+  mergeActions,
+  type Outcome,
+  type Recency,
+  type ReloadAction,
+} from './core/reload-action.ts';
 import { configId } from './core/types.ts';
 import { WorkQueue } from './core/work-queue.ts';
-import type { ClusterAccess } from './kube/access.ts';
-import type { AppsApi, BatchApi, CoreApi, CustomApi } from './kube/api.ts';
-import { apiVersionOf, type EventReason, type EventRecorder } from './kube/events.ts';
-import type { Ledger } from './kube/ledger.ts';
-import { readWorkloadAt } from './kube/read-at.ts';
-import type { Logger } from './log.ts';
-import type { Metrics } from './metrics.ts';
-import type { ClusterState, TrackedWorkload } from './state.ts';
-import type { GitCommitter } from './strategies/git-commit.ts';
-import {
-  type ReloadWebhookOptions,
-  redact,
-  sendReloadNotice,
-  WebhookDeliveryError,
-} from './strategies/reload-webhook.ts';
-import { runStrategy } from './strategies/run.ts';
-import { deleteSurgePodsOf, sweepSurgePods } from './strategies/surge-sweep.ts';
-import { templateChangeCheck } from './strategies/template-change.ts';
-import { ReloadWaiting, type StrategyResult, StrategyUnsupported } from './strategies/types.ts';
+import { decide } from './engine/decide.ts';
+import type { ReconcilerDeps } from './engine/deps.ts';
+import { type Held, heldAction, recordHold } from './engine/hold.ts';
+import { Recorder } from './engine/recorder.ts';
+import { emitOn, fields } from './engine/report.ts';
+import { runReload } from './engine/run-reload.ts';
+import { judgeAtStart, sameDigests as same } from './engine/startup.ts';
+import type { TrackedWorkload } from './state.ts';
 
-export interface ReloadAction {
-  workload: string;
-  changed: string[];
-  cutoffMs: number;
-  target: Record<string, string>;
-  /**
-   * The newest resourceVersion among the configs in `target` when the action was planned. A pod
-   * template changed after it means the template rollout's pods already see the change.
-   */
-  changeRV: string;
-  /** True when resuming a pending action found in the ledger (after a crash or leader change). */
-  resumed?: boolean;
-  /** The pods a resumed restart replaces: the snapshot its first run recorded. */
-  targets?: readonly string[];
-  /** The workload's batch window (pause-period), and when its current one ends (see WorkQueue). */
-  minIntervalMs?: number;
-  notBefore?: number;
-}
-
-/** A reload held until a maintenance window opens; re-tried by `timer`. */
-interface Held {
-  action: ReloadAction;
-  opensAt: number;
-  timer: ReturnType<typeof setTimeout>;
-}
+export type { ReloadAction } from './core/reload-action.ts';
+export type { ReconcilerDeps } from './engine/deps.ts';
 
 /** Longest a held reload sleeps before looking at its window again (clock jumps, edited windows). */
 const HOLD_RECHECK_MS = 3_600_000;
 
-export interface ReconcilerDeps {
-  cfg: Config;
-  state: ClusterState;
-  ledger: Ledger;
-  events: EventRecorder;
-  log: Logger;
-  globals: AnnotationGlobals;
-  hashKey: Buffer;
-  core: CoreApi;
-  apps: AppsApi;
-  batch: BatchApi;
-  custom: CustomApi;
-  kc: ClusterAccess;
-  inScope(namespace: string): boolean;
-  gate?: ChangeGate;
-  metrics?: Metrics;
-  /** The git strategy (one GitWriter per process). */
-  git?: GitCommitter;
-  /** The leadership term this reconciler acts for: nothing it started writes or evicts once it aborts. */
-  term?: AbortSignal;
-  /** --webhook-url: POST each reload's details there instead of reloading. */
-  webhook?: ReloadWebhookOptions;
-}
-
-const RETRY_MS = [2_000, 5_000, 15_000, 30_000, 60_000];
-
-function fields(t: TrackedWorkload) {
-  return { workload: `${t.rec.ref.kind}/${t.rec.ref.name}`, namespace: t.rec.ref.namespace };
-}
-
 export class Reconciler {
   readonly #d: ReconcilerDeps;
+  readonly #timers: Timers;
   readonly #batcher: Batcher;
   readonly #queue: WorkQueue<ReloadAction>;
+  readonly #recorder: Recorder;
+  readonly #event: ReturnType<typeof emitOn>;
   readonly #abort = new AbortController();
   /** Aborts when this reconciler stops or its leadership term ends, whichever comes first. */
   readonly #signal: AbortSignal;
   readonly #failures = new Map<string, number>();
-  readonly #retryTimers = new Set<ReturnType<typeof setTimeout>>();
+  readonly #retryTimers = new Set<unknown>();
   /** Per workload: the content (target digests) of the reload queued, running or waiting for a retry. */
   readonly #inFlight = new Map<string, Record<string, string>>();
+  /** Per workload: the recency of the newest action submitted in this term (a retry never beats it). */
+  readonly #newest = new Map<string, Recency>();
   /** Workloads with a retry timer set. */
   readonly #retrying = new Set<string>();
-  readonly #held = new Map<string, Held>();
+  readonly #held = new Map<string, Held & { timer: unknown }>();
   /** Workloads whose reload is running now. */
   readonly #running = new Set<string>();
   #live = false;
@@ -120,11 +75,15 @@ export class Reconciler {
 
   constructor(d: ReconcilerDeps) {
     this.#d = d;
+    this.#timers = d.timers ?? realTimers;
     this.#signal = d.term ? AbortSignal.any([d.term, this.#abort.signal]) : this.#abort.signal;
+    this.#recorder = new Recorder(d.ledger);
+    this.#event = emitOn(d.events);
     d.ledger.fence(this.#signal);
     this.#batcher = new Batcher({
       debounceMs: d.cfg.debounceMs,
       maxWaitMs: d.cfg.maxDebounceWaitMs,
+      ...(d.timers ? { timers: d.timers } : {}),
       onBatch: (b) => this.#onBatch(b),
     });
     d.gate?.attach(this.#batcher);
@@ -132,10 +91,11 @@ export class Reconciler {
       maxConcurrent: d.cfg.maxConcurrentReloads,
       minIntervalMs: d.cfg.minReloadIntervalMs,
       run: (a) => this.#runTracked(a),
+      ...(d.timers ? { timers: d.timers } : {}),
       // Fair across namespaces: one tenant's stuck reloads never hold every slot.
       groupOf: (w) => w.split('/')[1] ?? '',
-      // The newer action has the later cutoff; it must still name every config that changed.
-      merge: (a, b) => ({ ...b, changed: [...new Set([...a.changed, ...b.changed])].sort() }),
+      // The newer change wins, whichever was submitted last; it still names every config that changed.
+      merge: mergeActions,
     });
     this.#detachDepth = d.metrics?.reloader.queueDepthFrom(() => this.#queue.waiting);
   }
@@ -144,84 +104,12 @@ export class Reconciler {
   async start(): Promise<void> {
     const { state, ledger, log } = this.#d;
     this.#starting = true;
-    await ledger.load();
-    // Digests made with another HMAC key cannot be compared with ours: re-baseline, never reload.
-    const keyChanged = ledger.keyChanged();
-    let rebaselined = 0;
-    const baselines: Array<[string, LedgerEntry]> = [];
-    const now = Date.now();
-    const drop: Array<[string, LedgerEntry]> = [];
-    for (const t of state.workloads.values()) {
-      if (!this.#d.inScope(t.rec.ref.namespace)) continue;
-      this.#reportPolicy(t);
-      if (t.parsed.problems.length > 0) {
-        const entry = ledger.get(t.id);
-        if (entry?.pending) {
-          drop.push([
-            t.id,
-            { configs: entry.configs, ...(entry.reloadedAt ? { reloadedAt: entry.reloadedAt } : {}) },
-          ]);
-          log.info(fields(t), 'pending reload dropped: the reload annotations are invalid');
-        }
-        continue;
-      }
-      const set = this.#set(t);
-      const entry = ledger.get(t.id);
-      if (!set) {
-        // Opted out (or nothing left to watch) with a reload pending: that reload is dropped, and its
-        // surge pods go with the clean-up below.
-        if (entry?.pending) {
-          drop.push([
-            t.id,
-            { configs: entry.configs, ...(entry.reloadedAt ? { reloadedAt: entry.reloadedAt } : {}) },
-          ]);
-          log.info(fields(t), 'pending reload dropped: the workload is no longer reloaded');
-        }
-        continue;
-      }
-      if (entry?.pending) {
-        // After a key change the targets always differ; the reload in progress goes on as it was.
-        const same =
-          keyChanged || JSON.stringify(sorted(entry.pending.target)) === JSON.stringify(sorted(set));
-        this.#submit({
-          workload: t.id,
-          changed: entry.pending.changed,
-          cutoffMs: same ? Date.parse(entry.pending.cutoff) : effectiveCutoff(now),
-          target: set,
-          changeRV: this.#changeRV(Object.keys(set)),
-          resumed: same,
-          ...(same && entry.pending.targets ? { targets: entry.pending.targets } : {}),
-        });
-        continue;
-      }
-      const v = verdict(set, entry?.configs);
-      if (keyChanged && entry && v.kind === 'reload') {
-        baselines.push([t.id, { ...entry, configs: set }]);
-        rebaselined++;
-      } else if (v.kind === 'baseline' || v.kind === 'rebaseline') {
-        if (!isTracked({ digests: set, reasons: {}, skipped: {}, problems: [] })) continue;
-        baselines.push([t.id, { ...entry, configs: set }]);
-        if (v.kind === 'baseline') log.info(fields(t), 'baseline recorded');
-      } else if (v.kind === 'reload') {
-        log.info({ ...fields(t), configs: v.changed }, 'changed while the service was down');
-        this.#submit({
-          workload: t.id,
-          changed: v.changed,
-          cutoffMs: effectiveCutoff(now),
-          target: set,
-          changeRV: this.#changeRV(v.changed),
-        });
-      }
-    }
-    if (baselines.length > 0 || drop.length > 0) await ledger.putMany([...baselines, ...drop]);
-    if (keyChanged) {
-      await ledger.stampKey();
-      this.#d.metrics?.keyChanged(rebaselined);
-      log.warn(
-        { workloads: rebaselined },
-        'the HMAC key differs from the one the ledger was written with: every workload re-baselined, none reloaded',
-      );
-    }
+    await judgeAtStart(this.#d, {
+      set: (t) => this.#set(t),
+      reportPolicy: (t) => this.#reportPolicy(t),
+      changeRV: (ids) => this.#changeRV(ids),
+      submit: (a) => this.#submit(a),
+    });
     await this.#cleanUpSurgePods();
     const gone = [...ledger.entries().keys()].filter((id) => !state.workloads.has(id));
     if (gone.length > 0) await ledger.removeMany(gone);
@@ -237,27 +125,24 @@ export class Reconciler {
     this.#sweepTimer.unref?.();
   }
 
+  /** Resolves when no reload is queued, running, or waiting in the queue (not retry or hold timers). */
+  drained(): Promise<void> {
+    return this.#queue.drained();
+  }
+
   /** Surge pods no pending reload needs go (see strategies/surge-sweep.ts). */
   async #cleanUpSurgePods(): Promise<void> {
-    const { core, cfg, state, ledger, log } = this.#d;
-    if (cfg.dryRun) return;
-    await sweepSurgePods({
-      core,
-      namespaces: cfg.namespaces,
-      inScope: (ns) => this.#d.inScope(ns),
-      pendingOwners: () => {
-        const pending = new Set<string>();
-        for (const t of state.workloads.values()) if (ledger.get(t.id)?.pending) pending.add(t.rec.ref.uid);
-        // A reload running here may have created a surge pod before its pending write landed.
-        for (const id of this.#running) {
-          const uid = state.workloads.get(id)?.rec.ref.uid;
-          if (uid) pending.add(uid);
-        }
-        return pending;
-      },
-      signal: this.#signal,
-      log,
-    });
+    const { state, ledger } = this.#d;
+    await this.#d.strategies.sweepSurgePods(() => {
+      const pending = new Set<string>();
+      for (const t of state.workloads.values()) if (ledger.get(t.id)?.pending) pending.add(t.rec.ref.uid);
+      // A reload running here may have created a surge pod before its pending write landed.
+      for (const id of this.#running) {
+        const uid = state.workloads.get(id)?.rec.ref.uid;
+        if (uid) pending.add(uid);
+      }
+      return pending;
+    }, this.#signal);
   }
 
   /** A ConfigMap or Secret was added, changed or deleted after the initial sync. */
@@ -295,7 +180,7 @@ export class Reconciler {
         'config changed',
       );
       if (affected.length === 0) m?.skipped('no_match');
-      const observedAt = Date.now();
+      const observedAt = this.#timers.now();
       for (const w of affected) {
         const t = this.#d.state.workloads.get(w);
         if (t) m?.workloadsScanned(t.rec.ref.kind);
@@ -330,23 +215,32 @@ export class Reconciler {
     // A held reload looks at its (maybe edited) window again.
     const held = this.#held.get(now.id);
     if (held && !same(now.rec.annotations, old?.rec.annotations ?? {})) {
-      clearTimeout(held.timer);
+      this.#timers.clear(held.timer);
       this.#held.delete(now.id);
       this.#submit(held.action);
     }
     const req = now.rec.annotations[KEYS.reloadRequestedAt];
     if (req && req !== old?.rec.annotations[KEYS.reloadRequestedAt]) {
-      this.#batcher.add({ workload: now.id, config: REQUEST, observedAt: Date.now(), debounceMs: 0 });
+      this.#batcher.add({ workload: now.id, config: REQUEST, observedAt: this.#timers.now(), debounceMs: 0 });
     }
     if (!old && !this.#running.has(now.id)) {
       // A new workload: record its baseline so its first config change is recognised. (One that
       // appears while its reload runs is that reload's doing, a recreated Job: the reload records it.)
-      this.#batcher.add({ workload: now.id, config: 'workload', observedAt: Date.now(), debounceMs: 0 });
+      this.#batcher.add({
+        workload: now.id,
+        config: 'workload',
+        observedAt: this.#timers.now(),
+        debounceMs: 0,
+      });
     }
   }
 
   async workloadDeleted(id: string): Promise<void> {
     this.#failures.delete(id);
+    if (!this.#running.has(id) && !this.#retrying.has(id)) {
+      this.#newest.delete(id);
+      this.#recorder.forget(id);
+    }
     // A reload that deletes its workload (a Job run again) records the outcome itself.
     if (!this.#live || !this.#d.ledger.get(id) || this.#running.has(id)) return;
     await this.#d.ledger
@@ -362,9 +256,9 @@ export class Reconciler {
     this.#batcher.clear();
     this.#d.gate?.detach(this.#batcher);
     clearInterval(this.#sweepTimer);
-    for (const t of this.#retryTimers) clearTimeout(t);
+    for (const t of this.#retryTimers) this.#timers.clear(t);
     this.#retryTimers.clear();
-    for (const h of this.#held.values()) clearTimeout(h.timer);
+    for (const h of this.#held.values()) this.#timers.clear(h.timer);
     this.#held.clear();
     this.#abort.abort(new Error('the service is stopping'));
     await this.#queue.stop();
@@ -455,7 +349,11 @@ export class Reconciler {
       this.#d.log.debug({ workload: a.workload }, 'a reload for this content is already under way');
       return;
     }
-    this.#inFlight.set(a.workload, a.target);
+    const newest = this.#newest.get(a.workload);
+    if (!newest || compareRecency(a, newest) >= 0) {
+      this.#newest.set(a.workload, { cutoffMs: a.cutoffMs, changeRV: a.changeRV });
+      this.#inFlight.set(a.workload, a.target);
+    }
     if (!this.#queuedAt.has(a.workload)) this.#queuedAt.set(a.workload, performance.now());
     this.#d.metrics?.reloader.queueAdded();
     // pause-period: the batch window runs from the end of the last reload, also one before a restart.
@@ -469,64 +367,14 @@ export class Reconciler {
     this.#queue.submit({ ...a, minIntervalMs: windowMs, ...(notBefore ? { notBefore } : {}) });
   }
 
-  /**
-   * Holds a reload until the workload's maintenance window opens: the pending action goes to the
-   * ledger (so a restarted service holds it too, with the same cutoff), a ReloadDeferred Event says
-   * until when, and a timer submits it again. Changes while it is held join it: one reload.
-   */
-  async #hold(t: TrackedWorkload, a: ReloadAction, opensAt: number, windowText: string): Promise<void> {
-    const { ledger, log } = this.#d;
-    const before = this.#held.get(t.id);
-    if (before) clearTimeout(before.timer);
-    const action: ReloadAction = {
-      ...a,
-      changed: [...new Set([...(before?.action.changed ?? []), ...a.changed])].sort(),
-      resumed: true,
-    };
-    const delay = Math.min(Math.max(0, opensAt - Date.now()), HOLD_RECHECK_MS);
-    const timer = setTimeout(() => {
-      if (this.#held.get(t.id)?.timer !== timer) return;
-      this.#held.delete(t.id);
-      this.#submit(action);
-    }, delay);
-    this.#held.set(t.id, { action, opensAt, timer });
-    const entry = ledger.get(t.id);
-    const pending = {
-      cutoff: new Date(action.cutoffMs).toISOString(),
-      target: action.target,
-      changed: action.changed,
-      startedAt: entry?.pending?.startedAt ?? new Date().toISOString(),
-    };
-    if (JSON.stringify(entry?.pending) !== JSON.stringify(pending)) {
-      try {
-        await ledger.put(t.id, {
-          configs: entry?.configs ?? {},
-          pending,
-          ...(entry?.reloadedAt ? { reloadedAt: entry.reloadedAt } : {}),
-        });
-      } catch (err) {
-        log.error({ ...fields(t), err: (err as Error).message }, 'could not record the held reload');
-      }
-    }
-    const changed = action.changed.map(display);
-    const until = new Date(opensAt).toISOString();
-    if (before?.opensAt === opensAt && before.action.changed.join() === action.changed.join()) return;
-    log.info(
-      { ...fields(t), configs: changed, until, window: windowText },
-      'reload held until its window opens',
-    );
-    await this.#event(
-      t,
-      'ReloadDeferred',
-      `${changed.join(', ')} changed; reload held until ${until}, when a window of ${KEYS.restartWindow}="${windowText}" opens`,
-    );
-  }
-
   /** Runs one action and forgets its content once nothing more will run for it. */
   async #runTracked(a: ReloadAction): Promise<void> {
+    this.#running.add(a.workload);
     try {
-      await this.#run(a);
+      const outcome = await this.#step(a);
+      await this.#settle(a, outcome);
     } finally {
+      this.#running.delete(a.workload);
       const current = this.#inFlight.get(a.workload);
       if (!this.#retrying.has(a.workload) && current && same(current, a.target)) {
         this.#inFlight.delete(a.workload);
@@ -534,236 +382,100 @@ export class Reconciler {
     }
   }
 
-  async #run(a: ReloadAction): Promise<void> {
-    this.#running.add(a.workload);
-    try {
-      await this.#runOnce(a);
-    } finally {
-      this.#running.delete(a.workload);
-    }
-  }
-
-  async #runOnce(a: ReloadAction): Promise<void> {
-    const { state, ledger, log, cfg } = this.#d;
+  /** Decides what the action the queue handed over does, and runs it when it runs. */
+  async #step(a: ReloadAction): Promise<Outcome> {
+    const { state, ledger } = this.#d;
     const queuedAt = this.#queuedAt.get(a.workload);
     this.#queuedAt.delete(a.workload);
     if (queuedAt !== undefined) this.#d.metrics?.reloader.queueLatency((performance.now() - queuedAt) / 1000);
     const t = state.workloads.get(a.workload);
-    if (!t) {
-      await ledger.remove(a.workload).catch(() => undefined);
-      return;
-    }
-    if (t.parsed.problems.length > 0 || !isTracked(watchedSet(t.rec, t.parsed, state, this.#d.globals))) {
-      await this.#drop(t);
-      return;
-    }
-    const windows = t.parsed.policy.windows;
-    if (windows) {
-      const w = windowState(windows, Date.now());
-      if (!w.open) {
-        await this.#hold(t, a, w.opensAt, windows.text);
-        return;
-      }
-    }
-    const held = this.#held.get(t.id);
-    if (held) {
-      // A newer action runs now; it covers the held one, whose configs it names too.
-      clearTimeout(held.timer);
-      this.#held.delete(t.id);
-      a = { ...a, changed: [...new Set([...held.action.changed, ...a.changed])].sort() };
-    }
-    const strategy = t.parsed.policy.strategy;
-    const changed = a.changed.map(display);
-    const f = { ...fields(t), strategy, configs: changed };
-    const metric = this.#d.metrics?.reloadStarted(strategy, t.rec.ref.kind, t.rec.ref.namespace);
-    if (!a.resumed) {
-      const seconds = Math.max(0, Date.now() - a.cutoffMs) / 1000;
-      this.#d.metrics?.eventToAction(seconds);
-      this.#d.metrics?.reloader.actionLatency(t.rec.ref.kind, seconds);
-    }
-    if (cfg.dryRun) {
-      metric?.finish('skipped');
-      this.#d.metrics?.reloader.skipped('dry_run');
-      log.info({ ...f, cutoff: new Date(a.cutoffMs).toISOString() }, 'dry-run: would reload');
-      await this.#event(
-        t,
-        'ReloadPlanned',
-        `dry run: would ${strategy} because ${changed.join(', ')} changed`,
-      );
-      await ledger.put(t.id, { configs: a.target });
-      return;
-    }
-    const previous = ledger.get(t.id);
-    const cutoff = new Date(a.cutoffMs).toISOString();
-    const startedAt = new Date().toISOString();
-    // The strategy calls begin() before its first write: the pending entry then names the pods it
-    // replaces, at no extra request. A retry after a failure replaces the same pods.
-    let targets = a.targets;
-    const begin = async (snapshot?: readonly string[]) => {
-      targets = snapshot;
-      await ledger.put(t.id, {
-        configs: previous?.configs ?? {},
-        pending: {
-          cutoff,
-          target: a.target,
-          changed: a.changed,
-          startedAt,
-          ...(snapshot ? { targets: [...snapshot] } : {}),
-        },
-        ...(previous?.reloadedAt ? { reloadedAt: previous.reloadedAt } : {}),
-      });
-    };
-    log.info({ ...f, cutoff, resumed: a.resumed ?? false }, 'reload started');
-    // The reload's own deadline: when it passes, the slot is given back and the reload re-queued.
-    const deadline = new AbortController();
-    const deadlineTimer = setTimeout(
-      () => deadline.abort(new Error(`the reload did not finish within ${cfg.reloadDeadlineMs / 1000}s`)),
-      cfg.reloadDeadlineMs,
-    );
-    const signal = AbortSignal.any([this.#signal, deadline.signal]);
-    const webhook = this.#d.webhook;
-    try {
-      const result: StrategyResult = webhook
-        ? await this.#notify(
-            webhook,
-            t,
-            strategy,
-            changed,
-            cutoff,
-            setDigest(a.target, namespaceKey(this.#d.hashKey, t.rec.ref.namespace)),
-          )
-        : await runStrategy(strategy, t.rec, {
-            core: this.#d.core,
-            apps: this.#d.apps,
-            batch: this.#d.batch,
-            custom: this.#d.custom,
-            kc: this.#d.kc,
-            begin,
-            log,
-            signal,
-            stallAfterMs: cfg.stallAfterMs,
-            onStall: (why) => {
-              metric?.stalled();
-              this.#d.metrics?.reloadStall('blocked');
-              log.warn({ ...f, why }, 'reload stalled');
-              void this.#event(
-                t,
-                'ReloadStalled',
-                `reload blocked for over ${cfg.stallAfterMs / 1000}s: ${why}`,
-                'Warning',
-              );
-            },
-            cutoffMs: a.cutoffMs,
-            ...(a.targets ? { targets: a.targets } : {}),
-            // Keyed per namespace, as the checksum plugin keys it (ADR 0010).
-            configHash: setDigest(a.target, namespaceKey(this.#d.hashKey, t.rec.ref.namespace)),
-            ...(this.#d.git ? { git: this.#d.git } : {}),
-            changed,
-            templateChangedSince: templateChangeCheck({
-              kind: t.rec.ref.kind,
-              changeRV: a.changeRV,
-              watched: () => {
-                const w = this.#d.state.workloads.get(a.workload);
-                return w && { templateHash: w.rec.templateHash, templateRV: w.templateRV };
-              },
-              readAt: (rv) => readWorkloadAt(this.#d.kc, t.rec.ref, rv, signal),
-              onUnknown: (why) =>
-                log.warn(
-                  { ...f, why },
-                  'could not read the pod template at the change; pods are judged by the cutoff',
-                ),
-            }),
-          });
-      await ledger.put(t.id, { configs: a.target, reloadedAt: new Date().toISOString() });
-      this.#failures.delete(t.id);
-      if (result.notNeeded) {
-        metric?.finish('not-needed');
-        log.info({ ...f, replaced: 0, notNeeded: true }, 'reload complete');
-        await this.#event(t, 'ReloadNotNeeded', `${changed.join(', ')} changed; ${result.summary}`);
-        return;
-      }
-      metric?.finish('success', result.replaced);
-      log.info({ ...f, replaced: result.replaced }, 'reload complete');
-      // The cutoff is what decided only when no snapshot of pods did (ADR 0008); a CronJob or Job
-      // reload runs a new Job and has no pods to judge by it.
-      const batch = t.rec.ref.kind === 'CronJob' || t.rec.ref.kind === 'Job';
-      const rule = targets || webhook || batch ? '' : ` (cutoff ${cutoff})`;
-      await this.#event(
-        result.uid ? { ...t, rec: { ...t.rec, ref: { ...t.rec.ref, uid: result.uid } } } : t,
-        webhook ? 'ReloadNotified' : 'Reloaded',
-        `${changed.join(', ')} changed; ${result.summary}${rule}`,
-      );
-    } catch (err) {
-      if (this.#signal.aborted) {
-        metric?.finish('interrupted');
-        log.info(f, 'reload interrupted; the pending action stays in the ledger');
-        return;
-      }
-      if (deadline.signal.aborted) {
-        // Not a failure of the workload's config: something (a PDB, a rollout that never gets Ready)
-        // blocks it. Give the slot back, say so every time, and try again later from the same pods.
-        metric?.finish('interrupted');
-        this.#d.metrics?.reloadStall('deadline');
-        const n = (this.#failures.get(t.id) ?? 0) + 1;
-        this.#failures.set(t.id, n);
-        const retryMs = RETRY_MS[Math.min(n - 1, RETRY_MS.length - 1)] as number;
-        log.warn(
-          { ...f, attempt: n, deadlineMs: cfg.reloadDeadlineMs, retryInMs: retryMs },
-          'reload deadline passed; slot released, re-queued',
+    const held = this.#held.get(a.workload);
+    const d = decide({
+      workload: t,
+      tracked: t !== undefined && isTracked(watchedSet(t.rec, t.parsed, state, this.#d.globals)),
+      action: a,
+      newest: this.#newest.get(a.workload),
+      recorded: this.#recorder.recorded(a.workload),
+      ...(held ? { held: held.action } : {}),
+      now: this.#timers.now(),
+    });
+    switch (d.kind) {
+      case 'forget':
+        await ledger.remove(a.workload).catch(() => undefined);
+        return { kind: 'dropped', reason: 'the workload is gone' };
+      case 'drop':
+        await this.#drop(t as TrackedWorkload);
+        return { kind: 'dropped', reason: 'the workload is no longer reloaded' };
+      case 'superseded':
+        this.#d.log.info(
+          { ...fields(t as TrackedWorkload), cutoff: new Date(a.cutoffMs).toISOString() },
+          'reload superseded by a newer change; not run',
         );
-        await this.#event(
-          t,
-          'ReloadStalled',
-          `attempt ${n} did not finish within ${cfg.reloadDeadlineMs / 1000}s; released its slot, retrying in ${retryMs / 1000}s`,
-          'Warning',
+        return { kind: 'dropped', reason: 'superseded by a newer change' };
+      case 'hold':
+        return { kind: 'hold', until: d.until, action: a, windowText: d.windowText };
+      case 'run':
+        if (held) {
+          this.#timers.clear(held.timer);
+          this.#held.delete(a.workload);
+        }
+        return runReload(
+          {
+            d: this.#d,
+            recorder: this.#recorder,
+            signal: this.#signal,
+            failures: this.#failures.get(a.workload) ?? 0,
+          },
+          t as TrackedWorkload,
+          d.action,
         );
-        this.#retry(a, targets, retryMs);
+    }
+  }
+
+  /** The one place where how a run ended becomes a timer: a retry, or a hold until a window opens. */
+  async #settle(a: ReloadAction, o: Outcome): Promise<void> {
+    switch (o.kind) {
+      case 'done':
+        this.#failures.delete(a.workload);
+        return;
+      case 'retry': {
+        if (o.failed) this.#failures.set(a.workload, (this.#failures.get(a.workload) ?? 0) + 1);
+        this.#retrying.add(a.workload);
+        const timer = this.#timers.set(() => {
+          this.#retryTimers.delete(timer);
+          this.#retrying.delete(a.workload);
+          // A newer change was submitted meanwhile: it covers this one, whose target is older.
+          if (isOlder(a, this.#newest.get(a.workload))) return;
+          this.#submit({ ...a, resumed: true, ...(o.targets ? { targets: o.targets } : {}) });
+        }, o.afterMs);
+        this.#retryTimers.add(timer);
         return;
       }
-      if (err instanceof ReloadWaiting) {
-        // Not a failure, and nothing was written: the ledger still holds the old digests, so a restarted
-        // service finds the change again; this one tries again after a while.
-        metric?.finish('skipped');
-        log.info({ ...f, why: err.message, retryInMs: err.retryMs }, 'reload waiting');
-        await this.#event(t, 'ReloadDeferred', `${changed.join(', ')} changed; ${err.message}`);
-        this.#retry(a, undefined, err.retryMs);
+      case 'hold': {
+        const t = this.#d.state.workloads.get(a.workload);
+        if (!t) return;
+        const before = this.#held.get(a.workload);
+        if (before) this.#timers.clear(before.timer);
+        const action = heldAction(o.action, before);
+        const delay = Math.min(Math.max(0, o.until - this.#timers.now()), HOLD_RECHECK_MS);
+        const timer = this.#timers.set(() => {
+          if (this.#held.get(a.workload)?.timer !== timer) return;
+          this.#held.delete(a.workload);
+          this.#submit(action);
+        }, delay);
+        this.#held.set(a.workload, { action, opensAt: o.until, timer });
+        await recordHold(this.#d, t, { action, opensAt: o.until }, before, o.windowText);
         return;
       }
-      if (err instanceof StrategyUnsupported) {
-        metric?.finish('skipped');
-        this.#d.metrics?.reloader.skipped('unsupported');
-        await ledger.put(t.id, {
-          configs: a.target,
-          ...(previous?.reloadedAt ? { reloadedAt: previous.reloadedAt } : {}),
-        });
-        log.info({ ...f, why: err.message }, 'reload skipped');
-        await this.#event(t, 'ReloadSkipped', `${changed.join(', ')} changed; ${err.message}`);
+      case 'dropped':
+      case 'interrupted':
         return;
-      }
-      metric?.finish('failure');
-      this.#d.metrics?.reloader.error(
-        err instanceof WebhookDeliveryError ? 'webhook_send' : 'update_workload',
-      );
-      this.#d.metrics?.reloader.retry();
-      const n = (this.#failures.get(t.id) ?? 0) + 1;
-      this.#failures.set(t.id, n);
-      const retryMs = RETRY_MS[Math.min(n - 1, RETRY_MS.length - 1)] as number;
-      log.error({ ...f, err: (err as Error).message, retryInMs: retryMs }, 'reload failed');
-      await this.#event(
-        t,
-        'ReloadFailed',
-        `${(err as Error).message}; retrying in ${retryMs / 1000}s`,
-        'Warning',
-      );
-      this.#retry(a, targets, retryMs);
-    } finally {
-      clearTimeout(deadlineTimer);
     }
   }
 
   /** A queued reload of a workload that opted out or became invalid: forget it, and its surge pods. */
   async #drop(t: TrackedWorkload): Promise<void> {
-    const { ledger, core, log, cfg } = this.#d;
+    const { ledger, log } = this.#d;
     log.info(fields(t), 'reload dropped: the workload is no longer reloaded');
     try {
       const entry = ledger.get(t.id);
@@ -773,8 +485,7 @@ export class Reconciler {
           ...(entry.reloadedAt ? { reloadedAt: entry.reloadedAt } : {}),
         });
       }
-      if (t.rec.ref.kind !== 'Deployment' || cfg.dryRun) return;
-      await deleteSurgePodsOf(core, t.rec.ref.namespace, t.rec.ref.uid, this.#signal, log, fields(t));
+      await this.#d.strategies.dropSurgePods(t, this.#signal);
     } catch (err) {
       log.warn(
         { ...fields(t), err: (err as Error).message },
@@ -782,77 +493,4 @@ export class Reconciler {
       );
     }
   }
-
-  #retry(a: ReloadAction, targets: readonly string[] | undefined, retryMs: number): void {
-    this.#retrying.add(a.workload);
-    const timer = setTimeout(() => {
-      this.#retryTimers.delete(timer);
-      this.#retrying.delete(a.workload);
-      this.#submit({ ...a, resumed: true, ...(targets ? { targets } : {}) });
-    }, retryMs);
-    this.#retryTimers.add(timer);
-  }
-
-  /** --webhook-url: the reload's details go to the webhook, and nothing in the cluster changes. */
-  async #notify(
-    o: ReloadWebhookOptions,
-    t: TrackedWorkload,
-    strategy: string,
-    changed: string[],
-    cutoff: string,
-    configHash: string,
-  ): Promise<{ replaced: number; summary: string }> {
-    const r = t.rec.ref;
-    const sent = await sendReloadNotice(
-      o,
-      {
-        event: 'reload',
-        workload: { kind: r.kind, namespace: r.namespace, name: r.name },
-        strategy,
-        changed,
-        cutoff,
-        configHash,
-        timestamp: new Date().toISOString(),
-      },
-      this.#signal,
-      (attempt, why) => {
-        this.#d.metrics?.reloader.retry();
-        this.#d.log.warn({ ...fields(t), attempt, why }, 'reload webhook failed; retrying');
-      },
-    );
-    return {
-      replaced: 0,
-      summary: `sent to the webhook ${redact(o.url)} (HTTP ${sent.status}, attempt ${sent.attempts}); not restarted`,
-    };
-  }
-
-  async #event(
-    t: TrackedWorkload,
-    reason: EventReason,
-    message: string,
-    type: 'Normal' | 'Warning' = 'Normal',
-  ) {
-    const r = t.rec.ref;
-    await this.#d.events.emit(
-      { apiVersion: apiVersionOf(r.kind), kind: r.kind, namespace: r.namespace, name: r.name, uid: r.uid },
-      reason,
-      message,
-      type,
-    );
-  }
-}
-
-/** "ConfigMap/ns/app" → "ConfigMap/app": Events sit on the workload, so the namespace is implied. */
-function display(id: string): string {
-  if (id === REQUEST) return KEYS.reloadRequestedAt;
-  const [kind, , ...name] = id.split('/');
-  return name.length > 0 ? `${kind}/${name.join('/')}` : id;
-}
-
-function sorted(m: Record<string, string>): Array<[string, string]> {
-  return Object.entries(m).sort(([a], [b]) => (a < b ? -1 : 1));
-}
-
-function same(a: Record<string, string>, b: Record<string, string>): boolean {
-  return JSON.stringify(sorted(a)) === JSON.stringify(sorted(b));
 }

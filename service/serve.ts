@@ -33,6 +33,7 @@ import type { Logger } from './log.ts';
 import { Metrics } from './metrics.ts';
 import { Reconciler } from './reconciler.ts';
 import { ClusterState } from './state.ts';
+import { strategyExecutor } from './strategies/execute.ts';
 import { createGitCommitter } from './strategies/git-commit.ts';
 
 /** Reads the HMAC key: --hash-key-file, else the Secret <release-name>-hash-key (created when missing). */
@@ -167,6 +168,19 @@ export async function serve(
   // Every replica watches (a standby has a warm cache); only the leader has a Reconciler, one per
   // leadership term, which alone runs reloads and writes the ledger.
   let reconciler: Reconciler | undefined;
+  // The code that changes the cluster, given to each term's Reconciler (docs/adr/0020).
+  const strategies = strategyExecutor({
+    cfg,
+    state,
+    ...apis,
+    // The strategies' own requests (a surge pod's create) wait their turn like every other write.
+    kc: writes,
+    log,
+    inScope,
+    metrics,
+    git,
+    ...(webhook ? { webhook } : {}),
+  });
   const newReconciler = (term?: AbortSignal) =>
     new Reconciler({
       ...(term ? { term } : {}),
@@ -177,14 +191,10 @@ export async function serve(
       log,
       globals,
       hashKey: key,
-      ...apis,
-      // The strategies' own requests (a surge pod's create) wait their turn like every other write.
-      kc: writes,
+      strategies,
       inScope,
       gate: argocd.gate,
       metrics,
-      git,
-      ...(webhook ? { webhook } : {}),
     });
   // A live watch reports a relist at least every relist interval, so two intervals of silence means stuck.
   const progress = new WatchProgress(2 * cfg.relistIntervalMs + 60_000);

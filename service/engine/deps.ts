@@ -1,0 +1,50 @@
+// What the reconciler and its run step are given. Every dependency that touches time, the API or the
+// outside world is here, so a test (or a simulation) can hand in fakes: a clock and timers it drives,
+// a ledger in memory, an Event recorder that records, and a StrategiesPort that models the cluster.
+
+import type { Config } from '../config/config.ts';
+import type { AnnotationGlobals } from '../core/annotations.ts';
+import type { ChangeGate, Timers } from '../core/batcher.ts';
+import type { EventReason, EventTarget } from '../kube/events.ts';
+import type { Ledger } from '../kube/ledger.ts';
+import type { Logger } from '../log.ts';
+import type { Metrics } from '../metrics.ts';
+import type { ClusterState } from '../state.ts';
+import type { StrategiesPort } from './strategies-port.ts';
+
+/** The ledger as the reconciler uses it (service/kube/ledger.ts; a map in memory in unit tests). */
+export type LedgerStore = Pick<
+  Ledger,
+  | 'fence'
+  | 'load'
+  | 'keyChanged'
+  | 'stampKey'
+  | 'get'
+  | 'entries'
+  | 'put'
+  | 'remove'
+  | 'putMany'
+  | 'removeMany'
+>;
+
+export interface EventSink {
+  emit(target: EventTarget, reason: EventReason, message: string, type?: 'Normal' | 'Warning'): Promise<void>;
+}
+
+export interface ReconcilerDeps {
+  cfg: Config;
+  state: ClusterState;
+  ledger: LedgerStore;
+  events: EventSink;
+  log: Logger;
+  globals: AnnotationGlobals;
+  hashKey: Buffer;
+  strategies: StrategiesPort;
+  inScope(namespace: string): boolean;
+  /** The clock and timers of every wait the reconciler itself sets. Default: the real ones. */
+  timers?: Timers;
+  gate?: ChangeGate;
+  metrics?: Metrics;
+  /** The leadership term this reconciler acts for: nothing it started writes or evicts once it aborts. */
+  term?: AbortSignal;
+}

@@ -1,0 +1,64 @@
+// Records a reload held until its workload's restart window opens: the pending action goes to the
+// ledger (so a restarted service holds it too, with the same cutoff), and a ReloadDeferred Event says
+// until when. The reconciler keeps the timer that submits it again.
+
+import { KEYS } from '../core/annotations.ts';
+import type { ReloadAction } from '../core/reload-action.ts';
+import type { TrackedWorkload } from '../state.ts';
+import type { ReconcilerDeps } from './deps.ts';
+import { display, emitOn, fields } from './report.ts';
+
+export interface Held {
+  action: ReloadAction;
+  opensAt: number;
+}
+
+/** The held action that replaces `before` (changes while held join it: one reload). */
+export function heldAction(a: ReloadAction, before: Held | undefined): ReloadAction {
+  return {
+    ...a,
+    changed: [...new Set([...(before?.action.changed ?? []), ...a.changed])].sort(),
+    resumed: true,
+  };
+}
+
+export async function recordHold(
+  d: ReconcilerDeps,
+  t: TrackedWorkload,
+  held: Held,
+  before: Held | undefined,
+  windowText: string,
+): Promise<void> {
+  const { ledger, log } = d;
+  const { action, opensAt } = held;
+  const entry = ledger.get(t.id);
+  const pending = {
+    cutoff: new Date(action.cutoffMs).toISOString(),
+    target: action.target,
+    changed: action.changed,
+    startedAt: entry?.pending?.startedAt ?? new Date((d.timers ?? Date).now()).toISOString(),
+  };
+  if (JSON.stringify(entry?.pending) !== JSON.stringify(pending)) {
+    try {
+      await ledger.put(t.id, {
+        configs: entry?.configs ?? {},
+        pending,
+        ...(entry?.reloadedAt ? { reloadedAt: entry.reloadedAt } : {}),
+      });
+    } catch (err) {
+      log.error({ ...fields(t), err: (err as Error).message }, 'could not record the held reload');
+    }
+  }
+  const changed = action.changed.map(display);
+  const until = new Date(opensAt).toISOString();
+  if (before?.opensAt === opensAt && before.action.changed.join() === action.changed.join()) return;
+  log.info(
+    { ...fields(t), configs: changed, until, window: windowText },
+    'reload held until its window opens',
+  );
+  await emitOn(d.events)(
+    t,
+    'ReloadDeferred',
+    `${changed.join(', ')} changed; reload held until ${until}, when a window of ${KEYS.restartWindow}="${windowText}" opens`,
+  );
+}

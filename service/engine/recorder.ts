@@ -1,0 +1,52 @@
+// Records completed reloads in the ledger without ever going back in time: a reload that completes
+// after a newer one was recorded leaves the newer target in place (issue 20, finding 1). Which target
+// is newer is known from the actions this reconciler recorded; what a term finds in the ledger at its
+// start is older than anything it plans, because every action it plans comes from the state it
+// watches from then on.
+
+import { isOlder, type Recency, type ReloadAction } from '../core/reload-action.ts';
+import type { LedgerStore } from './deps.ts';
+
+export class Recorder {
+  readonly #ledger: LedgerStore;
+  /** Per workload: the recency of the target the ledger's `configs` hold, when this term recorded it. */
+  readonly #recorded = new Map<string, Recency>();
+
+  constructor(ledger: LedgerStore) {
+    this.#ledger = ledger;
+  }
+
+  /** The recency of the target recorded for this workload, if this term recorded one. */
+  recorded(workload: string): Recency | undefined {
+    return this.#recorded.get(workload);
+  }
+
+  /**
+   * Records `a`'s target as applied (with `reloadedAt`, or the previous one when absent). Returns
+   * false, and records only that `a` is no longer pending, when a newer target is already recorded.
+   */
+  async done(a: ReloadAction, reloadedAt?: string): Promise<boolean> {
+    const entry = this.#ledger.get(a.workload);
+    const at = reloadedAt ?? entry?.reloadedAt;
+    // A newer action's pending entry (it began, then failed and waits for its retry) stays.
+    const newerPending =
+      entry?.pending && Date.parse(entry.pending.cutoff) > a.cutoffMs ? { pending: entry.pending } : {};
+    if (isOlder(a, this.#recorded.get(a.workload))) {
+      if (entry?.pending && !newerPending.pending) {
+        await this.#ledger.put(a.workload, { configs: entry.configs, ...(at ? { reloadedAt: at } : {}) });
+      }
+      return false;
+    }
+    await this.#ledger.put(a.workload, {
+      configs: a.target,
+      ...newerPending,
+      ...(at ? { reloadedAt: at } : {}),
+    });
+    this.#recorded.set(a.workload, { cutoffMs: a.cutoffMs, changeRV: a.changeRV });
+    return true;
+  }
+
+  forget(workload: string): void {
+    this.#recorded.delete(workload);
+  }
+}

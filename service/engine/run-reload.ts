@@ -1,0 +1,186 @@
+// Runs one reload action that the reconciler decided to run, and says how it ended (an Outcome). It
+// writes the pending entry, runs the strategy through the StrategiesPort under the reload's deadline,
+// records the result, and reports it (log, Event, metrics). It sets no retry or hold timer and
+// re-enters nothing: the reconciler turns the outcome into a timer (docs/adr/0020).
+
+import { namespaceKey, setDigest } from '../core/config-hash.ts';
+import { type Outcome, type ReloadAction, retryDelayMs } from '../core/reload-action.ts';
+import type { TrackedWorkload } from '../state.ts';
+import type { ReconcilerDeps } from './deps.ts';
+import type { Recorder } from './recorder.ts';
+import { display, emitOn, fields } from './report.ts';
+import type { ExecResult } from './strategies-port.ts';
+
+export interface RunContext {
+  d: ReconcilerDeps;
+  recorder: Recorder;
+  /** Aborts when the reconciler stops or its term ends. */
+  signal: AbortSignal;
+  /** Consecutive failed attempts of this workload's reload so far. */
+  failures: number;
+  /** Told the pods the run snapshotted, as soon as it has (the surge sweep spares a running reload's pods). */
+  onBegin?(): void;
+}
+
+export async function runReload(c: RunContext, t: TrackedWorkload, a: ReloadAction): Promise<Outcome> {
+  const { d, recorder } = c;
+  const { ledger, log, cfg } = d;
+  const now = () => (d.timers ?? Date).now();
+  const strategy = t.parsed.policy.strategy;
+  const changed = a.changed.map(display);
+  const f = { ...fields(t), strategy, configs: changed };
+  const event = emitOn(d.events);
+  const metric = d.metrics?.reloadStarted(strategy, t.rec.ref.kind, t.rec.ref.namespace);
+  if (!a.resumed) {
+    const seconds = Math.max(0, now() - a.cutoffMs) / 1000;
+    d.metrics?.eventToAction(seconds);
+    d.metrics?.reloader.actionLatency(t.rec.ref.kind, seconds);
+  }
+  if (cfg.dryRun) {
+    metric?.finish('skipped');
+    d.metrics?.reloader.skipped('dry_run');
+    log.info({ ...f, cutoff: new Date(a.cutoffMs).toISOString() }, 'dry-run: would reload');
+    await event(t, 'ReloadPlanned', `dry run: would ${strategy} because ${changed.join(', ')} changed`);
+    await recorder.done(a);
+    return { kind: 'done' };
+  }
+  const previous = ledger.get(t.id);
+  const cutoff = new Date(a.cutoffMs).toISOString();
+  const startedAt = new Date(now()).toISOString();
+  // The strategy calls begin() before its first write: the pending entry then names the pods it
+  // replaces, at no extra request. A retry after a failure replaces the same pods.
+  let targets = a.targets;
+  const begin = async (snapshot?: readonly string[]) => {
+    targets = snapshot;
+    await ledger.put(t.id, {
+      configs: previous?.configs ?? {},
+      pending: {
+        cutoff,
+        target: a.target,
+        changed: a.changed,
+        startedAt,
+        ...(snapshot ? { targets: [...snapshot] } : {}),
+      },
+      ...(previous?.reloadedAt ? { reloadedAt: previous.reloadedAt } : {}),
+    });
+  };
+  log.info({ ...f, cutoff, resumed: a.resumed ?? false }, 'reload started');
+  // The reload's own deadline: when it passes, the slot is given back and the reload re-queued.
+  const deadline = new AbortController();
+  const timers = d.timers;
+  const onDeadline = () =>
+    deadline.abort(new Error(`the reload did not finish within ${cfg.reloadDeadlineMs / 1000}s`));
+  const deadlineTimer = timers
+    ? timers.set(onDeadline, cfg.reloadDeadlineMs)
+    : setTimeout(onDeadline, cfg.reloadDeadlineMs);
+  const signal = AbortSignal.any([c.signal, deadline.signal]);
+  let r: Exclude<ExecResult, { kind: 'done' | 'unsupported' }>;
+  try {
+    const res = await d.strategies.run({
+      workload: t,
+      action: a,
+      strategy,
+      changed,
+      // Keyed per namespace, as the checksum plugin keys it (ADR 0010).
+      configHash: setDigest(a.target, namespaceKey(d.hashKey, t.rec.ref.namespace)),
+      begin,
+      signal,
+      term: c.signal,
+      stallAfterMs: cfg.stallAfterMs,
+      onStall: (why) => {
+        metric?.stalled();
+        d.metrics?.reloadStall('blocked');
+        log.warn({ ...f, why }, 'reload stalled');
+        void event(
+          t,
+          'ReloadStalled',
+          `reload blocked for over ${cfg.stallAfterMs / 1000}s: ${why}`,
+          'Warning',
+        );
+      },
+      log,
+    });
+    if (res.kind === 'done') {
+      await recorder.done(a, new Date(now()).toISOString());
+      if (res.notNeeded) {
+        metric?.finish('not-needed');
+        log.info({ ...f, replaced: 0, notNeeded: true }, 'reload complete');
+        await event(t, 'ReloadNotNeeded', `${changed.join(', ')} changed; ${res.summary}`);
+        return { kind: 'done' };
+      }
+      metric?.finish('success', res.replaced);
+      log.info({ ...f, replaced: res.replaced }, 'reload complete');
+      // The cutoff is what decided only when no snapshot of pods did (ADR 0008); a CronJob or Job
+      // reload runs a new Job and has no pods to judge by it.
+      const batch = t.rec.ref.kind === 'CronJob' || t.rec.ref.kind === 'Job';
+      const notifies = d.strategies.notifies;
+      const rule = targets || notifies || batch ? '' : ` (cutoff ${cutoff})`;
+      await event(
+        res.uid ? { ...t, rec: { ...t.rec, ref: { ...t.rec.ref, uid: res.uid } } } : t,
+        notifies ? 'ReloadNotified' : 'Reloaded',
+        `${changed.join(', ')} changed; ${res.summary}${rule}`,
+      );
+      return { kind: 'done' };
+    }
+    if (res.kind === 'unsupported') {
+      // Cut by the term or the deadline, it ends as they do (below).
+      if (signal.aborted) throw new Error(res.why);
+      metric?.finish('skipped');
+      d.metrics?.reloader.skipped('unsupported');
+      await recorder.done(a);
+      log.info({ ...f, why: res.why }, 'reload skipped');
+      await event(t, 'ReloadSkipped', `${changed.join(', ')} changed; ${res.why}`);
+      return { kind: 'done' };
+    }
+    r = res;
+  } catch (err) {
+    // The ledger write (or the Event) failed: like a failed strategy, retried from the same pods.
+    r = {
+      kind: 'failed',
+      error: err instanceof Error ? err : new Error(String(err)),
+      errorKind: 'update_workload',
+    };
+  } finally {
+    if (timers) timers.clear(deadlineTimer);
+    else clearTimeout(deadlineTimer as ReturnType<typeof setTimeout>);
+  }
+  if (c.signal.aborted) {
+    metric?.finish('interrupted');
+    log.info(f, 'reload interrupted; the pending action stays in the ledger');
+    return { kind: 'interrupted' };
+  }
+  if (deadline.signal.aborted) {
+    // Not a failure of the workload's config: something (a PDB, a rollout that never gets Ready)
+    // blocks it. Give the slot back, say so every time, and try again later from the same pods.
+    metric?.finish('interrupted');
+    d.metrics?.reloadStall('deadline');
+    const n = c.failures + 1;
+    const retryMs = retryDelayMs(n);
+    log.warn(
+      { ...f, attempt: n, deadlineMs: cfg.reloadDeadlineMs, retryInMs: retryMs },
+      'reload deadline passed; slot released, re-queued',
+    );
+    await event(
+      t,
+      'ReloadStalled',
+      `attempt ${n} did not finish within ${cfg.reloadDeadlineMs / 1000}s; released its slot, retrying in ${retryMs / 1000}s`,
+      'Warning',
+    );
+    return { kind: 'retry', afterMs: retryMs, failed: true, ...(targets ? { targets } : {}) };
+  }
+  if (r.kind === 'waiting') {
+    // Not a failure, and nothing was written: the ledger still holds the old digests, so a restarted
+    // service finds the change again; this one tries again after a while.
+    metric?.finish('skipped');
+    log.info({ ...f, why: r.why, retryInMs: r.retryMs }, 'reload waiting');
+    await event(t, 'ReloadDeferred', `${changed.join(', ')} changed; ${r.why}`);
+    return { kind: 'retry', afterMs: r.retryMs, failed: false };
+  }
+  metric?.finish('failure');
+  d.metrics?.reloader.error(r.errorKind);
+  d.metrics?.reloader.retry();
+  const retryMs = retryDelayMs(c.failures + 1);
+  log.error({ ...f, err: r.error.message, retryInMs: retryMs }, 'reload failed');
+  await event(t, 'ReloadFailed', `${r.error.message}; retrying in ${retryMs / 1000}s`, 'Warning');
+  return { kind: 'retry', afterMs: retryMs, failed: true, ...(targets ? { targets } : {}) };
+}

@@ -1,0 +1,48 @@
+// What the reconciler needs from the code that changes the cluster: run one reload's strategy, and
+// clean up surge pods. The reconciler is given an implementation (service/strategies/execute.ts in
+// the service, a model in a simulation) and never imports the strategies itself (docs/adr/0020).
+//
+// A run returns how it went instead of throwing for expected endings: waiting (retry later), not
+// supported (skip), or failed. Only the reconciler's one outcome step turns those into timers.
+
+import type { ReloadAction } from '../core/reload-action.ts';
+import type { ReloadStrategy } from '../core/types.ts';
+import type { Logger } from '../log.ts';
+import type { TrackedWorkload } from '../state.ts';
+
+export interface ExecRequest {
+  workload: TrackedWorkload;
+  action: ReloadAction;
+  strategy: ReloadStrategy;
+  /** The changed configs, as Events name them ("ConfigMap/app"). */
+  changed: string[];
+  /** A digest of every config the workload now sees, keyed for its namespace (ADR 0010). */
+  configHash: string;
+  /** Called once before the first write: records the pending reload, with the pods it replaces. */
+  begin(snapshot?: readonly string[]): Promise<void>;
+  /** Aborts when the term ends or the reload's deadline passes. */
+  signal: AbortSignal;
+  /** Aborts only when the term ends (a webhook delivery is not cut by the reload's deadline). */
+  term: AbortSignal;
+  stallAfterMs: number;
+  onStall(why: string): void;
+  log: Logger;
+}
+
+export type ExecResult =
+  | { kind: 'done'; replaced: number; summary: string; notNeeded?: boolean; uid?: string }
+  /** Nothing was written; it will pass by itself (a CronJob's Job still running under Forbid). */
+  | { kind: 'waiting'; why: string; retryMs: number }
+  /** This strategy cannot reload this workload; nothing was written. */
+  | { kind: 'unsupported'; why: string }
+  | { kind: 'failed'; error: Error; errorKind: 'webhook_send' | 'update_workload' };
+
+export interface StrategiesPort {
+  /** True when reloads go to --webhook-url instead of the cluster. */
+  readonly notifies: boolean;
+  run(req: ExecRequest): Promise<ExecResult>;
+  /** Deletes the surge pods of Deployments without a pending or running reload (`pendingOwners`, by uid). */
+  sweepSurgePods(pendingOwners: () => Set<string>, signal: AbortSignal): Promise<void>;
+  /** Deletes the surge pods of one Deployment whose reload was dropped. */
+  dropSurgePods(t: TrackedWorkload, signal: AbortSignal): Promise<void>;
+}

@@ -1,0 +1,145 @@
+// The service's StrategiesPort: runs a reload's strategy (or sends it to --webhook-url) and reports
+// how it went as a result, not as an exception the reconciler must interpret. Expected endings
+// (ReloadWaiting, StrategyUnsupported) become results here, in one place; see docs/adr/0020.
+
+import type { Config } from '../config/config.ts';
+import type { ExecRequest, ExecResult, StrategiesPort } from '../engine/strategies-port.ts';
+import type { ClusterAccess } from '../kube/access.ts';
+import type { AppsApi, BatchApi, CoreApi, CustomApi } from '../kube/api.ts';
+import { readWorkloadAt } from '../kube/read-at.ts';
+import type { Logger } from '../log.ts';
+import type { Metrics } from '../metrics.ts';
+import type { ClusterState } from '../state.ts';
+import type { GitCommitter } from './git-commit.ts';
+import {
+  type ReloadWebhookOptions,
+  redact,
+  sendReloadNotice,
+  WebhookDeliveryError,
+} from './reload-webhook.ts';
+import { runStrategy } from './run.ts';
+import { deleteSurgePodsOf, sweepSurgePods } from './surge-sweep.ts';
+import { templateChangeCheck } from './template-change.ts';
+import { ReloadWaiting, type StrategyResult, StrategyUnsupported } from './types.ts';
+
+export interface ExecutorDeps {
+  cfg: Config;
+  state: ClusterState;
+  core: CoreApi;
+  apps: AppsApi;
+  batch: BatchApi;
+  custom: CustomApi;
+  kc: ClusterAccess;
+  log: Logger;
+  inScope(namespace: string): boolean;
+  metrics?: Metrics;
+  /** The git strategy (one GitWriter per process). */
+  git?: GitCommitter;
+  /** --webhook-url: POST each reload's details there instead of reloading. */
+  webhook?: ReloadWebhookOptions;
+}
+
+const fieldsOf = (r: ExecRequest) => ({
+  workload: `${r.workload.rec.ref.kind}/${r.workload.rec.ref.name}`,
+  namespace: r.workload.rec.ref.namespace,
+});
+
+export function strategyExecutor(d: ExecutorDeps): StrategiesPort {
+  const webhook = d.webhook;
+  const run = async (r: ExecRequest): Promise<StrategyResult> => {
+    const t = r.workload;
+    const a = r.action;
+    if (webhook) return notify(webhook, r);
+    return runStrategy(r.strategy, t.rec, {
+      core: d.core,
+      apps: d.apps,
+      batch: d.batch,
+      custom: d.custom,
+      kc: d.kc,
+      begin: r.begin,
+      log: r.log,
+      signal: r.signal,
+      stallAfterMs: r.stallAfterMs,
+      onStall: r.onStall,
+      cutoffMs: a.cutoffMs,
+      ...(a.targets ? { targets: a.targets } : {}),
+      configHash: r.configHash,
+      ...(d.git ? { git: d.git } : {}),
+      changed: r.changed,
+      templateChangedSince: templateChangeCheck({
+        kind: t.rec.ref.kind,
+        changeRV: a.changeRV,
+        watched: () => {
+          const w = d.state.workloads.get(a.workload);
+          return w && { templateHash: w.rec.templateHash, templateRV: w.templateRV };
+        },
+        readAt: (rv) => readWorkloadAt(d.kc, t.rec.ref, rv, r.signal),
+        onUnknown: (why) =>
+          r.log.warn(
+            { ...fieldsOf(r), strategy: r.strategy, configs: r.changed, why },
+            'could not read the pod template at the change; pods are judged by the cutoff',
+          ),
+      }),
+    });
+  };
+
+  /** --webhook-url: the reload's details go to the webhook, and nothing in the cluster changes. */
+  const notify = async (o: ReloadWebhookOptions, r: ExecRequest): Promise<StrategyResult> => {
+    const ref = r.workload.rec.ref;
+    const sent = await sendReloadNotice(
+      o,
+      {
+        event: 'reload',
+        workload: { kind: ref.kind, namespace: ref.namespace, name: ref.name },
+        strategy: r.strategy,
+        changed: r.changed,
+        cutoff: new Date(r.action.cutoffMs).toISOString(),
+        configHash: r.configHash,
+        timestamp: new Date().toISOString(),
+      },
+      r.term,
+      (attempt, why) => {
+        d.metrics?.reloader.retry();
+        d.log.warn({ ...fieldsOf(r), attempt, why }, 'reload webhook failed; retrying');
+      },
+    );
+    return {
+      replaced: 0,
+      summary: `sent to the webhook ${redact(o.url)} (HTTP ${sent.status}, attempt ${sent.attempts}); not restarted`,
+    };
+  };
+
+  return {
+    notifies: webhook !== undefined,
+    async run(r: ExecRequest): Promise<ExecResult> {
+      try {
+        const res = await run(r);
+        return { kind: 'done', ...res };
+      } catch (err) {
+        if (err instanceof ReloadWaiting) return { kind: 'waiting', why: err.message, retryMs: err.retryMs };
+        if (err instanceof StrategyUnsupported) return { kind: 'unsupported', why: err.message };
+        return {
+          kind: 'failed',
+          error: err instanceof Error ? err : new Error(String(err)),
+          errorKind: err instanceof WebhookDeliveryError ? 'webhook_send' : 'update_workload',
+        };
+      }
+    },
+    async sweepSurgePods(pendingOwners, signal) {
+      if (d.cfg.dryRun) return;
+      await sweepSurgePods({
+        core: d.core,
+        namespaces: d.cfg.namespaces,
+        inScope: d.inScope,
+        pendingOwners,
+        signal,
+        log: d.log,
+      });
+    },
+    async dropSurgePods(t, signal) {
+      if (t.rec.ref.kind !== 'Deployment' || d.cfg.dryRun) return;
+      const f = { workload: `${t.rec.ref.kind}/${t.rec.ref.name}`, namespace: t.rec.ref.namespace };
+      await deleteSurgePodsOf(d.core, t.rec.ref.namespace, t.rec.ref.uid, signal, d.log, f);
+    },
+  };
+}
