@@ -65,7 +65,7 @@ export class Reconciler {
   /** Workloads whose reload is running now. */
   readonly #running = new Set<string>();
   #live = false;
-  #sweepTimer: ReturnType<typeof setInterval> | undefined;
+  #sweepTimer: unknown;
   /** Changes seen while start() judges the world; replayed once it is done, so none is lost. */
   #starting = false;
   readonly #buffered: Array<() => void> = [];
@@ -102,7 +102,7 @@ export class Reconciler {
 
   /** Judges every known workload against the ledger once the caches are synced (invariant I6). */
   async start(): Promise<void> {
-    const { state, ledger, log } = this.#d;
+    const { state, ledger } = this.#d;
     this.#starting = true;
     await judgeAtStart(this.#d, {
       set: (t) => this.#set(t),
@@ -117,12 +117,21 @@ export class Reconciler {
     this.#live = true;
     this.#starting = false;
     for (const replay of this.#buffered.splice(0)) replay();
-    this.#sweepTimer = setInterval(() => {
-      this.#cleanUpSurgePods().catch((err: Error) =>
-        log.warn({ err: err.message }, 'surge-pod sweep failed; the next one retries'),
-      );
+    this.#armSweep();
+  }
+
+  /** The periodic surge-pod sweep, on the injected timers like every other wait. */
+  #armSweep(): void {
+    const timer = this.#timers.set(() => {
+      if (!this.#live) return;
+      this.#cleanUpSurgePods()
+        .catch((err: Error) =>
+          this.#d.log.warn({ err: err.message }, 'surge-pod sweep failed; the next one retries'),
+        )
+        .finally(() => this.#live && this.#armSweep());
     }, this.#d.cfg.surgeSweepIntervalMs);
-    this.#sweepTimer.unref?.();
+    (timer as { unref?: () => void }).unref?.();
+    this.#sweepTimer = timer;
   }
 
   /** Resolves when no reload is queued, running, or waiting in the queue (not retry or hold timers). */
@@ -255,7 +264,7 @@ export class Reconciler {
     this.#buffered.length = 0;
     this.#batcher.clear();
     this.#d.gate?.detach(this.#batcher);
-    clearInterval(this.#sweepTimer);
+    this.#timers.clear(this.#sweepTimer);
     for (const t of this.#retryTimers) this.#timers.clear(t);
     this.#retryTimers.clear();
     for (const h of this.#held.values()) this.#timers.clear(h.timer);

@@ -1,0 +1,51 @@
+import { describe, expect, it } from 'vitest';
+import { MemoryLedger } from '../../test/support/engine-fakes.ts';
+import type { LedgerEntry } from '../core/ledger-entry.ts';
+import type { ReloadAction } from '../core/reload-action.ts';
+import { Recorder } from './recorder.ts';
+
+const W = 'Deployment/a/web';
+const action = (cutoffMs: number, target: string): ReloadAction => ({
+  workload: W,
+  cutoffMs,
+  changeRV: '0',
+  target: { 'ConfigMap/a/cm': target },
+  changed: ['ConfigMap/a/cm'],
+});
+
+describe('Recorder', () => {
+  it('never records a target older than the one it recorded', async () => {
+    const ledger = new MemoryLedger();
+    const r = new Recorder(ledger);
+    expect(await r.done(action(200, 'T2'), '2026-01-01T00:00:02.000Z')).toBe(true);
+    // The older reload ends after the newer one: its pending entry goes, the newer target stays.
+    await ledger.put(W, {
+      ...(ledger.get(W) as LedgerEntry),
+      pending: {
+        cutoff: new Date(100).toISOString(),
+        target: { 'ConfigMap/a/cm': 'T1' },
+        changed: [],
+        startedAt: new Date(100).toISOString(),
+      },
+    });
+    expect(await r.done(action(100, 'T1'), '2026-01-01T00:00:03.000Z')).toBe(false);
+    expect(ledger.get(W)).toEqual({
+      configs: { 'ConfigMap/a/cm': 'T2' },
+      reloadedAt: '2026-01-01T00:00:03.000Z',
+    });
+  });
+
+  it('keeps a newer action pending while it records an older one that completed', async () => {
+    const ledger = new MemoryLedger();
+    const r = new Recorder(ledger);
+    const pending = {
+      cutoff: new Date(300).toISOString(),
+      target: { 'ConfigMap/a/cm': 'T3' },
+      changed: [],
+      startedAt: new Date(300).toISOString(),
+    };
+    await ledger.put(W, { configs: { 'ConfigMap/a/cm': 'T0' }, pending });
+    expect(await r.done(action(200, 'T2'))).toBe(true);
+    expect(ledger.get(W)).toEqual({ configs: { 'ConfigMap/a/cm': 'T2' }, pending });
+  });
+});

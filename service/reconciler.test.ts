@@ -1,0 +1,144 @@
+// The reconciler driven one step at a time: fake clock and timers, a ledger in memory, strategies
+// whose runs the test ends by hand (test/support/engine-fakes.ts).
+import { describe, expect, it } from 'vitest';
+import { engineWorld } from '../test/support/engine-fakes.ts';
+import { watchedSet } from './core/plan.ts';
+
+const ID = 'Deployment/a/web';
+
+async function world(flags: string[]) {
+  const w = engineWorld(flags);
+  const cm = w.putConfigMap('a', 'cm', { k: '1' });
+  w.state.putConfig(cm);
+  w.state.putWorkload(w.deployment('a', 'web', 'cm') as NonNullable<ReturnType<typeof w.deployment>>);
+  await w.reconciler.start();
+  const target = () => {
+    const t = w.state.workloads.get(ID);
+    if (!t) throw new Error('no workload');
+    return watchedSet(t.rec, t.parsed, w.state, w.globals).digests;
+  };
+  return { ...w, target };
+}
+
+describe('Reconciler, step by step', () => {
+  it('records a baseline at start and reloads a change once the debounce has passed', async () => {
+    const w = await world([]);
+    expect(w.ledger.get(ID)?.configs).toEqual(w.target());
+    w.change('a', 'cm', { k: '2' });
+    await w.settle();
+    expect(w.strategies.runs).toHaveLength(0); // still debouncing
+    await w.time.advance(w.time.clock.now + 1000);
+    await w.settle();
+    expect(w.strategies.runs).toHaveLength(1);
+    const run = w.strategies.runs[0];
+    expect(run?.req.action.target).toEqual(w.target());
+    expect(w.ledger.get(ID)?.pending?.target).toEqual(w.target());
+    run?.end({ kind: 'done', replaced: 1, summary: 'restarted' });
+    await w.settle();
+    expect(w.ledger.get(ID)).toMatchObject({ configs: w.target() });
+    expect(w.ledger.get(ID)?.pending).toBeUndefined();
+    expect(w.events.map((e) => e.reason)).toContain('Reloaded');
+  });
+
+  it('finding 1: the retry of an older reload never replaces the newer one queued, and the ledger ends on the newest', async () => {
+    // A1 fails and will be retried in 2 s; A2 (a newer change) waits out the 10 s minimum interval;
+    // the retry of A1 arrives while A2 is queued. What runs must be A2, with its target and cutoff.
+    const w = await world(['--min-reload-interval=10s']);
+    w.change('a', 'cm', { k: '2' });
+    await w.time.advance(w.time.clock.now + 1000);
+    await w.settle();
+    const a1 = w.strategies.runs[0];
+    expect(a1).toBeDefined();
+    const t1 = a1?.req.action.target;
+    a1?.end({ kind: 'failed', error: new Error('boom'), errorKind: 'update_workload' });
+    await w.settle();
+    const failedAt = w.time.clock.now;
+    expect(w.events.map((e) => e.reason)).toContain('ReloadFailed');
+
+    await w.time.advance(failedAt + 200);
+    w.change('a', 'cm', { k: '3' });
+    await w.time.advance(failedAt + 1300); // A2 planned and queued behind the minimum interval
+    await w.settle();
+    const t2 = w.target();
+    expect(t2).not.toEqual(t1);
+    expect(w.strategies.runs).toHaveLength(1);
+
+    await w.time.advance(failedAt + 2500); // the retry of A1 fires
+    await w.settle();
+    expect(w.strategies.runs).toHaveLength(1);
+
+    await w.time.advance(failedAt + 10_000); // the interval is over: the queued action runs
+    await w.settle();
+    expect(w.strategies.runs).toHaveLength(2);
+    const a2 = w.strategies.runs[1];
+    expect(a2?.req.action.target).toEqual(t2);
+    expect(a2?.req.action.cutoffMs).toBeGreaterThan(a1?.req.action.cutoffMs as number);
+    expect(a2?.req.action.changed).toEqual(['ConfigMap/a/cm']);
+    a2?.end({ kind: 'done', replaced: 1, summary: 'restarted' });
+    await w.settle();
+    expect(w.ledger.get(ID)?.configs).toEqual(t2);
+
+    // Nothing else runs later: the retry was covered by the newer reload.
+    await w.time.advance(failedAt + 120_000);
+    await w.settle();
+    expect(w.strategies.runs).toHaveLength(2);
+    expect(w.ledger.get(ID)?.configs).toEqual(t2);
+  });
+
+  it('finding 1: a retry that fires after the newer reload completed runs nothing and leaves the newest target recorded', async () => {
+    const w = await world(['--min-reload-interval=0s']);
+    w.change('a', 'cm', { k: '2' });
+    await w.time.advance(w.time.clock.now + 1000);
+    await w.settle();
+    const a1 = w.strategies.runs[0];
+    a1?.end({ kind: 'failed', error: new Error('boom'), errorKind: 'update_workload' });
+    await w.settle();
+    const failedAt = w.time.clock.now;
+    w.change('a', 'cm', { k: '3' });
+    await w.time.advance(failedAt + 1000);
+    await w.settle();
+    const a2 = w.strategies.runs[1];
+    expect(a2?.req.action.target).toEqual(w.target());
+    a2?.end({ kind: 'done', replaced: 1, summary: 'restarted' });
+    await w.settle();
+    const writes = w.ledger.writes.length;
+    await w.time.advance(failedAt + 60_000); // the retry of A1 (due at +2 s) has fired
+    await w.settle();
+    expect(w.strategies.runs).toHaveLength(2);
+    expect(w.ledger.get(ID)?.configs).toEqual(w.target());
+    expect(w.ledger.writes.length).toBe(writes);
+  });
+
+  it('a waiting strategy is retried after the delay it asked for, with the same target', async () => {
+    const w = await world(['--min-reload-interval=0s']);
+    w.change('a', 'cm', { k: '2' });
+    await w.time.advance(w.time.clock.now + 1000);
+    await w.settle();
+    w.strategies.runs[0]?.end({ kind: 'waiting', why: 'a Job still runs', retryMs: 7000 });
+    await w.settle();
+    const at = w.time.clock.now;
+    await w.time.advance(at + 6999);
+    await w.settle();
+    expect(w.strategies.runs).toHaveLength(1);
+    await w.time.advance(at + 7000);
+    await w.settle();
+    expect(w.strategies.runs).toHaveLength(2);
+    expect(w.strategies.runs[1]?.req.action).toMatchObject({ target: w.target(), resumed: true });
+  });
+
+  it('a run past --reload-deadline is cut, reported, and retried from the same change', async () => {
+    const w = await world(['--min-reload-interval=0s', '--reload-deadline=30s']);
+    w.change('a', 'cm', { k: '2' });
+    await w.time.advance(w.time.clock.now + 1000);
+    await w.settle();
+    const a1 = w.strategies.runs[0];
+    await w.time.advance(w.time.clock.now + 30_000);
+    expect(a1?.req.signal.aborted).toBe(true);
+    a1?.end({ kind: 'failed', error: new Error('aborted'), errorKind: 'update_workload' });
+    await w.settle();
+    expect(w.events.find((e) => e.reason === 'ReloadStalled')?.message).toMatch(/attempt 1 did not finish/);
+    await w.time.advance(w.time.clock.now + 2000);
+    await w.settle();
+    expect(w.strategies.runs[1]?.req.action.cutoffMs).toBe(a1?.req.action.cutoffMs);
+  });
+});

@@ -1,0 +1,144 @@
+// Fakes for driving the Reconciler one step at a time in unit tests: a ledger in memory, an Event
+// recorder that keeps what it was told, strategies whose runs the test ends by hand, and a small
+// world of ConfigMaps and Deployments fed through the real ClusterState. Time is fakeTimers().
+
+import { loadConfig } from '../../service/config/config.ts';
+import { compileGlobals } from '../../service/core/annotations.ts';
+import type { LedgerEntry } from '../../service/core/ledger-entry.ts';
+import type { ConfigRecord } from '../../service/core/records.ts';
+import type { EventSink, LedgerStore } from '../../service/engine/deps.ts';
+import type { ExecRequest, ExecResult, StrategiesPort } from '../../service/engine/strategies-port.ts';
+import { configRecord, workloadRecord } from '../../service/kube/to-record.ts';
+import { silentLogger } from '../../service/log.ts';
+import { Reconciler } from '../../service/reconciler.ts';
+import { ClusterState } from '../../service/state.ts';
+import { fakeTimers } from './fake-timers.ts';
+
+export class MemoryLedger implements LedgerStore {
+  readonly map = new Map<string, LedgerEntry>();
+  /** Every write, in order. */
+  readonly writes: Array<[string, LedgerEntry | null]> = [];
+  fence(): void {}
+  async load() {
+    return this.map;
+  }
+  keyChanged() {
+    return false;
+  }
+  async stampKey() {}
+  get(id: string) {
+    return this.map.get(id);
+  }
+  entries() {
+    return this.map;
+  }
+  async put(id: string, e: LedgerEntry) {
+    this.map.set(id, structuredClone(e));
+    this.writes.push([id, structuredClone(e)]);
+  }
+  async remove(id: string) {
+    this.map.delete(id);
+    this.writes.push([id, null]);
+  }
+  async putMany(es: Iterable<readonly [string, LedgerEntry]>) {
+    for (const [id, e] of es) await this.put(id, e);
+  }
+  async removeMany(ids: Iterable<string>) {
+    for (const id of ids) await this.remove(id);
+  }
+}
+
+export interface PendingRun {
+  req: ExecRequest;
+  end(r: ExecResult): void;
+}
+
+/** Strategies whose runs wait until the test ends them. */
+export class HandStrategies implements StrategiesPort {
+  readonly notifies = false;
+  readonly runs: PendingRun[] = [];
+  async run(req: ExecRequest): Promise<ExecResult> {
+    await req.begin();
+    return new Promise<ExecResult>((end) => this.runs.push({ req, end }));
+  }
+  async sweepSurgePods() {}
+  async dropSurgePods() {}
+}
+
+const KEY = Buffer.alloc(32, 7);
+
+export function engineWorld(flags: string[] = []) {
+  const time = fakeTimers();
+  time.clock.now = Date.parse('2026-01-01T00:00:00Z');
+  const cfg = loadConfig(['--release-namespace=rel', '--debounce=1s', ...flags], {});
+  const { globals } = compileGlobals(cfg);
+  const state = new ClusterState(cfg.defaultStrategy, false);
+  const ledger = new MemoryLedger();
+  const events: Array<{ reason: string; message: string }> = [];
+  const sink: EventSink = {
+    async emit(_t, reason, message) {
+      events.push({ reason, message });
+    },
+  };
+  const strategies = new HandStrategies();
+  let rv = 100;
+  const putConfigMap = (ns: string, name: string, data: Record<string, string>): ConfigRecord => {
+    const rec = configRecord(
+      'ConfigMap',
+      { metadata: { name, namespace: ns, uid: `uid-${name}`, resourceVersion: String(++rv) }, data },
+      KEY,
+    ) as ConfigRecord;
+    return rec;
+  };
+  const deployment = (ns: string, name: string, configMap: string) =>
+    workloadRecord('Deployment', {
+      metadata: {
+        name,
+        namespace: ns,
+        uid: `uid-${name}`,
+        resourceVersion: String(++rv),
+        annotations: { 'reloader.stakater.com/auto': 'true' },
+      },
+      spec: {
+        replicas: 1,
+        template: { spec: { containers: [{ name: 'c', envFrom: [{ configMapRef: { name: configMap } }] }] } },
+      },
+    });
+  const reconciler = new Reconciler({
+    cfg,
+    state,
+    ledger,
+    events: sink,
+    log: silentLogger,
+    globals,
+    hashKey: KEY,
+    strategies,
+    inScope: () => true,
+    timers: time.timers,
+  });
+  /** Changes a ConfigMap, as the watch reports it. */
+  const change = (ns: string, name: string, data: Record<string, string>) => {
+    const rec = putConfigMap(ns, name, data);
+    const old = state.putConfig(rec);
+    reconciler.configChanged(old, rec);
+    return rec;
+  };
+  /** Lets pending promise callbacks run (the queue and the reconciler chain a few). */
+  const settle = async () => {
+    for (let i = 0; i < 20; i++) await Promise.resolve();
+  };
+  return {
+    time,
+    cfg,
+    globals,
+    state,
+    ledger,
+    events,
+    strategies,
+    reconciler,
+    putConfigMap,
+    deployment,
+    change,
+    settle,
+  };
+}
