@@ -17,7 +17,7 @@ import {
 } from './core/batcher.ts';
 import { effectiveCutoff } from './core/cutoff.ts';
 import { isTracked, REQUEST, verdict, watchedSet } from './core/plan.ts';
-import { type ConfigRecord, compareResourceVersions } from './core/records.ts';
+import type { ConfigRecord } from './core/records.ts';
 import {
   compareRecency,
   isOlder,
@@ -32,7 +32,7 @@ import { decide } from './engine/decide.ts';
 import type { ReconcilerDeps } from './engine/deps.ts';
 import { type Held, heldAction, recordHold } from './engine/hold.ts';
 import { Recorder } from './engine/recorder.ts';
-import { emitOn, fields } from './engine/report.ts';
+import { changeRV, emitOn, fields, reportPolicy } from './engine/report.ts';
 import { runReload } from './engine/run-reload.ts';
 import { judgeAtStart, sameDigests as same } from './engine/startup.ts';
 import type { TrackedWorkload } from './state.ts';
@@ -106,8 +106,8 @@ export class Reconciler {
     this.#starting = true;
     await judgeAtStart(this.#d, {
       set: (t) => this.#set(t),
-      reportPolicy: (t) => this.#reportPolicy(t),
-      changeRV: (ids) => this.#changeRV(ids),
+      reportPolicy: (t) => reportPolicy(this.#d, t),
+      changeRV: (ids) => changeRV(this.#d.state, ids),
       submit: (a) => this.#submit(a),
     });
     await this.#cleanUpSurgePods();
@@ -220,7 +220,7 @@ export class Reconciler {
       return;
     }
     if (!this.#d.inScope(now.rec.ref.namespace)) return;
-    this.#reportPolicy(now, old);
+    reportPolicy(this.#d, now, old);
     // A held reload looks at its (maybe edited) window again.
     const held = this.#held.get(now.id);
     if (held && !same(now.rec.annotations, old?.rec.annotations ?? {})) {
@@ -279,22 +279,6 @@ export class Reconciler {
     return isTracked(s) ? s.digests : undefined;
   }
 
-  #reportPolicy(t: TrackedWorkload, old?: TrackedWorkload): void {
-    const { problems, warnings, notes } = t.parsed;
-    if (notes.length > 0 && notes.join() !== old?.parsed.notes.join()) {
-      this.#d.log.info({ ...fields(t), notes }, 'Reloader annotation read with our meaning');
-      void this.#event(t, 'ReloadAnnotationMapped', notes.join('; '));
-    }
-    if (problems.length > 0 && problems.join() !== old?.parsed.problems.join()) {
-      this.#d.log.warn({ ...fields(t), problems }, 'invalid reload annotations; workload skipped');
-      void this.#event(t, 'ReloadConfigInvalid', `skipped: ${problems.join('; ')}`, 'Warning');
-    }
-    if (warnings.length > 0 && warnings.join() !== old?.parsed.warnings.join()) {
-      this.#d.log.warn({ ...fields(t), warnings }, 'reload annotations not acted on');
-      void this.#event(t, 'ReloadSkipped', `annotations not acted on: ${warnings.join('; ')}`, 'Warning');
-    }
-  }
-
   async #onBatch(b: Batch): Promise<void> {
     const { state, ledger, log } = this.#d;
     const t = state.workloads.get(b.workload);
@@ -328,22 +312,12 @@ export class Reconciler {
             changed: v.changed,
             cutoffMs: effectiveCutoff(changeObservedAt(b, v.changed)),
             target: set,
-            changeRV: this.#changeRV(v.changed),
+            changeRV: changeRV(this.#d.state, v.changed),
           });
       }
     } catch (err) {
       log.error({ ...fields(t), err: (err as Error).message }, 'could not record the ledger');
     }
-  }
-
-  /** The newest resourceVersion among these configs (deleted ones and pseudo-configs have none). */
-  #changeRV(ids: string[]): string {
-    let max = '0';
-    for (const id of ids) {
-      const rv = this.#d.state.configs.get(id)?.resourceVersion;
-      if (rv && (compareResourceVersions(rv, max) ?? 0) > 0) max = rv;
-    }
-    return max;
   }
 
   /**

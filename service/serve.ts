@@ -1,18 +1,15 @@
 // `gitops-reloader serve`: watches configs and workloads, and reloads what changed.
 import type { Router } from 'express';
 import { startArgoCd } from './argocd/argocd.ts';
-import { UNWATCHED_MAX_HOLD_MS } from './argocd/gate.ts';
-import { INBOX_SELECTOR, isInboxRecord, NotificationInbox, readRecord, recordName } from './argocd/inbox.ts';
+import { INBOX_SELECTOR, NotificationInbox } from './argocd/inbox.ts';
+import { type InboxRecord, inboxRecordOf, takeFromInbox } from './argocd/inbox-consumer.ts';
 import type { SyncNotification } from './argocd/notification.ts';
 import { receiveNotification } from './argocd/receive.ts';
-import { isTerminal } from './argocd/sync-tracker.ts';
 import { type Config, readHashKeyFile, readWebhookKeyFile } from './config/config.ts';
 import { FlagError } from './config/flags.ts';
 import { compileGlobals } from './core/annotations.ts';
 import { keyFingerprint } from './core/config-hash.ts';
-import type { ConfigRecord, WorkloadRecord } from './core/records.ts';
 import { RateGate } from './core/token-bucket.ts';
-import { watchProviderClasses } from './csi.ts';
 import { WatchProgress } from './http.ts';
 import { type ClusterAccess, writeGatedAccess } from './kube/access.ts';
 import { appsApi, batchApi, type CoreApi, coreApi, customApi } from './kube/api.ts';
@@ -20,18 +17,12 @@ import { EventRecorder } from './kube/events.ts';
 import { HashKeyError, readOrCreateHashKey } from './kube/hash-key-secret.ts';
 import { type LeaderElection, startLeaderElection } from './kube/leader.ts';
 import { Ledger } from './kube/ledger.ts';
-import {
-  CONFIG_RESOURCES,
-  collectionPath,
-  type Resource,
-  served,
-  WORKLOAD_RESOURCES,
-} from './kube/resources.ts';
-import { configRecord, type RawObject, workloadRecord } from './kube/to-record.ts';
+import { CONFIG_RESOURCES, collectionPath, type Resource } from './kube/resources.ts';
 import { startWatch, type Watch, type WatchFailure } from './kube/watch.ts';
 import type { Logger } from './log.ts';
 import { Metrics } from './metrics.ts';
 import { Reconciler } from './reconciler.ts';
+import { routeEvents } from './routing.ts';
 import { ClusterState } from './state.ts';
 import { strategyExecutor } from './strategies/execute.ts';
 import { createGitCommitter } from './strategies/git-commit.ts';
@@ -65,14 +56,7 @@ export function startBackoffMs(failedStarts: number, leaseDurationMs: number): n
   return Math.min(leaseDurationMs * 2 ** Math.max(0, failedStarts - 1), 300_000);
 }
 
-/** The field selector that leaves Helm release Secrets out of the Secret watch. */
-export const HELM_RELEASE_EXCLUDED = 'type!=helm.sh/release.v1';
-
-interface InboxRecord {
-  name: string;
-  created: number;
-  data: Record<string, string>;
-}
+export { HELM_RELEASE_EXCLUDED } from './routing.ts';
 
 export interface RunningService {
   /** Resolves once caches are synced and start-up decisions are made. */
@@ -210,11 +194,9 @@ export async function serve(
       f.message,
     );
   };
-  const scopes = cfg.namespaces.length > 0 ? cfg.namespaces : [undefined];
   const common = { relistIntervalMs: cfg.relistIntervalMs, idleTimeoutMs: cfg.watchIdleTimeoutMs, onFailure };
 
   const watched: Array<[string, Watch<unknown>]> = [];
-  let takeAllFromInbox = () => {};
   function watch<S>(path: string, o: Omit<Parameters<typeof startWatch<S>>[1], 'path' | 'onSynced'>) {
     let done!: () => void;
     synced.push(new Promise<void>((r) => (done = r)));
@@ -246,122 +228,36 @@ export async function serve(
   }
   metrics.watchedItemsFrom(() => watched.map(([path, w]) => [path, w.store.size] as const));
 
-  if (cfg.namespaceSelector !== undefined) {
-    watch<string>('/api/v1/namespaces', {
-      labelSelector: cfg.namespaceSelector,
-      transform: (raw) => raw.metadata?.name,
-      key: (raw) => raw.metadata?.name ?? '',
-      onAdd: (_k, ns) => {
-        metrics.reloader.eventReceived('add', 'namespaces');
-        allowedByLabel.add(ns);
-      },
-      onUpdate: (_k, ns) => {
-        metrics.reloader.eventReceived('update', 'namespaces');
-        allowedByLabel.add(ns);
-      },
-      onDelete: (_k, ns) => {
-        metrics.reloader.eventReceived('delete', 'namespaces');
-        allowedByLabel.delete(ns);
-      },
-    });
-  }
+  await routeEvents({
+    cfg,
+    kc,
+    hashKey: key,
+    state,
+    argocd,
+    events,
+    log,
+    metrics,
+    allowedByLabel,
+    watch,
+    reconciler: () => reconciler,
+  });
 
-  for (const ns of scopes) {
-    for (const r of CONFIG_RESOURCES) {
-      if ((cfg.ignoreResources as readonly string[]).includes(r.plural)) continue;
-      watch<ConfigRecord>(collectionPath(r, ns), {
-        labelSelector: cfg.resourceLabelSelector,
-        // Helm's release records (up to 1 MiB each, one per revision) are never a workload's config:
-        // the API server leaves them out, so they cost neither transfer nor memory.
-        ...(r.kind === 'Secret' && !cfg.includeHelmReleaseSecrets
-          ? { fieldSelector: HELM_RELEASE_EXCLUDED }
-          : {}),
-        // Our own ledger shards are ConfigMaps too; they never reload anything.
-        transform: (raw) =>
-          ((raw as RawObject).metadata?.labels?.['app.kubernetes.io/component'] === 'ledger' &&
-            (raw as RawObject).metadata?.labels?.['app.kubernetes.io/name'] === 'gitops-reloader') ||
-          isInboxRecord((raw as RawObject).metadata?.labels ?? undefined)
-            ? undefined
-            : argocd.withTrackingLabel(raw as RawObject, configRecord(r.kind, raw as RawObject, key)),
-        onAdd: (_k, rec) => {
-          metrics.reloader.eventReceived('add', r.plural);
-          const old = state.putConfig(rec);
-          reconciler?.configChanged(old, rec);
-        },
-        onUpdate: (_k, rec) => {
-          metrics.reloader.eventReceived('update', r.plural);
-          const old = state.putConfig(rec);
-          reconciler?.configChanged(old, rec);
-        },
-        onDelete: (_k, old) => {
-          metrics.reloader.eventReceived('delete', r.plural);
-          const gone = state.deleteConfig(old.ref);
-          reconciler?.configChanged(gone, undefined);
-        },
-      });
-    }
-  }
-  if (cfg.enableCsiIntegration) {
-    await watchProviderClasses({
-      kc,
-      hashKey: key,
-      state,
-      scopes,
-      log,
-      events,
-      watch,
-      metrics,
-      reconciler: () => reconciler,
-    });
-  }
-
-  for (const r of WORKLOAD_RESOURCES) {
-    if ((cfg.ignoreWorkloadKinds as readonly string[]).includes(r.kind)) {
-      log.info({ kind: r.kind }, 'workload kind ignored (--ignore-workload-kinds); not watched');
-      continue;
-    }
-    if (r.group === 'argoproj.io' && !(await served(kc, r))) {
-      log.info({ resource: `${r.plural}.${r.group}` }, 'not served by the API server; not watched');
-      continue;
-    }
-    for (const ns of scopes) {
-      watch<WorkloadRecord>(collectionPath(r, ns), {
-        transform: (raw) => workloadRecord(r.kind, raw as RawObject),
-        onAdd: (_k, rec) => {
-          const { now, old } = state.putWorkload(rec);
-          reconciler?.workloadChanged(old, now);
-        },
-        onUpdate: (_k, rec) => {
-          const { now, old } = state.putWorkload(rec);
-          reconciler?.workloadChanged(old, now);
-        },
-        onDelete: (_k, old) => {
-          const id = `${old.ref.kind}/${old.ref.namespace}/${old.ref.name}`;
-          state.deleteWorkload(id);
-          void reconciler?.workloadDeleted(id);
-        },
-      });
-    }
-  }
-
+  let takeAllFromInbox = () => {};
   if (cfg.webhookTokenFile) {
     // The notification inbox (docs/adr/0013): every replica watches it, so a new leader finds at once
     // what was recorded while another replica led, or while none did.
+    const consumer = {
+      releaseName: cfg.releaseName,
+      log,
+      inbox: () => inbox,
+      acting: () => acting,
+      notify: (n: SyncNotification) => argocd.gate.notify(n),
+    };
     watch<InboxRecord>(collectionPath(CONFIG_RESOURCES[0] as Resource<string>, releaseNamespace), {
       labelSelector: INBOX_SELECTOR,
-      transform: (raw) => {
-        const o = raw as {
-          metadata?: { name?: string; creationTimestamp?: string };
-          data?: Record<string, string>;
-        };
-        return {
-          name: o.metadata?.name ?? '',
-          created: Date.parse(String(o.metadata?.creationTimestamp ?? '')) || Date.now(),
-          data: o.data ?? {},
-        };
-      },
-      onAdd: (_k, rec) => void takeFromInbox([rec]),
-      onUpdate: (_k, rec) => void takeFromInbox([rec]),
+      transform: (raw) => inboxRecordOf(raw, Date.now()),
+      onAdd: (_k, rec) => void takeFromInbox(consumer, [rec]),
+      onUpdate: (_k, rec) => void takeFromInbox(consumer, [rec]),
     });
     const inboxWatch = watched[watched.length - 1]?.[1] as Watch<InboxRecord>;
     inbox = new NotificationInbox({
@@ -370,49 +266,7 @@ export async function serve(
       prefix: cfg.releaseName,
       size: () => inboxWatch.store.size,
     });
-    takeAllFromInbox = () => void takeFromInbox([...inboxWatch.store.values()]);
-  }
-
-  /** The acting leader hands recorded notifications to its gate, oldest first, and removes the ones done. */
-  async function takeFromInbox(recs: InboxRecord[]): Promise<void> {
-    for (const rec of recs.sort((a, b) => a.created - b.created)) {
-      if (!acting || !inbox) return;
-      try {
-        let n: SyncNotification;
-        try {
-          n = readRecord(rec);
-        } catch (err) {
-          log.warn({ record: rec.name, err: (err as Error).message }, 'invalid notification record; deleted');
-          await inbox.done(rec.name);
-          continue;
-        }
-        const r = await argocd.gate.notify(n);
-        if (r.outcome !== 'duplicate') {
-          log.info(
-            {
-              app: `${n.app.namespace}/${n.app.name}`,
-              phase: n.phase,
-              startedAt: n.startedAt,
-              record: rec.name,
-            },
-            'Argo CD notification taken from the inbox',
-          );
-        }
-        // A running sync's record stays until its end is recorded (a leader after us needs it to hold
-        // the app's changes), or until the gate would have stopped holding anyway.
-        if (isTerminal(n.phase)) {
-          await inbox.done(rec.name);
-          await inbox.done(recordName(cfg.releaseName, { ...n, phase: 'Running' }));
-        } else if (Date.now() - rec.created > UNWATCHED_MAX_HOLD_MS) {
-          await inbox.done(rec.name);
-        }
-      } catch (err) {
-        log.warn(
-          { record: rec.name, err: (err as Error).message },
-          'could not take a notification from the inbox',
-        );
-      }
-    }
+    takeAllFromInbox = () => void takeFromInbox(consumer, [...inboxWatch.store.values()]);
   }
 
   let isSynced = false;

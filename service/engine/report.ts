@@ -2,9 +2,10 @@
 
 import { KEYS } from '../core/annotations.ts';
 import { REQUEST } from '../core/plan.ts';
+import { compareResourceVersions } from '../core/records.ts';
 import { apiVersionOf, type EventReason } from '../kube/events.ts';
-import type { TrackedWorkload } from '../state.ts';
-import type { EventSink } from './deps.ts';
+import type { ClusterState, TrackedWorkload } from '../state.ts';
+import type { EventSink, ReconcilerDeps } from './deps.ts';
 
 export function fields(t: TrackedWorkload) {
   return { workload: `${t.rec.ref.kind}/${t.rec.ref.name}`, namespace: t.rec.ref.namespace };
@@ -33,4 +34,36 @@ export function emitOn(events: EventSink) {
       type,
     );
   };
+}
+
+/** Says once what the workload's reload annotations mean, or why they are not acted on. */
+export function reportPolicy(
+  d: Pick<ReconcilerDeps, 'log' | 'events'>,
+  t: TrackedWorkload,
+  old?: TrackedWorkload,
+): void {
+  const { problems, warnings, notes } = t.parsed;
+  const event = emitOn(d.events);
+  if (notes.length > 0 && notes.join() !== old?.parsed.notes.join()) {
+    d.log.info({ ...fields(t), notes }, 'Reloader annotation read with our meaning');
+    void event(t, 'ReloadAnnotationMapped', notes.join('; '));
+  }
+  if (problems.length > 0 && problems.join() !== old?.parsed.problems.join()) {
+    d.log.warn({ ...fields(t), problems }, 'invalid reload annotations; workload skipped');
+    void event(t, 'ReloadConfigInvalid', `skipped: ${problems.join('; ')}`, 'Warning');
+  }
+  if (warnings.length > 0 && warnings.join() !== old?.parsed.warnings.join()) {
+    d.log.warn({ ...fields(t), warnings }, 'reload annotations not acted on');
+    void event(t, 'ReloadSkipped', `annotations not acted on: ${warnings.join('; ')}`, 'Warning');
+  }
+}
+
+/** The newest resourceVersion among these configs (deleted ones and pseudo-configs have none). */
+export function changeRV(state: Pick<ClusterState, 'configs'>, ids: string[]): string {
+  let max = '0';
+  for (const id of ids) {
+    const rv = state.configs.get(id)?.resourceVersion;
+    if (rv && (compareResourceVersions(rv, max) ?? 0) > 0) max = rv;
+  }
+  return max;
 }
