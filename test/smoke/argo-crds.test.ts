@@ -123,9 +123,9 @@ describe('Argo CD and Argo Rollouts CRDs', () => {
     namespace,
   }) => {
     if (!upstreamAvailable()) {
-      // Fresh clones without ../shared cannot run this; CI always has it.
+      // A fresh clone without the upstream CRD folder (upstreamCrdDir) cannot run this; CI always has it.
       console.log(`upstream schema check did not run: ${upstreamCrdDir} is missing`);
-      expect(process.env.CI, 'CI must provide ../shared/fixtures/crds').toBeFalsy();
+      expect(process.env.CI, `CI must provide the upstream CRDs in ${upstreamCrdDir}`).toBeFalsy();
       return;
     }
     expect(await validateAgainstUpstream(kube.custom, application(namespace, 'ok'))).toBe(true);

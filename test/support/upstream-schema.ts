@@ -1,5 +1,7 @@
 // Checks our Argo CD Application and Argo Rollouts Rollout objects against the real upstream CRD
-// schemas in ../shared/fixtures/crds, when that folder is present (it is in CI).
+// schemas (Argo CD v3.5.1's Application CRD and Argo Rollouts v1.9.1's Rollout CRD), when they are
+// present. They are not vendored into the repository: CI places them in `upstreamCrdDir`, a folder
+// next to the checkout, and a fresh clone without it skips the check (saying so).
 //
 // The check runs on the real API server: each upstream CRD is installed under a mirror group
 // (same schema, no subresources so status is validated too), and every object our tests create
