@@ -4,10 +4,7 @@
 
 import type { Config } from '../config/config.ts';
 import type { ExecRequest, ExecResult, StrategiesPort } from '../engine/strategies-port.ts';
-import type { ClusterAccess } from '../kube/access.ts';
-import type { AppsApi, BatchApi, CoreApi, CustomApi } from '../kube/api.ts';
 import { readWorkloadAt } from '../kube/read-at.ts';
-import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics.ts';
 import type { ClusterState } from '../state.ts';
 import type { GitCommitter } from './git-commit.ts';
@@ -20,17 +17,13 @@ import {
 import { runStrategy } from './run.ts';
 import { deleteSurgePodsOf, sweepSurgePods } from './surge-sweep.ts';
 import { templateChangeCheck } from './template-change.ts';
-import { ReloadWaiting, type StrategyResult, StrategyUnsupported } from './types.ts';
+import { ReloadWaiting, type StrategyContext, type StrategyResult, StrategyUnsupported } from './types.ts';
 
-export interface ExecutorDeps {
+/** The strategies' API clients (their writes wait on the write rate limit), and what else they need. */
+export interface ExecutorDeps
+  extends Pick<StrategyContext, 'core' | 'apps' | 'batch' | 'custom' | 'kc' | 'log'> {
   cfg: Config;
   state: ClusterState;
-  core: CoreApi;
-  apps: AppsApi;
-  batch: BatchApi;
-  custom: CustomApi;
-  kc: ClusterAccess;
-  log: Logger;
   inScope(namespace: string): boolean;
   metrics?: Metrics;
   /** The git strategy (one GitWriter per process). */
