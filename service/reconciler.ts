@@ -428,8 +428,8 @@ export class Reconciler {
           this.#retryTimers.delete(timer);
           this.#retrying.delete(a.workload);
           // A newer change was submitted meanwhile: it covers this one, whose target is older.
-          if (isOlder(a, this.#newest.get(a.workload))) return;
-          this.#submit({ ...a, resumed: true, ...(o.targets ? { targets: o.targets } : {}) });
+          if (isOlder(o.action, this.#newest.get(a.workload))) return;
+          this.#submit({ ...o.action, resumed: true, ...(o.targets ? { targets: o.targets } : {}) });
         }, o.afterMs);
         this.#retryTimers.add(timer);
         return;

@@ -66,14 +66,15 @@ export function retryDelayMs(attempt: number): number {
  * How one run of an action ended. The run itself sets no timer and re-enters nothing: the reconciler
  * turns `retry` and `hold` into timers, in one place.
  *  - done: nothing more to do for this action (completed, not needed, skipped as unsupported, dry run).
- *  - retry: run it again after `afterMs`, replacing the pods in `targets` when the run snapshotted them.
+ *  - retry: run `action` (the one that ran) again after `afterMs`, replacing the pods in `targets` when
+ *    the run snapshotted them.
  *  - hold: run it again once `until` (epoch ms) is reached: its restart window opens then.
  *  - dropped: the workload is gone, opted out or invalid, or a newer action covers this one.
  *  - interrupted: the term ended; the pending action stays in the ledger for the next leader.
  */
 export type Outcome =
   | { kind: 'done' }
-  | { kind: 'retry'; afterMs: number; targets?: readonly string[]; failed: boolean }
+  | { kind: 'retry'; action: ReloadAction; afterMs: number; targets?: readonly string[]; failed: boolean }
   | { kind: 'hold'; until: number; action: ReloadAction; windowText: string }
   | { kind: 'dropped'; reason: string }
   | { kind: 'interrupted' };

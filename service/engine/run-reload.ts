@@ -3,6 +3,7 @@
 // records the result, and reports it (log, Event, metrics). It sets no retry or hold timer and
 // re-enters nothing: the reconciler turns the outcome into a timer (docs/adr/0020).
 
+import { realTimers } from '../core/batcher.ts';
 import { namespaceKey, setDigest } from '../core/config-hash.ts';
 import { type Outcome, type ReloadAction, retryDelayMs } from '../core/reload-action.ts';
 import type { TrackedWorkload } from '../state.ts';
@@ -25,7 +26,7 @@ export interface RunContext {
 export async function runReload(c: RunContext, t: TrackedWorkload, a: ReloadAction): Promise<Outcome> {
   const { d, recorder } = c;
   const { ledger, log, cfg } = d;
-  const now = () => (d.timers ?? Date).now();
+  const now = () => (d.timers ?? realTimers).now();
   const strategy = t.parsed.policy.strategy;
   const changed = a.changed.map(display);
   const f = { ...fields(t), strategy, configs: changed };
@@ -67,12 +68,11 @@ export async function runReload(c: RunContext, t: TrackedWorkload, a: ReloadActi
   log.info({ ...f, cutoff, resumed: a.resumed ?? false }, 'reload started');
   // The reload's own deadline: when it passes, the slot is given back and the reload re-queued.
   const deadline = new AbortController();
-  const timers = d.timers;
-  const onDeadline = () =>
-    deadline.abort(new Error(`the reload did not finish within ${cfg.reloadDeadlineMs / 1000}s`));
-  const deadlineTimer = timers
-    ? timers.set(onDeadline, cfg.reloadDeadlineMs)
-    : setTimeout(onDeadline, cfg.reloadDeadlineMs);
+  const timers = d.timers ?? realTimers;
+  const deadlineTimer = timers.set(
+    () => deadline.abort(new Error(`the reload did not finish within ${cfg.reloadDeadlineMs / 1000}s`)),
+    cfg.reloadDeadlineMs,
+  );
   const signal = AbortSignal.any([c.signal, deadline.signal]);
   let r: Exclude<ExecResult, { kind: 'done' | 'unsupported' }>;
   try {
@@ -141,8 +141,7 @@ export async function runReload(c: RunContext, t: TrackedWorkload, a: ReloadActi
       errorKind: 'update_workload',
     };
   } finally {
-    if (timers) timers.clear(deadlineTimer);
-    else clearTimeout(deadlineTimer as ReturnType<typeof setTimeout>);
+    timers.clear(deadlineTimer);
   }
   if (c.signal.aborted) {
     metric?.finish('interrupted');
@@ -166,7 +165,7 @@ export async function runReload(c: RunContext, t: TrackedWorkload, a: ReloadActi
       `attempt ${n} did not finish within ${cfg.reloadDeadlineMs / 1000}s; released its slot, retrying in ${retryMs / 1000}s`,
       'Warning',
     );
-    return { kind: 'retry', afterMs: retryMs, failed: true, ...(targets ? { targets } : {}) };
+    return { kind: 'retry', action: a, afterMs: retryMs, failed: true, ...(targets ? { targets } : {}) };
   }
   if (r.kind === 'waiting') {
     // Not a failure, and nothing was written: the ledger still holds the old digests, so a restarted
@@ -174,7 +173,7 @@ export async function runReload(c: RunContext, t: TrackedWorkload, a: ReloadActi
     metric?.finish('skipped');
     log.info({ ...f, why: r.why, retryInMs: r.retryMs }, 'reload waiting');
     await event(t, 'ReloadDeferred', `${changed.join(', ')} changed; ${r.why}`);
-    return { kind: 'retry', afterMs: r.retryMs, failed: false };
+    return { kind: 'retry', action: a, afterMs: r.retryMs, failed: false };
   }
   metric?.finish('failure');
   d.metrics?.reloader.error(r.errorKind);
@@ -182,5 +181,5 @@ export async function runReload(c: RunContext, t: TrackedWorkload, a: ReloadActi
   const retryMs = retryDelayMs(c.failures + 1);
   log.error({ ...f, err: r.error.message, retryInMs: retryMs }, 'reload failed');
   await event(t, 'ReloadFailed', `${r.error.message}; retrying in ${retryMs / 1000}s`, 'Warning');
-  return { kind: 'retry', afterMs: retryMs, failed: true, ...(targets ? { targets } : {}) };
+  return { kind: 'retry', action: a, afterMs: retryMs, failed: true, ...(targets ? { targets } : {}) };
 }
