@@ -18,6 +18,7 @@ export default defineConfig({
             'argocd-plugin/**/*.test.ts',
             'test/cluster/**/*.test.ts',
             'test/support/**/*.test.ts',
+            'test/sim/**/*.test.ts',
             'bench/**/*.test.ts',
           ],
         },
@@ -26,7 +27,7 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['test/**/*.test.ts'],
-          exclude: ['test/cluster/**', 'test/support/**'],
+          exclude: ['test/cluster/**', 'test/support/**', 'test/sim/**'],
           globalSetup: ['test/global-setup.ts'],
           testTimeout: 120_000,
           hookTimeout: 180_000,
