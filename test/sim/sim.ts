@@ -37,7 +37,8 @@ export function prng(seed: number): () => number {
 export interface Change {
   /** Milliseconds after the start. */
   at: number;
-  config: string;
+  /** The config that changes; absent: the leader crashes and a new term starts from the ledger. */
+  config?: string;
 }
 
 export interface Schedule {
@@ -71,7 +72,7 @@ export function randomSchedule(seed: number): Schedule {
   for (let n = 2 + Math.floor(r() * 8); n > 0; n--) {
     // Bursts (a change while the last one's reload runs or waits) and quiet spells.
     at += Math.floor(r() * (r() < 0.6 ? 4_000 : 30_000));
-    changes.push({ at, config: pick(configs) });
+    changes.push(r() < 0.15 ? { at } : { at, config: pick(configs) });
   }
   return {
     seed,
@@ -269,21 +270,35 @@ export async function simulate(s: Schedule): Promise<string[]> {
     errorKind: 'update_workload',
   });
 
-  const reconciler = new Reconciler({
-    cfg,
-    state,
-    ledger,
-    events: { async emit() {} },
-    log: silentLogger,
-    globals,
-    hashKey: KEY,
-    strategies,
-    inScope: () => true,
-    timers,
-  });
+  const term = () =>
+    new Reconciler({
+      cfg,
+      state,
+      ledger,
+      events: { async emit() {} },
+      log: silentLogger,
+      globals,
+      hashKey: KEY,
+      strategies,
+      inScope: () => true,
+      timers,
+    });
+  let reconciler = term();
   await reconciler.start();
   for (const c of [...s.changes].sort((x, y) => x.at - y.at)) {
     await advance(start + c.at);
+    if (c.config === undefined) {
+      // A crash or leader change: the term's runs stop where they are; the next term starts from
+      // the ledger (pending reloads resume with their cutoff and snapshot, I5).
+      const stopping = reconciler.stop();
+      await advance(now);
+      await stopping;
+      reconciler = term();
+      const starting = reconciler.start();
+      await advance(now);
+      await starting;
+      continue;
+    }
     version.set(c.config, (version.get(c.config) ?? 0) + 1);
     changedAt.set(c.config, now);
     const rec = configRec(c.config);
