@@ -134,11 +134,6 @@ export class Reconciler {
     this.#sweepTimer = timer;
   }
 
-  /** Resolves when no reload is queued, running, or waiting in the queue (not retry or hold timers). */
-  drained(): Promise<void> {
-    return this.#queue.drained();
-  }
-
   /** Surge pods no pending reload needs go (see strategies/surge-sweep.ts). */
   async #cleanUpSurgePods(): Promise<void> {
     const { state, ledger } = this.#d;
