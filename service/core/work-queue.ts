@@ -1,8 +1,10 @@
 // Runs reload actions: one at a time per workload, at most `maxConcurrent` overall, and no sooner
 // than `minIntervalMs` (or the action's own, longer, interval) after the same workload's previous
 // reload finished, nor before the action's `notBefore`. An action submitted
-// while its workload is busy or waiting replaces the queued one (the newer action has the later
-// cutoff and covers the older one), so a workload never has more than one action queued.
+// while its workload is busy or waiting is merged with the queued one by `merge`, so a workload never
+// has more than one action queued. Submission order says nothing about which change is newer (a
+// retry resubmits an old action): the reconciler's merge keeps the newer change's action
+// (core/reload-action.ts, mergeActions); without `merge` the later submission replaces the queued one.
 // Fair across groups (namespaces): no group runs more than maxPerGroup at once, and the next action
 // comes from the group running the fewest, so one tenant's stuck reloads cannot hold every slot.
 // A workload's slot is dropped once it is idle and its minimum interval has passed.
@@ -32,7 +34,7 @@ export interface WorkQueueOptions<A> {
   maxConcurrent: number;
   minIntervalMs: number;
   run: (action: A) => Promise<void>;
-  /** Merges a newly submitted action into one already queued for the same workload. */
+  /** Merges a newly submitted action into one already queued for the same workload (default: the new one). */
   merge?: (queued: A, next: A) => A;
   timers?: Timers;
   /** The group (namespace) of a workload, for fairness. Default: one group. */
