@@ -6,11 +6,13 @@ import { watchedSet } from './core/plan.ts';
 
 const ID = 'Deployment/a/web';
 
-async function world(flags: string[]) {
+async function world(flags: string[], annotations: Record<string, string> = {}) {
   const w = engineWorld(flags);
   const cm = w.putConfigMap('a', 'cm', { k: '1' });
   w.state.putConfig(cm);
-  w.state.putWorkload(w.deployment('a', 'web', 'cm') as NonNullable<ReturnType<typeof w.deployment>>);
+  w.state.putWorkload(
+    w.deployment('a', 'web', 'cm', annotations) as NonNullable<ReturnType<typeof w.deployment>>,
+  );
   await w.reconciler.start();
   const target = () => {
     const t = w.state.workloads.get(ID);
@@ -140,5 +142,35 @@ describe('Reconciler, step by step', () => {
     await w.time.advance(w.time.clock.now + 2000);
     await w.settle();
     expect(w.strategies.runs[1]?.req.action.cutoffMs).toBe(a1?.req.action.cutoffMs);
+  });
+
+  it('holds a change outside its restart window, joins a later change to it, and runs the newest once the window opens', async () => {
+    const w = await world(['--min-reload-interval=0s'], {
+      'gitops-reloader.io/restart-window': '02:00-03:00',
+    });
+    const start = w.time.clock.now; // 00:00 UTC
+    w.change('a', 'cm', { k: '2' });
+    await w.time.advance(start + 1000);
+    await w.settle();
+    expect(w.strategies.runs).toHaveLength(0);
+    expect(w.events.find((e) => e.reason === 'ReloadDeferred')?.message).toMatch(
+      /held until 2026-01-01T02:00:00/,
+    );
+    expect(w.ledger.get(ID)?.pending).toBeDefined();
+    await w.time.advance(start + 30 * 60_000);
+    w.change('a', 'cm', { k: '3' });
+    await w.time.advance(start + 30 * 60_000 + 1000);
+    await w.settle();
+    await w.time.advance(start + 2 * 3_600_000 - 1);
+    await w.settle();
+    expect(w.strategies.runs).toHaveLength(0);
+    await w.time.advance(start + 2 * 3_600_000 + 1000);
+    await w.settle();
+    expect(w.strategies.runs).toHaveLength(1);
+    expect(w.strategies.runs[0]?.req.action.target).toEqual(w.target());
+    w.strategies.runs[0]?.end({ kind: 'done', replaced: 1, summary: 'restarted' });
+    await w.settle();
+    expect(w.ledger.get(ID)).toMatchObject({ configs: w.target() });
+    expect(w.ledger.get(ID)?.pending).toBeUndefined();
   });
 });

@@ -90,14 +90,19 @@ export function engineWorld(flags: string[] = []) {
     ) as ConfigRecord;
     return rec;
   };
-  const deployment = (ns: string, name: string, configMap: string) =>
+  const deployment = (
+    ns: string,
+    name: string,
+    configMap: string,
+    annotations: Record<string, string> = {},
+  ) =>
     workloadRecord('Deployment', {
       metadata: {
         name,
         namespace: ns,
         uid: `uid-${name}`,
         resourceVersion: String(++rv),
-        annotations: { 'reloader.stakater.com/auto': 'true' },
+        annotations: { 'reloader.stakater.com/auto': 'true', ...annotations },
       },
       spec: {
         replicas: 1,
