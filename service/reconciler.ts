@@ -3,6 +3,7 @@
 // action in the WorkQueue, whose runner writes the pending action to the ledger, runs the
 // strategy, records the result, and reports it as an Event.
 
+import { catchUp, identities } from './catch-up.ts';
 import type { Config } from './config/config.ts';
 import { type AnnotationGlobals, KEYS } from './core/annotations.ts';
 import { type Batch, Batcher, type Change, type ChangeGate, changeObservedAt } from './core/batcher.ts';
@@ -122,6 +123,7 @@ export class Reconciler {
     this.#d = d;
     this.#signal = d.term ? AbortSignal.any([d.term, this.#abort.signal]) : this.#abort.signal;
     d.ledger.fence(this.#signal);
+    d.ledger.identifyWith(identities(d.state));
     this.#batcher = new Batcher({
       debounceMs: d.cfg.debounceMs,
       maxWaitMs: d.cfg.maxDebounceWaitMs,
@@ -145,8 +147,10 @@ export class Reconciler {
     const { state, ledger, log } = this.#d;
     this.#starting = true;
     await ledger.load();
-    // Digests made with another HMAC key cannot be compared with ours: re-baseline, never reload.
-    const keyChanged = ledger.keyChanged();
+    // Digests made with another HMAC key (or one the ledger does not name) prove no change: the pods'
+    // age decides instead (catch-up.ts).
+    const keyState = ledger.keyState();
+    const keyChanged = keyState !== 'same';
     let rebaselined = 0;
     const baselines: Array<[string, LedgerEntry]> = [];
     const now = Date.now();
@@ -194,10 +198,11 @@ export class Reconciler {
         });
         continue;
       }
-      const v = verdict(set, entry?.configs);
-      if (keyChanged && entry && v.kind === 'reload') {
+      // What changed while the service was down is judged by the pods' age (docs/catch-up.md).
+      const v = await catchUp(this.#d, t, set, entry, keyState);
+      if (v.kind === 'current') {
         baselines.push([t.id, { ...entry, configs: set }]);
-        rebaselined++;
+        if (keyChanged) rebaselined++;
       } else if (v.kind === 'baseline' || v.kind === 'rebaseline') {
         if (!isTracked({ digests: set, reasons: {}, skipped: {}, problems: [] })) continue;
         baselines.push([t.id, { ...entry, configs: set }]);
@@ -216,10 +221,12 @@ export class Reconciler {
     if (baselines.length > 0 || drop.length > 0) await ledger.putMany([...baselines, ...drop]);
     if (keyChanged) {
       await ledger.stampKey();
-      this.#d.metrics?.keyChanged(rebaselined);
-      log.warn(
+      if (keyState === 'other') this.#d.metrics?.keyChanged(rebaselined);
+      log[keyState === 'other' ? 'warn' : 'info'](
         { workloads: rebaselined },
-        'the HMAC key differs from the one the ledger was written with: every workload re-baselined, none reloaded',
+        keyState === 'other'
+          ? 'the HMAC key differs from the one the ledger was written with: workloads whose pods are newer than their configs re-baselined, not reloaded'
+          : 'the ledger does not name the HMAC key it was written with: workloads whose pods are newer than their configs re-baselined, not reloaded',
       );
     }
     await this.#cleanUpSurgePods();
