@@ -97,35 +97,55 @@ async function startAndJudge(appNs: string, home: string, key: string): Promise<
 
 const msgs = (svc: RunningService, msg: string) => svc.logs.filter((l) => l.msg === msg);
 
+const CURRENT =
+  'configs differ from the ledger, but every pod is newer than their last write: recorded, not reloaded';
+
+/**
+ * `n` Deployments of one ConfigMap in a namespace of their own, baselined by the service; then, with the
+ * service stopped, the namespace is deleted and created again with new data, configs first (as an
+ * ApplicationSet or a restore would). Starts the service again and checks it restarted nothing.
+ */
+async function namespaceRecreated(
+  kube: Kube,
+  home: string,
+  n: number,
+  then?: (appNs: string) => Promise<void>,
+) {
+  const appNs = `${home}-app`;
+  await kube.core.createNamespace({ body: { metadata: { name: appNs } } });
+  try {
+    const key = await hashKeyFile();
+    await apps(kube, appNs, n, { k: '1' });
+    await baseline(serve(appNs, home, key), n);
+
+    await recreateNamespace(kube, appNs);
+    const { names, pods } = await apps(kube, appNs, n, { k: '2' });
+
+    const svc = await startAndJudge(appNs, home, key);
+    expect(msgs(svc, 'changed while the service was down')).toEqual([]);
+    expect(msgs(svc, 'reload started')).toEqual([]);
+    expect(
+      msgs(svc, CURRENT)
+        .map((l) => l.workload)
+        .sort(),
+    ).toEqual(names.map((w) => `Deployment/${w}`).sort());
+    // The workloads are recognised as new objects of recorded names.
+    expect(
+      msgs(svc, 'the workload is a new object of a recorded name (recreated while the service was down)'),
+    ).toHaveLength(n);
+    expect(await podUids(kube, appNs)).toEqual(pods);
+    await then?.(appNs);
+  } finally {
+    await kube.core.deleteNamespace({ name: appNs }).catch(() => undefined);
+  }
+}
+
 describe('changes while the service was down are judged by the pods (issue 26)', () => {
   it('restarts nothing when the namespace was deleted and created again with new data', async ({
     kube,
     namespace,
   }) => {
-    const appNs = `${namespace}-app`;
-    await kube.core.createNamespace({ body: { metadata: { name: appNs } } });
-    try {
-      const key = await hashKeyFile();
-      await apps(kube, appNs, 1, { k: '1' });
-      await baseline(serve(appNs, namespace, key), 1);
-
-      await recreateNamespace(kube, appNs);
-      const { pods } = await apps(kube, appNs, 1, { k: '2' });
-
-      const svc = await startAndJudge(appNs, namespace, key);
-      expect(msgs(svc, 'changed while the service was down')).toEqual([]);
-      expect(msgs(svc, 'reload started')).toEqual([]);
-      const current = msgs(
-        svc,
-        'configs differ from the ledger, but every pod is newer than their last write: recorded, not reloaded',
-      );
-      expect(current.map((l) => l.workload)).toEqual(['Deployment/app']);
-      // Both the workload and its config are recognised as new objects of recorded names.
-      expect(
-        msgs(svc, 'the workload is a new object of a recorded name (recreated while the service was down)'),
-      ).toHaveLength(1);
-      expect(await podUids(kube, appNs)).toEqual(pods);
-
+    await namespaceRecreated(kube, namespace, 1, async (appNs) => {
       // The new baseline is right: a real change now reloads.
       await kube.core.replaceNamespacedConfigMap({
         name: 'cfg',
@@ -133,38 +153,14 @@ describe('changes while the service was down are judged by the pods (issue 26)',
         body: configMap('cfg', { k: '3' }),
       });
       await waitForEvent(kube, appNs, 'Reloaded', 'app', 90_000);
-    } finally {
-      await kube.core.deleteNamespace({ name: appNs }).catch(() => undefined);
-    }
+    });
   });
 
   it('restarts none of 50 Deployments of a namespace recreated while it was down', async ({
     kube,
     namespace,
   }) => {
-    const appNs = `${namespace}-app`;
-    await kube.core.createNamespace({ body: { metadata: { name: appNs } } });
-    try {
-      const key = await hashKeyFile();
-      await apps(kube, appNs, 50, { k: '1' });
-      await baseline(serve(appNs, namespace, key), 50);
-
-      await recreateNamespace(kube, appNs);
-      const { pods } = await apps(kube, appNs, 50, { k: '2' });
-
-      const svc = await startAndJudge(appNs, namespace, key);
-      expect(msgs(svc, 'changed while the service was down')).toEqual([]);
-      expect(msgs(svc, 'reload started')).toEqual([]);
-      expect(
-        msgs(
-          svc,
-          'configs differ from the ledger, but every pod is newer than their last write: recorded, not reloaded',
-        ),
-      ).toHaveLength(50);
-      expect(await podUids(kube, appNs)).toEqual(pods);
-    } finally {
-      await kube.core.deleteNamespace({ name: appNs }).catch(() => undefined);
-    }
+    await namespaceRecreated(kube, namespace, 50);
   }, 300_000);
 
   it('restarts the pods of a config deleted and created again with new data while it was down', async ({
