@@ -154,14 +154,14 @@ describe('changes while the service was down are judged by the pods (issue 26)',
       });
       await waitForEvent(kube, appNs, 'Reloaded', 'app', 90_000);
     });
-  });
+  }, 240_000);
 
   it('restarts none of 50 Deployments of a namespace recreated while it was down', async ({
     kube,
     namespace,
   }) => {
     await namespaceRecreated(kube, namespace, 50);
-  }, 300_000);
+  }, 400_000);
 
   it('restarts the pods of a config deleted and created again with new data while it was down', async ({
     kube,
@@ -194,7 +194,7 @@ describe('changes while the service was down are judged by the pods (issue 26)',
       },
       { describe: 'both old pods replaced', timeout: 90_000 },
     );
-  });
+  }, 240_000);
 
   it('restarts the pods of a StatefulSet orphan-recreated while it was down when its config changed', async ({
     kube,
@@ -261,7 +261,7 @@ describe('changes while the service was down are judged by the pods (issue 26)',
       },
       { describe: 'both adopted pods replaced', timeout: 120_000 },
     );
-  });
+  }, 240_000);
 });
 
 describe('a hash-key change under a ledger that names no key (issue 20, finding 9)', () => {
