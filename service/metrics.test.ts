@@ -25,6 +25,26 @@ describe('metrics', () => {
     expect(sample(text, 'gitops_reloader_reloads_stalled')).toBe(0);
   });
 
+  it('counts new objects of old names and the start-up catch-up verdicts, from 0', async () => {
+    const m = new Metrics({ defaultMetrics: false });
+    const zero = await m.text();
+    for (const series of [
+      'gitops_reloader_recreated_objects_total{object="workload"}',
+      'gitops_reloader_recreated_objects_total{object="config"}',
+      'gitops_reloader_catch_up_total{result="reload"}',
+      'gitops_reloader_catch_up_total{result="current"}',
+    ])
+      expect(sample(zero, series)).toBe(0);
+    m.recreated('workload');
+    m.recreated('config', 3);
+    m.caughtUp('current');
+    const text = await m.text();
+    expect(sample(text, 'gitops_reloader_recreated_objects_total{object="workload"}')).toBe(1);
+    expect(sample(text, 'gitops_reloader_recreated_objects_total{object="config"}')).toBe(3);
+    expect(sample(text, 'gitops_reloader_catch_up_total{result="current"}')).toBe(1);
+    expect(sample(text, 'gitops_reloader_catch_up_total{result="reload"}')).toBe(0);
+  });
+
   it('counts a successful reload, its duration and pods replaced', async () => {
     const clock = fakeClock();
     const m = new Metrics({ defaultMetrics: false, now: clock.now });

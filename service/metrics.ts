@@ -106,6 +106,8 @@ export class Metrics {
   readonly #keyChanges: Counter;
   readonly #stalls: Counter<'why'>;
   readonly #rebaselined: Counter;
+  readonly #recreated: Counter<'object'>;
+  readonly #caughtUp: Counter<'result'>;
   readonly #watchFailures: Counter<'resource' | 'mode'>;
   readonly #writeWait: Histogram;
   #watchedSources: WatchedSource[] = [];
@@ -203,6 +205,18 @@ export class Metrics {
       help: 'Workloads re-baselined (recorded, not reloaded) because the HMAC key changed.',
       registers,
     });
+    this.#recreated = new Counter({
+      name: 'gitops_reloader_recreated_objects_total',
+      help: 'Workloads and configs found at start with another uid than the ledger recorded: new objects of old names (docs/catch-up.md).',
+      labelNames: ['object'],
+      registers,
+    });
+    this.#caughtUp = new Counter({
+      name: 'gitops_reloader_catch_up_total',
+      help: 'Workloads whose configs differ from the ledger at start, by result: reload (some pod predates a change) or current (every pod is newer; recorded, not reloaded).',
+      labelNames: ['result'],
+      registers,
+    });
     this.#leaderStartFailures = new Counter({
       name: 'gitops_reloader_leader_start_failures_total',
       help: 'Terms as leader that ended because starting to act failed; the Lease was released each time.',
@@ -264,6 +278,8 @@ export class Metrics {
     this.#keyChanges.inc(0);
     for (const why of ['blocked', 'deadline']) this.#stalls.inc({ why }, 0);
     this.#rebaselined.inc(0);
+    for (const object of ['workload', 'config']) this.#recreated.inc({ object }, 0);
+    for (const result of ['reload', 'current']) this.#caughtUp.inc({ result }, 0);
     for (const rule of REFUSAL_RULES) this.#gitRefused.inc({ rule }, 0);
     this.#leader.set(0);
     this.#inProgress.set(0);
@@ -358,6 +374,16 @@ export class Metrics {
   keyChanged(workloads: number): void {
     this.#keyChanges.inc();
     this.#rebaselined.inc(workloads);
+  }
+
+  /** A new object of an old name, found at start (its uid differs from the ledger's). */
+  recreated(object: 'workload' | 'config', n = 1): void {
+    this.#recreated.inc({ object }, n);
+  }
+
+  /** A start found a workload's configs differ from the ledger; the pods decided `result`. */
+  caughtUp(result: 'reload' | 'current'): void {
+    this.#caughtUp.inc({ result });
   }
 
   /** A term as leader ended because starting to act failed (the lease is released). */

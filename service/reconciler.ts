@@ -6,6 +6,7 @@
 // hold until a window opens). Every clock, timer, ledger, Event and strategy comes in through deps, so
 // a test drives all of it one step at a time (docs/adr/0020, docs/design.md).
 
+import { identities } from './catch-up.ts';
 import { KEYS } from './core/annotations.ts';
 import {
   type Batch,
@@ -80,6 +81,7 @@ export class Reconciler {
     this.#recorder = new Recorder(d.ledger);
     this.#event = emitOn(d.events);
     d.ledger.fence(this.#signal);
+    d.ledger.identifyWith(identities(d.state));
     this.#batcher = new Batcher({
       debounceMs: d.cfg.debounceMs,
       maxWaitMs: d.cfg.maxDebounceWaitMs,

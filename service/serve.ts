@@ -1,10 +1,12 @@
 // `gitops-reloader serve`: watches configs and workloads, and reloads what changed.
+
 import type { Router } from 'express';
 import { startArgoCd } from './argocd/argocd.ts';
 import { INBOX_SELECTOR, NotificationInbox } from './argocd/inbox.ts';
 import { type InboxRecord, inboxRecordOf, takeFromInbox } from './argocd/inbox-consumer.ts';
 import type { SyncNotification } from './argocd/notification.ts';
 import { receiveNotification } from './argocd/receive.ts';
+import { catchUp } from './catch-up.ts';
 import { type Config, readHashKeyFile, readWebhookKeyFile } from './config/config.ts';
 import { FlagError } from './config/flags.ts';
 import { compileGlobals } from './core/annotations.ts';
@@ -179,6 +181,7 @@ export async function serve(
       inScope,
       gate: argocd.gate,
       metrics,
+      catchUp: (t, set, entry, key) => catchUp({ core, state, log, metrics }, t, set, entry, key),
     });
   // A live watch reports a relist at least every relist interval, so two intervals of silence means stuck.
   const progress = new WatchProgress(2 * cfg.relistIntervalMs + 60_000);

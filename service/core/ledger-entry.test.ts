@@ -261,3 +261,39 @@ describe('ledger shards', () => {
     expect(() => shardOf('x', 1.5)).toThrow(RangeError);
   });
 });
+
+describe('ledger entry uids (docs/catch-up.md)', () => {
+  const UID_W = '6f1c2b0e-8a7d-4c1e-9f3a-2b5d7e9c1a40';
+  const UID_C = '0a9b8c7d-6e5f-4a3b-2c1d-0e9f8a7b6c5d';
+  const withUids: LedgerEntry = {
+    configs: { 'Secret/shop/web-secret': D2, 'ConfigMap/shop/web-config': D1 },
+    uid: UID_W,
+    configUids: { 'Secret/shop/web-secret': UID_C },
+    reloadedAt: '2026-12-01T10:00:00.000Z',
+  };
+
+  it('round-trips the workload uid under "w" and config uids aligned with the sorted configs under "cu"', () => {
+    const value = encodeEntry(W, withUids);
+    expect(JSON.parse(value)).toEqual({
+      w: UID_W,
+      c: { 'ConfigMap/shop/web-config': D1, 'Secret/shop/web-secret': D2 },
+      cu: ['', UID_C],
+      r: '2026-12-01T10:00:00.000Z',
+    });
+    expect(decodeOk(ledgerKey(W), value).entry).toEqual(withUids);
+  });
+
+  it('still reads an entry written before uids were recorded, and writes none when none is known', () => {
+    const old = JSON.stringify({ c: { 'ConfigMap/shop/web-config': D1 } });
+    expect(decodeOk(ledgerKey(W), old).entry).toEqual({ configs: { 'ConfigMap/shop/web-config': D1 } });
+    expect(encodeEntry(W, { configs: { 'ConfigMap/shop/web-config': D1 }, configUids: {} })).toBe(old);
+  });
+
+  it('reports uid lists that do not line up with the configs, and uids that are not uids', () => {
+    const key = ledgerKey(W);
+    expect(reason(key, JSON.stringify({ c: { a: D1, b: D2 }, cu: [UID_C] }))).toMatch(/one uid per config/);
+    expect(reason(key, JSON.stringify({ c: { a: D1 }, cu: [7] }))).toMatch(/not a uid/);
+    expect(reason(key, JSON.stringify({ w: '', c: {} }))).toMatch(/uid/);
+    expect(() => encodeEntry(W, { configs: { a: D1 }, configUids: { b: UID_C } })).toThrow(/names no config/);
+  });
+});

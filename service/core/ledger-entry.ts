@@ -4,7 +4,10 @@
 //
 // Stored value (short keys keep ~1 MiB shards roomy; see docs/adr/0003):
 //   {"id": workloadId  (only when the data key is a hash, see ledgerKey)
+//    "w":  workloadUid                               the object the entry is about (absent in older entries)
 //    "c":  {configId: digest}                        configs: digests last applied to the workload
+//    "cu": [configUid]                               the uids of the configs in "c", in the order of its
+//                                                    (sorted) keys, "" where unknown (absent in older entries)
 //    "p":  {"t": cutoff, "g": {configId: digest},    pending: reload in progress, its cutoff T, target
 //           "ch": [configId], "s": startedAt,                 digests, changed configs, start time,
 //           "u": [podUid]}                                    and the pods to replace (when snapshotted)
@@ -36,6 +39,13 @@ const MAX_UID_CHARS = 128;
 export interface LedgerEntry {
   /** configId → digest (an HMAC computed elsewhere; never config data). */
   configs: Record<string, string>;
+  /**
+   * The uid of the workload the digests were applied to: a new object of the same name is a new
+   * workload (docs/catch-up.md). Absent in entries written before uids were recorded.
+   */
+  uid?: string;
+  /** configId → uid of the config object whose digest `configs` holds (only ids of `configs`). */
+  configUids?: Record<string, string>;
   pending?: PendingReload;
   reloadedAt?: string;
 }
@@ -107,7 +117,11 @@ export function encodeEntry(id: string, entry: LedgerEntry): string {
   if (problem) throw new LedgerEntryError(`invalid ledger entry for ${id}: ${problem}`);
   const value: Record<string, unknown> = {};
   if (HASHED_KEY.test(ledgerKey(id))) value.id = id;
+  if (entry.uid !== undefined) value.w = entry.uid;
   value.c = sortedRecord(entry.configs);
+  // Aligned with the sorted keys of "c" rather than keyed again: a config id is often longer than a uid.
+  const uids = Object.keys(value.c as Record<string, string>).map((c) => entry.configUids?.[c] ?? '');
+  if (uids.some((u) => u !== '')) value.cu = uids;
   if (entry.pending) {
     const p = entry.pending;
     value.p = {
@@ -132,7 +146,7 @@ export function decodeEntry(key: string, value: string): DecodedEntry {
     return fail(`value is not JSON (${(err as Error).message})`);
   }
   if (!isPlainObject(raw)) return fail('value is not a JSON object');
-  const extra = Object.keys(raw).filter((k) => !['id', 'c', 'p', 'r'].includes(k));
+  const extra = Object.keys(raw).filter((k) => !['id', 'w', 'c', 'cu', 'p', 'r'].includes(k));
   if (extra.length > 0) return fail(`unknown field(s) ${extra.join(', ')}`);
 
   let id: string | undefined;
@@ -149,6 +163,19 @@ export function decodeEntry(key: string, value: string): DecodedEntry {
   if (ledgerKey(id) !== key) return fail(`workload ${id} belongs under key ${ledgerKey(id)}`);
 
   const entry: LedgerEntry = { configs: raw.c as Record<string, string> };
+  if (raw.w !== undefined) entry.uid = raw.w as string;
+  if (raw.cu !== undefined) {
+    if (!isPlainObject(raw.c)) return fail('configs is not an object');
+    const ids = Object.keys(raw.c).sort(compare);
+    if (!Array.isArray(raw.cu) || raw.cu.length !== ids.length)
+      return fail('field "cu" is not a list of one uid per config');
+    const uids: Record<string, string> = {};
+    for (const [i, u] of raw.cu.entries()) {
+      if (typeof u !== 'string') return fail('field "cu" holds something that is not a uid');
+      if (u !== '') uids[ids[i] as string] = u;
+    }
+    entry.configUids = uids;
+  }
   if (raw.p !== undefined) {
     if (!isPlainObject(raw.p)) return fail('field "p" (pending) is not an object');
     const pExtra = Object.keys(raw.p).filter((k) => !['t', 'g', 'ch', 's', 'u'].includes(k));
@@ -175,10 +202,20 @@ export function storedBytes(key: string, value: string): number {
 /** Why an entry is not valid, or undefined. Checks types at runtime: entries may come from anywhere. */
 export function checkEntry(entry: unknown): string | undefined {
   if (!isPlainObject(entry)) return 'entry is not an object';
-  const extra = Object.keys(entry).filter((k) => !['configs', 'pending', 'reloadedAt'].includes(k));
+  const extra = Object.keys(entry).filter(
+    (k) => !['configs', 'uid', 'configUids', 'pending', 'reloadedAt'].includes(k),
+  );
   if (extra.length > 0) return `unknown field(s) ${extra.join(', ')}`;
   const configs = checkDigests(entry.configs, 'configs');
   if (configs) return configs;
+  if (entry.uid !== undefined && !isUid(entry.uid)) return 'uid is not an object uid';
+  if (entry.configUids !== undefined) {
+    if (!isPlainObject(entry.configUids)) return 'configUids is not an object';
+    for (const [id, uid] of Object.entries(entry.configUids)) {
+      if (!Object.hasOwn(entry.configs as object, id)) return `configUids[${id}] names no config of configs`;
+      if (!isUid(uid)) return `configUids[${id}] is not an object uid`;
+    }
+  }
   if (entry.pending !== undefined) {
     const p = entry.pending;
     if (!isPlainObject(p)) return 'pending is not an object';
@@ -201,14 +238,16 @@ export function checkEntry(entry: unknown): string | undefined {
       if (!Array.isArray(p.targets)) return 'pending.targets is not an array';
       if (p.targets.length > MAX_TARGETS) return `pending.targets has more than ${MAX_TARGETS} uids`;
       for (const u of p.targets) {
-        if (typeof u !== 'string' || u.length === 0 || u.length > MAX_UID_CHARS)
-          return 'pending.targets holds something that is not a pod uid';
+        if (!isUid(u)) return 'pending.targets holds something that is not a pod uid';
       }
     }
   }
   if (entry.reloadedAt !== undefined) return checkTime(entry.reloadedAt, 'reloadedAt');
   return undefined;
 }
+
+const isUid = (u: unknown): u is string =>
+  typeof u === 'string' && u.length > 0 && u.length <= MAX_UID_CHARS && ![...u].some(isControl);
 
 function checkId(id: unknown): string | undefined {
   if (typeof id !== 'string' || id.length === 0) return 'workload id must be a non-empty string';

@@ -11,6 +11,12 @@ export interface ConfigRecord {
   annotations: Record<string, string>;
   labels: Record<string, string>;
   digest: ConfigDigest;
+  /**
+   * The object's newest write (ms): its latest managedFields time, or its creation. An upper bound of
+   * when its data last changed, read only by the start-up catch-up (core/catch-up.ts). Undefined when
+   * the object carries no managedFields.
+   */
+  writtenAtMs?: number;
 }
 
 export interface LabelSelectorLike {

@@ -5,11 +5,13 @@
 import type { Config } from '../config/config.ts';
 import type { AnnotationGlobals } from '../core/annotations.ts';
 import type { ChangeGate, Timers } from '../core/batcher.ts';
+import type { CatchUp, KeyState } from '../core/catch-up.ts';
+import type { LedgerEntry } from '../core/ledger-entry.ts';
 import type { EventReason, EventTarget } from '../kube/events.ts';
 import type { Ledger } from '../kube/ledger.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics.ts';
-import type { ClusterState } from '../state.ts';
+import type { ClusterState, TrackedWorkload } from '../state.ts';
 import type { StrategiesPort } from './strategies-port.ts';
 
 /** The ledger as the reconciler uses it (service/kube/ledger.ts; a map in memory in unit tests). */
@@ -17,7 +19,8 @@ export type LedgerStore = Pick<
   Ledger,
   | 'fence'
   | 'load'
-  | 'keyChanged'
+  | 'keyState'
+  | 'identifyWith'
   | 'stampKey'
   | 'get'
   | 'entries'
@@ -45,6 +48,16 @@ export interface ReconcilerDeps {
   timers?: Timers;
   gate?: ChangeGate;
   metrics?: Metrics;
+  /**
+   * The start-up judgement of one workload with no reload pending (service/catch-up.ts: it lists the
+   * pods a reload would replace). Default: the digests alone, with no pods to judge by.
+   */
+  catchUp?(
+    t: TrackedWorkload,
+    set: Record<string, string>,
+    entry: LedgerEntry | undefined,
+    key: KeyState,
+  ): Promise<CatchUp>;
   /** The leadership term this reconciler acts for: nothing it started writes or evicts once it aborts. */
   term?: AbortSignal;
 }

@@ -1,11 +1,13 @@
 // A new term's first look: every known workload is judged against the ledger once the caches are
-// synced (invariant I6 in docs/design.md). Pending reloads are resumed, changes made while no leader
-// acted are reloaded, new workloads are baselined, and after an HMAC key change everything is
-// re-baselined and nothing reloaded.
+// synced (invariant I6 in docs/design.md). Pending reloads are resumed, new workloads are baselined,
+// and a workload whose configs differ from the ledger is reloaded only when some pod a reload would
+// replace is older than the configs' newest write (docs/catch-up.md); the same rule decides after an
+// HMAC key change, when the digests prove nothing.
 
+import { type CatchUp, decide, type KeyState } from '../core/catch-up.ts';
 import { effectiveCutoff } from '../core/cutoff.ts';
 import type { LedgerEntry } from '../core/ledger-entry.ts';
-import { isTracked, verdict } from '../core/plan.ts';
+import { isTracked } from '../core/plan.ts';
 import type { ReloadAction } from '../core/reload-action.ts';
 import type { TrackedWorkload } from '../state.ts';
 import type { ReconcilerDeps } from './deps.ts';
@@ -27,8 +29,11 @@ const withoutPending = (e: LedgerEntry): LedgerEntry => ({
 export async function judgeAtStart(d: ReconcilerDeps, h: StartupHooks): Promise<void> {
   const { state, ledger, log } = d;
   await ledger.load();
-  // Digests made with another HMAC key cannot be compared with ours: re-baseline, never reload.
-  const keyChanged = ledger.keyChanged();
+  // Digests made with another HMAC key (or one the ledger does not name) prove no change: the pods'
+  // age decides instead (docs/catch-up.md).
+  const keyState = ledger.keyState();
+  const keyChanged = keyState !== 'same';
+  const catchUp = d.catchUp ?? digestsOnly(d);
   let rebaselined = 0;
   const writes: Array<[string, LedgerEntry]> = [];
   const now = (d.timers ?? Date).now();
@@ -67,10 +72,11 @@ export async function judgeAtStart(d: ReconcilerDeps, h: StartupHooks): Promise<
       });
       continue;
     }
-    const v = verdict(set, entry?.configs);
-    if (keyChanged && entry && v.kind === 'reload') {
+    // What changed while the service was down is judged by the pods' age (docs/catch-up.md).
+    const v = await catchUp(t, set, entry, keyState);
+    if (v.kind === 'current') {
       writes.push([t.id, { ...entry, configs: set }]);
-      rebaselined++;
+      if (keyChanged) rebaselined++;
     } else if (v.kind === 'baseline' || v.kind === 'rebaseline') {
       if (!isTracked({ digests: set, reasons: {}, skipped: {}, problems: [] })) continue;
       writes.push([t.id, { ...entry, configs: set }]);
@@ -89,12 +95,31 @@ export async function judgeAtStart(d: ReconcilerDeps, h: StartupHooks): Promise<
   if (writes.length > 0) await ledger.putMany(writes);
   if (keyChanged) {
     await ledger.stampKey();
-    d.metrics?.keyChanged(rebaselined);
-    log.warn(
+    if (keyState === 'other') d.metrics?.keyChanged(rebaselined);
+    log[keyState === 'other' ? 'warn' : 'info'](
       { workloads: rebaselined },
-      'the HMAC key differs from the one the ledger was written with: every workload re-baselined, none reloaded',
+      keyState === 'other'
+        ? 'the HMAC key differs from the one the ledger was written with: workloads whose pods are newer than their configs re-baselined, not reloaded'
+        : 'the ledger does not name the HMAC key it was written with: workloads whose pods are newer than their configs re-baselined, not reloaded',
     );
   }
+}
+
+/** The start-up rule with no pods to judge by: the digests decide, and only under our own key. */
+function digestsOnly(d: ReconcilerDeps): NonNullable<ReconcilerDeps['catchUp']> {
+  return async (t, set, entry, key: KeyState): Promise<CatchUp> =>
+    decide({
+      kind: t.rec.ref.kind,
+      uid: t.rec.ref.uid,
+      set,
+      entry,
+      key,
+      config: (id) => {
+        const rec = d.state.configs.get(id);
+        return rec && { uid: rec.uid, writtenAtMs: rec.writtenAtMs };
+      },
+      podsCreatedMs: undefined,
+    });
 }
 
 function sorted(m: Record<string, string>): Array<[string, string]> {

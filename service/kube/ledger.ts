@@ -3,6 +3,7 @@
 // JSON merge patches of the changed keys only, so they never clobber other keys of the same shard.
 
 import type { V1ConfigMap } from '@kubernetes/client-node';
+import type { KeyState } from '../core/catch-up.ts';
 import {
   type DecodedEntry,
   decodeEntry,
@@ -50,6 +51,12 @@ export interface LedgerOptions {
   /** The fingerprint of the current HMAC key (core/config-hash keyFingerprint), stamped on each shard written. */
   keyFingerprint?: string;
 }
+
+/** The uids of a workload and of its configs (those that exist), by id; see Ledger#identifyWith. */
+export type Identify = (
+  workloadId: string,
+  configIds: readonly string[],
+) => { uid?: string; configUids: Record<string, string> } | undefined;
 
 export class LedgerError extends Error {
   override name = 'LedgerError';
@@ -119,6 +126,10 @@ export class Ledger {
   #loaded = false;
   /** Shards (by name) whose stored key fingerprint is another key's, as of the last load or write. */
   #otherKey = new Set<string>();
+  /** Shards (by name) with entries but no key fingerprint (written before fingerprints were recorded). */
+  #unknownKey = new Set<string>();
+  /** Names the objects an entry is about (uids), on every entry written; see identifyWith(). */
+  #identify: Identify | undefined;
   /** Writes are refused once this aborts (the leadership term that may write has ended). */
   #fence: AbortSignal | undefined;
 
@@ -192,6 +203,7 @@ export class Ledger {
     } while (cont);
 
     const otherKey = new Set<string>();
+    const unknownKey = new Set<string>();
     this.#views = new Map();
     for (let i = 0; i < this.shards; i++) this.#views.set(this.shardName(i), emptyView(this.shardName(i)));
     const ours = new RegExp(`^${this.prefix.replaceAll('.', '\\.')}-ledger-(0|[1-9][0-9]*)$`);
@@ -215,6 +227,8 @@ export class Ledger {
         continue;
       }
       this.#ingest(view, new Map(Object.entries(cm.data ?? {})));
+      if (fp === undefined && this.keyFingerprint !== undefined && view.decoded.size > 0)
+        unknownKey.add(name);
     }
     this.#entries = new Map();
     for (const view of this.#views.values()) {
@@ -230,6 +244,7 @@ export class Ledger {
       }
     }
     this.#otherKey = otherKey;
+    this.#unknownKey = unknownKey;
     this.#loaded = true;
     return new Map(this.#entries);
   }
@@ -243,12 +258,32 @@ export class Ledger {
     return this.#otherKey.size > 0;
   }
 
-  /** Stamps our key's fingerprint on every shard that still names another key (after a re-baseline). */
+  /**
+   * How the loaded digests relate to our key (core/catch-up.ts KeyState): `other` when a shard names
+   * another key, `unknown` when a shard with entries names none (written before fingerprints were
+   * recorded: its digests may or may not be ours), else `same`.
+   */
+  keyState(): KeyState {
+    if (this.#otherKey.size > 0) return 'other';
+    return this.#unknownKey.size > 0 ? 'unknown' : 'same';
+  }
+
+  /**
+   * Every entry written from now on carries what `identify` says about its workload and configs (their
+   * uids), so that a later start can tell a new object of an old name (docs/catch-up.md). What it does
+   * not know is left as the entry has it.
+   */
+  identifyWith(identify: Identify | undefined): void {
+    this.#identify = identify;
+  }
+
+  /** Stamps our key's fingerprint on every shard that names another key or none (after a re-baseline). */
   async stampKey(): Promise<void> {
     const fence = this.#fence;
-    for (const name of [...this.#otherKey]) {
+    for (const name of [...this.#otherKey, ...this.#unknownKey]) {
       if (this.dryRun) {
         this.#otherKey.delete(name);
+        this.#unknownKey.delete(name);
         continue;
       }
       if (fence?.aborted)
@@ -266,6 +301,7 @@ export class Ledger {
         if (statusOf(err) !== 404) throw this.#wrap(err, `stamping ledger shard ${name}`, { shard: name });
       }
       this.#otherKey.delete(name);
+      this.#unknownKey.delete(name);
     }
   }
 
@@ -297,6 +333,18 @@ export class Ledger {
     await this.#write(new Map([...workloadIds].map((id) => [id, null])));
   }
 
+  #identified(id: string, entry: LedgerEntry): LedgerEntry {
+    const known = this.#identify?.(id, Object.keys(entry.configs));
+    if (!known) return entry;
+    const configUids = { ...entry.configUids, ...known.configUids };
+    for (const c of Object.keys(configUids)) if (!Object.hasOwn(entry.configs, c)) delete configUids[c];
+    return {
+      ...entry,
+      ...(known.uid ? { uid: known.uid } : {}),
+      ...(Object.keys(configUids).length > 0 ? { configUids } : {}),
+    };
+  }
+
   async #write(changes: Map<string, LedgerEntry | null>): Promise<void> {
     if (!this.#loaded)
       throw new LedgerError(
@@ -321,7 +369,7 @@ export class Ledger {
       let value: string | null = null;
       if (entry !== null) {
         try {
-          value = encodeEntry(id, entry);
+          value = encodeEntry(id, this.#identified(id, entry));
         } catch (err) {
           throw this.#wrap(err, `encoding the ledger entry of ${id}`, { workloads: [id], shard: home });
         }
@@ -460,6 +508,7 @@ export class Ledger {
             );
         view.exists = true;
         this.#otherKey.delete(view.name);
+        this.#unknownKey.delete(view.name);
         this.#apply(view, new Map(Object.entries(cm.data ?? {})));
         return;
       } catch (err) {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { workloadRecord } from './to-record.ts';
+import { configRecord, workloadRecord } from './to-record.ts';
 
 const meta = { name: 'ro', namespace: 'shop', uid: 'u1', resourceVersion: '1' };
 
@@ -51,5 +51,36 @@ describe('workloadRecord', () => {
       },
     });
     expect(changed?.templateHash).not.toBe(before?.templateHash);
+  });
+});
+
+describe('configRecord', () => {
+  const key = Buffer.alloc(32, 7);
+  it('keeps the newest write of the object (managedFields or creation) for the start-up catch-up', () => {
+    const rec = configRecord(
+      'ConfigMap',
+      {
+        metadata: {
+          name: 'cfg',
+          namespace: 'ns',
+          uid: 'u1',
+          creationTimestamp: '2026-12-04T09:00:00Z',
+          managedFields: [{ time: '2026-12-04T09:30:00Z' }, { time: '2026-12-04T09:10:00Z' }],
+        },
+        data: { k: 'v' },
+      },
+      key,
+    );
+    expect(rec?.writtenAtMs).toBe(Date.parse('2026-12-04T09:30:00Z'));
+    expect(rec?.uid).toBe('u1');
+  });
+
+  it('keeps none when the object carries no managedFields', () => {
+    const rec = configRecord(
+      'ConfigMap',
+      { metadata: { name: 'cfg', namespace: 'ns', creationTimestamp: '2026-12-04T09:00:00Z' }, data: {} },
+      key,
+    );
+    expect(rec && 'writtenAtMs' in rec).toBe(false);
   });
 });

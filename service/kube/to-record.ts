@@ -2,6 +2,7 @@
 // ConfigMap and Secret data is hashed here and goes no further.
 import { createHash } from 'node:crypto';
 import { canonicalJson } from '../core/canonical-json.ts';
+import { newestWrite } from '../core/catch-up.ts';
 import { type ConfigDigest, hashConfig } from '../core/config-hash.ts';
 import { type ConfigRecord, relevant, type WorkloadRecord } from '../core/records.ts';
 import { extractReferences, type PodSpecLike } from '../core/references.ts';
@@ -13,6 +14,8 @@ interface RawMeta {
   uid?: string;
   resourceVersion?: string;
   generation?: number;
+  creationTimestamp?: string;
+  managedFields?: Array<{ time?: string }> | null;
   annotations?: Record<string, string> | null;
   labels?: Record<string, string> | null;
   ownerReferences?: Array<{ kind?: string; controller?: boolean }> | null;
@@ -40,6 +43,7 @@ export function configRecord(kind: ConfigKind, raw: RawObject, key: Buffer): Con
     annotations: relevant(m.annotations),
     labels: relevant(m.labels),
     digest,
+    ...optional('writtenAtMs', newestWrite(m)),
   };
 }
 
@@ -116,4 +120,8 @@ export function workloadRecord(kind: WorkloadKind, raw: RawObject): WorkloadReco
       updateRevision: str(status.updateRevision),
     },
   };
+}
+
+function optional<K extends string, V>(key: K, v: V | undefined): { [k in K]?: V } {
+  return (v === undefined ? {} : { [key]: v }) as { [k in K]?: V };
 }

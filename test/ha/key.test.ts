@@ -12,6 +12,7 @@ import {
   stoppedAfterEach,
   waitForLeader,
 } from '../support/replicas.ts';
+import { pastTheSecondOf } from '../support/wait-for.ts';
 import { configMap, deployment } from '../support/workloads.ts';
 
 const { releases, replicas } = stoppedAfterEach();
@@ -49,8 +50,18 @@ describe('the hash key', () => {
     kube,
     namespace,
   }) => {
+    let written = 0;
     for (const name of ['one', 'two']) {
-      await kube.core.createNamespacedConfigMap({ namespace, body: configMap(`${name}-cfg`, { k: '1' }) });
+      const cm = await kube.core.createNamespacedConfigMap({
+        namespace,
+        body: configMap(`${name}-cfg`, { k: '1' }),
+      });
+      written = Math.max(written, new Date(cm.metadata?.creationTimestamp ?? 0).getTime());
+    }
+    // After a key change the pods decide (docs/catch-up.md): pods stamped in the same second as their
+    // config might predate it and would be restarted, so these start in a later second.
+    await pastTheSecondOf(written);
+    for (const name of ['one', 'two']) {
       await kube.apps.createNamespacedDeployment({
         namespace,
         body: deployment(name, {

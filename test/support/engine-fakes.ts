@@ -4,6 +4,7 @@
 
 import { loadConfig } from '../../service/config/config.ts';
 import { compileGlobals } from '../../service/core/annotations.ts';
+import type { KeyState } from '../../service/core/catch-up.ts';
 import type { LedgerEntry } from '../../service/core/ledger-entry.ts';
 import type { ConfigRecord } from '../../service/core/records.ts';
 import type { EventSink, LedgerStore } from '../../service/engine/deps.ts';
@@ -22,9 +23,10 @@ export class MemoryLedger implements LedgerStore {
   async load() {
     return this.map;
   }
-  keyChanged() {
-    return false;
+  keyState(): KeyState {
+    return 'same';
   }
+  identifyWith(): void {}
   async stampKey() {}
   get(id: string) {
     return this.map.get(id);

@@ -51,3 +51,16 @@ export async function waitFor<T>(
     await new Promise((r) => setTimeout(r, interval));
   }
 }
+
+/**
+ * Waits until an object created now is stamped (whole seconds, as the API server stamps) in a later
+ * second than `stampMs`: how a test makes pods certainly newer than a config's last write.
+ */
+export async function pastTheSecondOf(stampMs: number): Promise<void> {
+  const next = Math.floor(stampMs / 1000) * 1000 + 1000;
+  await waitFor(() => (Date.now() > next + 50 ? true : pending(new Date().toISOString())), {
+    describe: `the clock past ${new Date(next).toISOString()}`,
+    timeout: 5_000,
+    interval: 20,
+  });
+}

@@ -1,0 +1,142 @@
+// What counts as a change made while the service was down (docs/catch-up.md). Pure: the start-up
+// catch-up gathers the facts (the ledger entry, the configs' write times, the pods' creation times) and
+// this decides.
+//
+// The ledger is keyed by name, so a digest that differs from the recorded one says only "the object of
+// this name holds other data than the one we last applied". It does not say that the running pods hold
+// old data: a namespace deleted and created again while we were down (an ApplicationSet preview, a
+// restore from backup) has new configs *and* new pods that already read them. And under an HMAC key we
+// cannot compare with (a ledger written before key fingerprints existed, or with another key), every
+// digest differs whether or not any data changed.
+//
+// So the pods decide. A workload needs a reload for a config only if some pod a reload would replace was
+// created before that config's data last changed. We did not see the change, so we take the newest
+// write time of the config (its newest managedFields time, or its creationTimestamp when the object is
+// new) as an upper bound of when its data changed. Both are whole seconds, as a pod's creationTimestamp
+// is, so a pod created in the same second as the write may predate it: a tie counts as "before".
+
+import type { LedgerEntry } from './ledger-entry.ts';
+import { REQUEST, type Verdict, verdict } from './plan.ts';
+import type { WorkloadKind } from './types.ts';
+
+/**
+ * How the ledger's digests relate to our HMAC key: made with it (`same`), with another key (`other`:
+ * a shard names another fingerprint), or with a key we cannot tell (`unknown`: a shard written before
+ * fingerprints were recorded). Equal digests prove equal data under any key; different ones prove a
+ * change only under `same`.
+ */
+export type KeyState = 'same' | 'other' | 'unknown';
+
+/** What the catch-up knows of one config as it is now. */
+export interface ConfigFacts {
+  uid: string;
+  /** The newest write of the object (ms, whole seconds), or undefined when it cannot be told. */
+  writtenAtMs: number | undefined;
+}
+
+export interface CatchUpInput {
+  kind: WorkloadKind;
+  /** The workload's uid now. */
+  uid: string;
+  /** What the workload sees now: configId → digest (plan.ts watchedSet). */
+  set: Record<string, string>;
+  entry: LedgerEntry | undefined;
+  key: KeyState;
+  /** The config of an id as it is now; undefined when it does not exist (deleted) or is a pseudo-config. */
+  config(id: string): ConfigFacts | undefined;
+  /**
+   * The creationTimestamps (ms) of the pods a reload would replace, or undefined when the workload is
+   * not judged by its pods (its kind has none to judge, see judgedByPods). Needed only when
+   * needsPods() says so.
+   */
+  podsCreatedMs: readonly number[] | undefined;
+}
+
+export type CatchUp =
+  | Exclude<Verdict, { kind: 'reload' }>
+  | { kind: 'reload'; changed: string[] }
+  /**
+   * The digests differ, but no pod predates the configs' newest writes (or there are no pods): every
+   * pod already runs the data there is now. Record the set; restart nothing.
+   */
+  | { kind: 'current'; differing: string[] };
+
+export interface Recreated {
+  /** The workload's uid differs from the one recorded: a new object of an old name. */
+  workload: boolean;
+  /** Configs whose uid differs from the one recorded, sorted. */
+  configs: string[];
+}
+
+/**
+ * Kinds whose reload replaces running pods that the catch-up can list by the workload's selector. A Job
+ * or CronJob reload runs a new Job instead, so the age of any pod says nothing: the digest rule decides
+ * (and under a key we cannot compare with, nothing is restarted).
+ */
+export function judgedByPods(kind: WorkloadKind): boolean {
+  return kind === 'Deployment' || kind === 'StatefulSet' || kind === 'DaemonSet' || kind === 'Rollout';
+}
+
+/** Whether decide() needs the pods' creation times for this workload (listing them costs a request). */
+export function needsPods(kind: WorkloadKind, set: Record<string, string>, entry: LedgerEntry | undefined) {
+  return judgedByPods(kind) && verdict(set, entry?.configs).kind === 'reload';
+}
+
+/** Whether a pod created at `podMs` may predate a write at `writtenMs`, at whole-second precision. */
+export function createdBefore(podMs: number, writtenMs: number): boolean {
+  return Math.floor(podMs / 1000) <= Math.floor(writtenMs / 1000);
+}
+
+/** The start-up verdict for one workload that has no reload pending. */
+export function decide(input: CatchUpInput): CatchUp {
+  const v = verdict(input.set, input.entry?.configs);
+  if (v.kind !== 'reload') return v;
+  const pods = input.podsCreatedMs;
+  const stale = v.changed.filter((id) => {
+    // A reload request's value is not hashed: a new one is a new request, whatever the key.
+    if (id === REQUEST) return true;
+    // Nothing to judge by: trust the digests only when they were made with our key.
+    if (pods === undefined) return input.key === 'same';
+    if (pods.length === 0) return false;
+    const facts = input.config(id);
+    // Deleted (its digest is the unkeyed "missing", so the difference is real whatever the key), or a
+    // write time that cannot be told: assume the change came after every pod.
+    if (facts?.writtenAtMs === undefined) return true;
+    const written = facts.writtenAtMs;
+    return pods.some((p) => createdBefore(p, written));
+  });
+  if (stale.length > 0) return { kind: 'reload', changed: stale };
+  return { kind: 'current', differing: v.changed };
+}
+
+/** Which of the recorded objects were replaced by new objects of the same name. */
+export function recreated(input: Pick<CatchUpInput, 'uid' | 'entry' | 'config'>): Recreated {
+  const e = input.entry;
+  const configs = Object.entries(e?.configUids ?? {})
+    .filter(([id, uid]) => {
+      const now = input.config(id)?.uid;
+      return now !== undefined && now !== '' && now !== uid;
+    })
+    .map(([id]) => id)
+    .sort();
+  return { workload: e?.uid !== undefined && e.uid !== input.uid, configs };
+}
+
+/**
+ * The newest write of an object, in ms: the latest of its creationTimestamp and its managedFields times.
+ * Undefined when it has neither (a client may clear managedFields; then no upper bound is known).
+ */
+export function newestWrite(meta: {
+  creationTimestamp?: string | Date | null;
+  managedFields?: ReadonlyArray<{ time?: string | Date | null }> | null;
+}): number | undefined {
+  const times = [meta.creationTimestamp, ...(meta.managedFields ?? []).map((f) => f.time)]
+    .filter((t): t is string | Date => t !== undefined && t !== null)
+    .map((t) => (typeof t === 'string' ? Date.parse(t) : t.getTime()))
+    .filter((t) => Number.isFinite(t));
+  if (times.length === 0) return undefined;
+  // Without managedFields the creation is the only write we can see, and a later update may have left
+  // no trace: no bound.
+  if (!meta.managedFields || meta.managedFields.length === 0) return undefined;
+  return Math.max(...times);
+}

@@ -1,0 +1,318 @@
+// What counts as a change made while the service was down (docs/catch-up.md): the pods decide, not the
+// names. A namespace, config or workload recreated while the service is stopped is a new object; the
+// service restarts only the pods that predate a config's newest write.
+import { readFile } from 'node:fs/promises';
+import { afterEach, describe, expect } from 'vitest';
+import { readHashKeyFile } from '../../service/config/config.ts';
+import { keyFingerprint } from '../../service/core/config-hash.ts';
+import { KEY_ANNOTATION } from '../../service/kube/ledger.ts';
+import { it, type Kube, statusOf } from '../support/kube.ts';
+import { livePods, waitForEvent, waitReadyPods } from '../support/observe.ts';
+import { hashKeyFile, killAll, type RunningService, serviceArgs, startService } from '../support/service.ts';
+import { pastTheSecondOf, pending, waitFor } from '../support/wait-for.ts';
+import { configMap, deployment, statefulSet } from '../support/workloads.ts';
+
+afterEach(killAll);
+
+const AUTO = { 'reloader.stakater.com/auto': 'true' };
+const LEDGER = 'app.kubernetes.io/component=ledger';
+
+/** The service watching `apps`, its ledger (and Lease) in `home`: deleting `apps` leaves the ledger. */
+function serve(apps: string, home: string, key: string): RunningService {
+  const args = serviceArgs(home, key, ['--debounce=0s']).map((a) =>
+    a.startsWith('--namespaces=') ? `--namespaces=${apps}` : a,
+  );
+  return startService(args);
+}
+
+/** Runs the service until it has recorded a baseline for `workloads` workloads, then stops it. */
+async function baseline(svc: RunningService, workloads: number): Promise<void> {
+  await svc.waitForLog('ready', (l) => l.msg === 'ready', 60_000);
+  await waitFor(
+    () => {
+      const n = svc.logs.filter((l) => l.msg === 'baseline recorded').length;
+      return n >= workloads ? n : pending(n);
+    },
+    { describe: `${workloads} baselines`, timeout: 60_000 },
+  );
+  expect(await svc.stop()).toBe(0);
+}
+
+async function recreateNamespace(kube: Kube, name: string): Promise<void> {
+  await kube.core.deleteNamespace({ name });
+  await waitFor(
+    async () => {
+      try {
+        const ns = await kube.core.readNamespace({ name });
+        return pending(ns.status?.phase);
+      } catch (err) {
+        if (statusOf(err) === 404) return true;
+        throw err;
+      }
+    },
+    { describe: `namespace ${name} gone`, timeout: 120_000, interval: 250 },
+  );
+  await kube.core.createNamespace({ body: { metadata: { name } } });
+}
+
+/** Creates ConfigMap `cfg` and `n` Deployments that read it, and waits for their pods. */
+async function apps(kube: Kube, namespace: string, n: number, data: Record<string, string>) {
+  const cfg = await kube.core.createNamespacedConfigMap({ namespace, body: configMap('cfg', data) });
+  // Pods created in the config's second might predate it (a tie counts as before): start them after.
+  await pastTheSecondOf(new Date(cfg.metadata?.creationTimestamp ?? Date.now()).getTime());
+  const names = Array.from({ length: n }, (_, i) => (n === 1 ? 'app' : `app-${i}`));
+  const replicas = n === 1 ? 2 : 1;
+  for (const name of names) {
+    await kube.apps.createNamespacedDeployment({
+      namespace,
+      body: deployment(name, {
+        replicas,
+        annotations: AUTO,
+        container: { envFrom: [{ configMapRef: { name: 'cfg' } }] },
+      }),
+    });
+  }
+  const pods = [];
+  for (const name of names) pods.push(...(await waitReadyPods(kube, namespace, name, replicas)));
+  return { names, pods: pods.map((p) => p.uid).sort() };
+}
+
+async function podUids(kube: Kube, namespace: string): Promise<string[]> {
+  const list = await kube.core.listNamespacedPod({ namespace });
+  return list.items
+    .filter((p) => !p.metadata?.deletionTimestamp)
+    .map((p) => p.metadata?.uid ?? '')
+    .sort();
+}
+
+/**
+ * Starts the service and waits until it acts: by then start-up has judged every workload and queued
+ * every reload it will make for what happened while it was down.
+ */
+async function startAndJudge(appNs: string, home: string, key: string): Promise<RunningService> {
+  const svc = serve(appNs, home, key);
+  await svc.waitForLog('ready', (l) => l.msg === 'ready', 60_000);
+  return svc;
+}
+
+const msgs = (svc: RunningService, msg: string) => svc.logs.filter((l) => l.msg === msg);
+
+const CURRENT =
+  'configs differ from the ledger, but every pod is newer than their last write: recorded, not reloaded';
+
+/**
+ * `n` Deployments of one ConfigMap in a namespace of their own, baselined by the service; then, with the
+ * service stopped, the namespace is deleted and created again with new data, configs first (as an
+ * ApplicationSet or a restore would). Starts the service again and checks it restarted nothing.
+ */
+async function namespaceRecreated(
+  kube: Kube,
+  home: string,
+  n: number,
+  then?: (appNs: string) => Promise<void>,
+) {
+  const appNs = `${home}-app`;
+  await kube.core.createNamespace({ body: { metadata: { name: appNs } } });
+  try {
+    const key = await hashKeyFile();
+    await apps(kube, appNs, n, { k: '1' });
+    await baseline(serve(appNs, home, key), n);
+
+    await recreateNamespace(kube, appNs);
+    const { names, pods } = await apps(kube, appNs, n, { k: '2' });
+
+    const svc = await startAndJudge(appNs, home, key);
+    expect(msgs(svc, 'changed while the service was down')).toEqual([]);
+    expect(msgs(svc, 'reload started')).toEqual([]);
+    expect(
+      msgs(svc, CURRENT)
+        .map((l) => l.workload)
+        .sort(),
+    ).toEqual(names.map((w) => `Deployment/${w}`).sort());
+    // The workloads are recognised as new objects of recorded names.
+    expect(
+      msgs(svc, 'the workload is a new object of a recorded name (recreated while the service was down)'),
+    ).toHaveLength(n);
+    expect(await podUids(kube, appNs)).toEqual(pods);
+    await then?.(appNs);
+  } finally {
+    await kube.core.deleteNamespace({ name: appNs }).catch(() => undefined);
+  }
+}
+
+describe('changes while the service was down are judged by the pods (issue 26)', () => {
+  it('restarts nothing when the namespace was deleted and created again with new data', async ({
+    kube,
+    namespace,
+  }) => {
+    await namespaceRecreated(kube, namespace, 1, async (appNs) => {
+      // The new baseline is right: a real change now reloads.
+      await kube.core.replaceNamespacedConfigMap({
+        name: 'cfg',
+        namespace: appNs,
+        body: configMap('cfg', { k: '3' }),
+      });
+      await waitForEvent(kube, appNs, 'Reloaded', 'app', 90_000);
+    });
+  }, 240_000);
+
+  it('restarts none of 50 Deployments of a namespace recreated while it was down', async ({
+    kube,
+    namespace,
+  }) => {
+    await namespaceRecreated(kube, namespace, 50);
+  }, 400_000);
+
+  it('restarts the pods of a config deleted and created again with new data while it was down', async ({
+    kube,
+    namespace,
+  }) => {
+    const key = await hashKeyFile();
+    const { pods } = await apps(kube, namespace, 1, { k: '1' });
+    await baseline(serve(namespace, namespace, key), 1);
+
+    await kube.core.deleteNamespacedConfigMap({ name: 'cfg', namespace });
+    await kube.core.createNamespacedConfigMap({ namespace, body: configMap('cfg', { k: '2' }) });
+
+    const svc = await startAndJudge(namespace, namespace, key);
+    expect(
+      msgs(svc, 'configs are new objects of recorded names (recreated while the service was down)').map(
+        (l) => l.configs,
+      ),
+    ).toEqual([[`ConfigMap/${namespace}/cfg`]]);
+    expect(msgs(svc, 'changed while the service was down').map((l) => l.workload)).toEqual([
+      'Deployment/app',
+    ]);
+    await waitForEvent(kube, namespace, 'Reloaded', 'app', 90_000);
+    const old = new Set(pods);
+    await waitFor(
+      async () => {
+        const now = await livePods(kube, namespace, 'app');
+        return now.length === 2 && now.every((p) => p.ready && !p.surge && !old.has(p.uid))
+          ? now
+          : pending(now);
+      },
+      { describe: 'both old pods replaced', timeout: 90_000 },
+    );
+  }, 240_000);
+
+  it('restarts the pods of a StatefulSet orphan-recreated while it was down when its config changed', async ({
+    kube,
+    namespace,
+  }) => {
+    const key = await hashKeyFile();
+    await kube.core.createNamespacedConfigMap({ namespace, body: configMap('cfg', { k: '1' }) });
+    const sts = () =>
+      statefulSet('db', 2, {
+        annotations: AUTO,
+        container: { envFrom: [{ configMapRef: { name: 'cfg' } }] },
+      });
+    await kube.apps.createNamespacedStatefulSet({ namespace, body: sts() });
+    const before = await waitReadyPods(kube, namespace, 'db', 2);
+    await baseline(serve(namespace, namespace, key), 1);
+
+    // While down: the config changes, and the StatefulSet is deleted leaving its pods (the usual way
+    // to change an immutable field) and created again, adopting them.
+    await kube.core.replaceNamespacedConfigMap({
+      name: 'cfg',
+      namespace,
+      body: configMap('cfg', { k: '2' }),
+    });
+    await kube.apps.deleteNamespacedStatefulSet({ name: 'db', namespace, propagationPolicy: 'Orphan' });
+    await waitFor(
+      async () => {
+        try {
+          return pending(await kube.apps.readNamespacedStatefulSet({ name: 'db', namespace }));
+        } catch (err) {
+          if (statusOf(err) === 404) return true;
+          throw err;
+        }
+      },
+      { describe: 'StatefulSet db gone', timeout: 60_000 },
+    );
+    const again = await kube.apps.createNamespacedStatefulSet({ namespace, body: sts() });
+    await waitFor(
+      async () => {
+        const list = await kube.core.listNamespacedPod({ namespace, labelSelector: 'app=db' });
+        const adopted = list.items.filter((p) =>
+          p.metadata?.ownerReferences?.some((o) => o.controller && o.uid === again.metadata?.uid),
+        );
+        return adopted.length === 2 ? adopted : pending(list.items.map((p) => p.metadata?.ownerReferences));
+      },
+      { describe: 'the old pods adopted by the new StatefulSet', timeout: 60_000 },
+    );
+    expect((await livePods(kube, namespace, 'db')).map((p) => p.uid).sort()).toEqual(
+      before.map((p) => p.uid).sort(),
+    );
+
+    const svc = await startAndJudge(namespace, namespace, key);
+    expect(
+      msgs(svc, 'the workload is a new object of a recorded name (recreated while the service was down)'),
+    ).toHaveLength(1);
+    expect(msgs(svc, 'changed while the service was down').map((l) => l.workload)).toEqual([
+      'StatefulSet/db',
+    ]);
+    await waitForEvent(kube, namespace, 'Reloaded', 'db', 120_000);
+    const old = new Set(before.map((p) => p.uid));
+    await waitFor(
+      async () => {
+        const now = await livePods(kube, namespace, 'db');
+        return now.length === 2 && now.every((p) => p.ready && !old.has(p.uid)) ? now : pending(now);
+      },
+      { describe: 'both adopted pods replaced', timeout: 120_000 },
+    );
+  }, 240_000);
+});
+
+describe('a hash-key change under a ledger that names no key (issue 20, finding 9)', () => {
+  it('restarts nothing and re-baselines the ledger under the new key’s fingerprint', async ({
+    kube,
+    namespace,
+  }) => {
+    const oldKey = await hashKeyFile();
+    const { pods } = await apps(kube, namespace, 1, { k: '1' });
+    await baseline(serve(namespace, namespace, oldKey), 1);
+
+    // The ledger as a release from before key fingerprints wrote it: no fingerprint on the shards, and
+    // entries with digests only (no uids).
+    const shards = (await kube.core.listNamespacedConfigMap({ namespace, labelSelector: LEDGER })).items;
+    expect(shards.length).toBeGreaterThan(0);
+    const before: Record<string, string> = {};
+    for (const cm of shards) {
+      const data: Record<string, string> = {};
+      for (const [k, v] of Object.entries(cm.data ?? {})) {
+        const { w: _w, cu: _cu, ...old } = JSON.parse(v) as Record<string, unknown>;
+        data[k] = JSON.stringify(old);
+        before[k] = data[k];
+      }
+      const annotations = { ...cm.metadata?.annotations };
+      delete annotations[KEY_ANNOTATION];
+      await kube.core.replaceNamespacedConfigMap({
+        name: cm.metadata?.name ?? '',
+        namespace,
+        body: { metadata: { ...cm.metadata, annotations }, data },
+      });
+    }
+    expect(Object.keys(before)).toEqual([`Deployment_2F${namespace}_2Fapp`]);
+
+    // The upgrade: the old key Secret is pruned and the new release makes another key.
+    const newKey = await hashKeyFile();
+    expect(await readFile(newKey, 'utf8')).not.toBe(await readFile(oldKey, 'utf8'));
+    const svc = await startAndJudge(namespace, namespace, newKey);
+    expect(msgs(svc, 'changed while the service was down')).toEqual([]);
+    expect(msgs(svc, 'reload started')).toEqual([]);
+    expect(await podUids(kube, namespace)).toEqual(pods);
+
+    const fingerprint = keyFingerprint(readHashKeyFile(newKey));
+    const after = (await kube.core.listNamespacedConfigMap({ namespace, labelSelector: LEDGER })).items;
+    for (const cm of after) expect(cm.metadata?.annotations?.[KEY_ANNOTATION]).toBe(fingerprint);
+    const entries = Object.fromEntries(after.flatMap((cm) => Object.entries(cm.data ?? {})));
+    expect(Object.keys(entries)).toEqual(Object.keys(before));
+    for (const [k, v] of Object.entries(entries)) {
+      // Re-baselined: the digest is the new key's, and the entry names its objects now.
+      expect(JSON.parse(v).c).not.toEqual(JSON.parse(before[k] as string).c);
+      expect(JSON.parse(v).w).toEqual(expect.any(String));
+    }
+    await svc.stop();
+  });
+});
