@@ -21,6 +21,7 @@ import { parseAllDocuments, parse as parseYaml } from 'yaml';
 import { ensureBinaries } from '../test/cluster/build.ts';
 import { down, status, up } from '../test/cluster/control-plane.ts';
 import { clusterPaths, repoRoot } from '../test/cluster/paths.ts';
+import { requirePrerequisites } from '../test/cluster/prerequisites.ts';
 
 const NS = 'demo-shop';
 const RELEASE_NS = 'gitops-reloader';
@@ -105,6 +106,8 @@ async function main(): Promise<void> {
   const started = Date.now();
   const paths = clusterPaths();
   say(bold('gitops-reloader demo'));
+  // Everything the machine must provide, checked in seconds, before a build that can take half an hour.
+  await requirePrerequisites(paths);
   say(
     '1/6 control plane and Argo CD (real kube-apiserver, etcd, controllers, Argo CD v3.6; kwok plays the nodes)',
   );

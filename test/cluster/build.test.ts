@@ -39,6 +39,8 @@ describe('the control-plane build cache key', () => {
         'kubectl',
         'kwok',
         'rollouts-controller',
+        'miniredis',
+        'gopher-lua',
       ].sort(),
     );
   });
@@ -52,6 +54,25 @@ describe('the control-plane build cache key', () => {
     expect(await moduleKey(paths, 'kubernetes', 'go1.26.8')).toBe(before);
     // Argo CD builds with its own toolchain: the machine's Go version does not move its key.
     expect(await moduleKey(paths, 'argocd', 'go1.26.9')).toBe(argoBefore);
+  });
+
+  it('keys our own main packages (Redis, the Lua runner) on their source too', async () => {
+    const paths = await copyOfModules();
+    const before = await moduleKey(paths, 'redis', 'go1.26.8');
+    const main = path.join(paths.goModules, 'redis', 'main.go');
+    await writeFile(main, `${await readFile(main, 'utf8')}\n// changed\n`);
+    expect(await moduleKey(paths, 'redis', 'go1.26.8')).not.toBe(before);
+  });
+
+  it('pins miniredis and gopher-lua at the versions Argo CD pins', async () => {
+    const paths = clusterPaths();
+    for (const [module, dep] of [
+      ['redis', 'github.com/alicebob/miniredis/v2'],
+      ['redis', 'github.com/yuin/gopher-lua'],
+      ['lua', 'github.com/yuin/gopher-lua'],
+    ] as const) {
+      expect(await pinnedVersion(paths, module, dep)).toBe(await pinnedVersion(paths, 'argocd', dep));
+    }
   });
 
   it('is stable for the same versions and Go toolchain', async () => {

@@ -36,7 +36,30 @@ export const targets: readonly GoTarget[] = [
     pkg: 'github.com/argoproj/argo-rollouts/cmd/rollouts-controller',
     binary: 'rollouts-controller',
   },
+  // Argo CD's cache: miniredis behind our small main package (go/redis/main.go), so no Redis has to
+  // be installed by hand.
+  { module: 'redis', pkg: '.', binary: 'miniredis' },
+  // The Lua VM Argo CD embeds, for the unit-level checks of our resource action (test/argocd/lua.ts).
+  { module: 'lua', pkg: '.', binary: 'gopher-lua' },
 ];
+
+/** Modules whose main package is ours (main.go in test/cluster/go/<module>): its source is in the key. */
+const ownSource: ReadonlySet<string> = new Set(['redis', 'lua']);
+
+/**
+ * Disk a cold build of each module takes (Go build cache, module cache and binaries), in GiB, measured
+ * on a cold build from an empty Go cache (README, "The local environment"), rounded up.
+ */
+export const diskGiB: Readonly<Record<string, number>> = {
+  etcd: 0.5,
+  kubernetes: 3,
+  kwok: 0.5,
+  helm: 0.5,
+  argocd: 3,
+  rollouts: 1,
+  redis: 0.1,
+  lua: 0.1,
+};
 
 /**
  * Go toolchain per module, when the machine's is too old. Argo CD v3.6 needs Go 1.27; the module
@@ -49,7 +72,7 @@ export const toolchains: Readonly<Record<string, string>> = { argocd: 'go1.27.3'
  * default, so their entries in the Go build cache stay valid: CGO_ENABLED is part of every package's
  * cache key, and changing it for Kubernetes would recompile all of it.
  */
-export const withoutCgo: ReadonlySet<string> = new Set(['argocd', 'rollouts']);
+export const withoutCgo: ReadonlySet<string> = new Set(['argocd', 'rollouts', 'redis', 'lua']);
 
 /** Files copied out of a module's source next to the binaries: CRDs and helper scripts. */
 interface Asset {
@@ -176,7 +199,7 @@ export async function moduleKey(paths: ClusterPaths, module: string, goVersion: 
   hash.update(JSON.stringify(targets.filter((t) => t.module === module)));
   hash.update(JSON.stringify(assets.filter((a) => a.module === module)));
   if (module === 'kubernetes') hash.update(ldflags('kubernetes', await kubernetesVersion(paths)));
-  for (const file of ['go.mod', 'go.sum']) {
+  for (const file of ['go.mod', 'go.sum', ...(ownSource.has(module) ? ['main.go'] : [])]) {
     hash.update(`${module}/${file}\n`);
     hash.update(await readFile(path.join(paths.goModules, module, file)));
   }
@@ -203,6 +226,35 @@ export interface BuildResult {
 }
 
 const keyFile = (paths: ClusterPaths, module: string) => path.join(paths.bin, `.build-key-${module}`);
+
+/** Whether a module's binaries are missing or were built from other pins (or another Go). */
+async function isStale(paths: ClusterPaths, module: string, goVersion: string): Promise<boolean> {
+  const key = await moduleKey(paths, module, goVersion);
+  const file = keyFile(paths, module);
+  const current = existsSync(file) ? (await readFile(file, 'utf8')).trim() : '';
+  const mine = targets.filter((t) => t.module === module);
+  return current !== key || !mine.every((t) => existsSync(path.join(paths.bin, t.binary)));
+}
+
+export interface BuildPlan {
+  modules: string[];
+  /** The modules ensureBinaries would build now. */
+  stale: string[];
+  toolchains: Readonly<Record<string, string>>;
+  diskGiB: Readonly<Record<string, number>>;
+}
+
+/** What ensureBinaries(paths, say, only) would build with Go `goVersion`, without building it. */
+export async function planBuild(
+  paths: ClusterPaths,
+  goVersion: string,
+  only?: readonly string[],
+): Promise<BuildPlan> {
+  const selected = modules().filter((m) => !only || only.includes(m));
+  const stale: string[] = [];
+  for (const m of selected) if (await isStale(paths, m, goVersion)) stale.push(m);
+  return { modules: selected, stale, toolchains, diskGiB };
+}
 
 async function copyAssets(paths: ClusterPaths, module: string, log: NodeJS.WritableStream): Promise<void> {
   for (const a of assets.filter((x) => x.module === module)) {
@@ -238,7 +290,11 @@ async function copyAssets(paths: ClusterPaths, module: string, log: NodeJS.Writa
  * Makes sure every binary in `targets` is in paths.bin for its module's current key; builds only
  * what is missing or stale, printing progress (packages compiled) while a long build runs.
  */
-export async function ensureBinaries(paths: ClusterPaths, say: (msg: string) => void): Promise<BuildResult> {
+export async function ensureBinaries(
+  paths: ClusterPaths,
+  say: (msg: string) => void,
+  only?: readonly string[],
+): Promise<BuildResult> {
   const started = performance.now();
   await mkdir(paths.bin, { recursive: true });
   const log = createWriteStream(path.join(paths.bin, 'build.log'), { flags: 'a' });
@@ -246,12 +302,11 @@ export async function ensureBinaries(paths: ClusterPaths, say: (msg: string) => 
   try {
     const goVersion = (await run('go', ['env', 'GOVERSION'], { cwd: paths.goModules, log })).trim();
     const k8sVersion = await kubernetesVersion(paths);
-    for (const module of modules()) {
+    for (const module of modules().filter((m) => !only || only.includes(m))) {
+      if (!(await isStale(paths, module, goVersion))) continue;
       const key = await moduleKey(paths, module, goVersion);
       const file = keyFile(paths, module);
-      const current = existsSync(file) ? (await readFile(file, 'utf8')).trim() : '';
       const mine = targets.filter((t) => t.module === module);
-      if (current === key && mine.every((t) => existsSync(path.join(paths.bin, t.binary)))) continue;
 
       const m0 = performance.now();
       say(
