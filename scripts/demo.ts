@@ -114,7 +114,10 @@ async function main(): Promise<void> {
   const built = await ensureBinaries(paths, (m) => say(dim(`    ${m}`)));
   if (built.built) say(dim(`    built in ${built.seconds.toFixed(0)}s`));
   let state = (await status(paths)).state;
-  if (!(await status(paths)).running || !state?.argocd) {
+  if ((await status(paths)).running && !state?.argocd) {
+    // A control plane started without Argo CD (npm run bench): Argo CD is started next to it.
+    state = (await up(paths, (m) => say(dim(`    ${m}`)))).state;
+  } else if (!(await status(paths)).running) {
     if (state) await down(paths);
     const r = await up(paths, (m) => say(dim(`    ${m}`)));
     state = r.state;

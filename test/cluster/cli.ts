@@ -26,7 +26,9 @@ async function main(cmd: string | undefined, flags: string[]): Promise<number> {
       const b = await ensureBinaries(paths, say);
       if (b.built) say(`binaries built in ${b.seconds.toFixed(0)}s`);
       const r = await up(paths, say, { argocd: !flags.includes('--no-argocd') });
-      if (r.seconds === 0) say(`already running at ${r.state.server}`);
+      if (r.added)
+        say(`started ${r.added.join(', ')} next to the running control plane in ${r.seconds.toFixed(1)}s`);
+      else if (r.seconds === 0) say(`already running at ${r.state.server}`);
       say(`kubeconfig: ${paths.kubeconfig}`);
       if (r.state.argocd) {
         say(
