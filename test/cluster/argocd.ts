@@ -140,10 +140,10 @@ async function installCrds(ctx: StartContext): Promise<void> {
   });
 }
 
-/** Sends PING over the Redis protocol and resolves to the first reply line. */
+/** Sends PING as a RESP array (miniredis takes no inline commands) and resolves to the first reply line. */
 function redisPing(port: number): Promise<string> {
   return new Promise((resolve, reject) => {
-    const socket = connect({ host: '127.0.0.1', port }, () => socket.write('PING\r\n'));
+    const socket = connect({ host: '127.0.0.1', port }, () => socket.write('*1\r\n$4\r\nPING\r\n'));
     let reply = '';
     socket.setTimeout(2000, () => socket.destroy(new Error('no reply to PING within 2s')));
     socket.on('data', (d: Buffer) => {
@@ -154,6 +154,8 @@ function redisPing(port: number): Promise<string> {
       }
     });
     socket.on('error', reject);
+    // Closed without a reply: settle, or nothing would keep the process waiting (Node would exit).
+    socket.on('close', () => reject(new Error(`connection closed; got ${JSON.stringify(reply)}`)));
   });
 }
 
