@@ -74,8 +74,8 @@ async function generationOf(kube: Kube, namespace: string) {
 
 /**
  * What tells two pods of one ReplicaSet apart when nothing should: the metadata and spec with the
- * name's random suffix, uid, timestamps, resourceVersion, managedFields (who wrote what: an audit
- * record, kept true) and the node the scheduler chose set aside.
+ * name's random suffix (and the token volume's), uid, timestamps, resourceVersion, managedFields (who
+ * wrote what: an audit record, kept true) and the node the scheduler chose set aside.
  */
 function lookOf(p: V1Pod) {
   const { name, uid, creationTimestamp, resourceVersion, managedFields, ...rest } = p.metadata ?? {};
@@ -84,7 +84,13 @@ function lookOf(p: V1Pod) {
     metadataKeys: Object.keys(p.metadata ?? {}).sort(),
     nameWithoutSuffix: name?.replace(/[bcdfghjklmnpqrstvwxz2456789]{5}$/, '<suffix>'),
     ...rest,
-    spec,
+    // The service-account token volume is named per pod by admission, with a random suffix too.
+    spec: JSON.parse(
+      JSON.stringify(spec).replace(
+        /kube-api-access-[bcdfghjklmnpqrstvwxz2456789]{5}/g,
+        'kube-api-access-<suffix>',
+      ),
+    ),
   };
 }
 
