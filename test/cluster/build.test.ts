@@ -2,7 +2,15 @@ import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { buildKey, kubernetesVersion, moduleKey, pinnedVersion, targets, toolchains } from './build.ts';
+import {
+  buildGroups,
+  buildKey,
+  kubernetesVersion,
+  moduleKey,
+  pinnedVersion,
+  targets,
+  toolchains,
+} from './build.ts';
 import { clusterPaths } from './paths.ts';
 
 const dirs: string[] = [];
@@ -54,6 +62,16 @@ describe('the control-plane build cache key', () => {
     expect(await moduleKey(paths, 'kubernetes', 'go1.26.8')).toBe(before);
     // Argo CD builds with its own toolchain: the machine's Go version does not move its key.
     expect(await moduleKey(paths, 'argocd', 'go1.26.9')).toBe(argoBefore);
+  });
+
+  it("builds Kubernetes' four commands in one go build, every other binary on its own", () => {
+    const groups = (module: string) =>
+      buildGroups(targets.filter((t) => t.module === module)).map((g) => g.map((t) => t.binary));
+    expect(groups('kubernetes')).toEqual([
+      ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kubectl'],
+    ]);
+    expect(groups('argocd')).toEqual([['argocd']]);
+    expect(groups('redis')).toEqual([['miniredis']]);
   });
 
   it('keys our own main packages (Redis, the Lua runner) on their source too', async () => {
