@@ -9,7 +9,7 @@ import type { ArgoCdEndpoints } from './cluster/argocd.ts';
 import { ensureBinaries } from './cluster/build.ts';
 import { down, status, up } from './cluster/control-plane.ts';
 import { clusterPaths } from './cluster/paths.ts';
-import { requirePrerequisites } from './cluster/prerequisites.ts';
+import { requirePrerequisitesOrExit } from './cluster/prerequisites.ts';
 import { installMirrors, upstreamAvailable, upstreamCrdDir } from './support/upstream-schema.ts';
 
 const say = (msg: string) => console.log(`[cluster] ${msg}`);
@@ -24,7 +24,7 @@ export default async function setup(project: TestProject): Promise<(() => Promis
     say(`using the cluster in TEST_KUBECONFIG=${kubeconfig}`);
   } else {
     const paths = clusterPaths();
-    await requirePrerequisites(paths);
+    await requirePrerequisitesOrExit(paths);
     const built = await ensureBinaries(paths, say);
     say(
       built.built

@@ -190,6 +190,17 @@ export async function requirePrerequisites(paths: ClusterPaths, o: CheckOptions 
   if (missing.length > 0) throw new PrerequisitesError(missing);
 }
 
+/**
+ * For the test runner's global setups: prints the list alone and exits 1, instead of an error with
+ * a stack trace that buries it (nothing has been built or started yet, so there is nothing to stop).
+ */
+export async function requirePrerequisitesOrExit(paths: ClusterPaths, o: CheckOptions = {}): Promise<void> {
+  const missing = await checkPrerequisites(paths, o);
+  if (missing.length === 0) return;
+  console.error(formatMissing(missing));
+  process.exit(1);
+}
+
 // `node test/cluster/prerequisites.ts`: the check alone, needing no npm package (.ci/run runs it
 // before `npm ci`).
 if (import.meta.main) {
