@@ -21,6 +21,12 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund --ignore-scripts
 
 FROM ${NODE_IMAGE}-slim
+# The commit the image is built from (docker build --build-arg GIT_COMMIT=$(git rev-parse HEAD)):
+# `gitops-reloader version`, the gitops_reloader_build_info gauge and these labels report the same.
+ARG GIT_COMMIT=unknown
+ARG VERSION=0.1.0
+LABEL org.opencontainers.image.version=${VERSION} \
+      org.opencontainers.image.revision=${GIT_COMMIT}
 # Debian's own versions, kept current by rebuilding the image; npm and corepack are not needed to run.
 # hadolint ignore=DL3008
 RUN apt-get update \
@@ -39,6 +45,7 @@ ENV NODE_ENV=production \
 COPY --from=deps /src/node_modules ./node_modules
 COPY --from=build /src/dist ./dist
 COPY package.json ./
+RUN printf '{"commit":"%s"}\n' "${GIT_COMMIT}" > dist/build-info.json
 USER 65534:65534
 EXPOSE 8080
 # tini forwards SIGTERM to node (which drains and releases the Lease) and reaps zombies. The V8 flags:

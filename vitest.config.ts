@@ -8,6 +8,8 @@ export default defineConfig({
       {
         test: {
           name: 'unit',
+          // Builds the gopher-lua runner the Lua checks need, after checking the prerequisites.
+          globalSetup: ['test/unit-setup.ts'],
           // Unit tests share the machine with the integration suites and the real Argo CD they run
           // against; on 2 busy cores a CPU-heavy case (a year of restart windows, a git fixture) can
           // take more than vitest's default 5 s without anything being wrong.

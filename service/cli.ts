@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-import { existsSync, readFileSync } from 'node:fs';
 import { WEBHOOK_PATH } from './argocd/webhook.ts';
+import { buildInfo } from './build-info.ts';
 // gitops-reloader: `serve` runs the service; `plan` shows what a config change would reload.
 import { loadConfig, serveFlags } from './config/config.ts';
 import { FlagError, usage } from './config/flags.ts';
@@ -13,45 +13,81 @@ import { serve } from './serve.ts';
 
 // The other commands are imported when run: `serve` never loads the git writer, the YAML parser or the
 // migration code (bench/README.md, "Where the memory goes").
-async function help(): Promise<string> {
-  const [{ CHECKSUM_USAGE }, { migrateFlags }, { planFlags }] = await Promise.all([
-    import('../git/checksum-command.ts'),
-    import('./migrate/migrate-command.ts'),
-    import('./plan-command.ts'),
-  ]);
+const COMMANDS = ['serve', 'plan', 'checksum', 'migrate', 'version', 'help'] as const;
+type Command = (typeof COMMANDS)[number];
+
+const SYNOPSIS: Record<Command, string> = {
+  serve: 'gitops-reloader serve [flags]',
+  plan: 'gitops-reloader plan --namespace N (--configmap NAME | --secret NAME) [--kubeconfig PATH]',
+  checksum: 'gitops-reloader checksum [DIR|-] [--in-place] [--check] [--key-file F]',
+  migrate:
+    'gitops-reloader migrate (--values FILE | --deployment NAMESPACE/NAME) [--namespace N] [--kubeconfig PATH]',
+  version: 'gitops-reloader version',
+  help: 'gitops-reloader help [COMMAND]',
+};
+
+/** One command's usage and flags, for `<command> --help`. */
+async function commandHelp(cmd: Command): Promise<string> {
+  switch (cmd) {
+    case 'serve':
+      return `Runs the service.\n\nUsage:\n  ${SYNOPSIS.serve}\n\nFlags:\n${usage(serveFlags)}
+
+serve also accepts Stakater Reloader's flags under their own names, for migration:
+${usage(reloaderFlags)}
+`;
+    case 'plan': {
+      const { planFlags } = await import('./plan-command.ts');
+      return `Shows which workloads a change to one ConfigMap or Secret would reload, and how. Writes nothing.
+
+Usage:\n  ${SYNOPSIS.plan}\n\nFlags:\n${usage(planFlags)}\n`;
+    }
+    case 'checksum':
+      return (await import('../git/checksum-command.ts')).CHECKSUM_USAGE;
+    case 'migrate': {
+      const { migrateFlags } = await import('./migrate/migrate-command.ts');
+      return `Prints gitops-reloader chart values for a Stakater Reloader installation, with a comment
+on each value that changes meaning; exits 3 when something cannot be carried over.
+
+Usage:\n  ${SYNOPSIS.migrate}\n\nFlags:\n${usage(migrateFlags)}\n`;
+    }
+    case 'version':
+      return `Prints the version, the git commit and the Node.js version.\n\nUsage:\n  ${SYNOPSIS.version}\n  gitops-reloader --version\n`;
+    case 'help':
+      return help();
+  }
+}
+
+function help(): string {
   return `gitops-reloader: reloads workloads when their ConfigMaps or Secrets change, once per sync,
 without writing the pod template.
 
 Usage:
-  gitops-reloader serve [flags]
-  gitops-reloader plan --namespace N (--configmap NAME | --secret NAME) [--kubeconfig PATH]
-  gitops-reloader checksum [DIR|-] [--in-place] [--check] [--key-file F]
-  gitops-reloader migrate (--values FILE | --deployment NAMESPACE/NAME) [--namespace N] [--kubeconfig PATH]
-  gitops-reloader help
+${COMMANDS.map((c) => `  ${SYNOPSIS[c]}`).join('\n')}
 
-serve flags:
-${usage(serveFlags)}
-
-serve also accepts Stakater Reloader's flags under their own names, for migration:
-${usage(reloaderFlags)}
-
-plan flags:
-${usage(planFlags)}
-
-checksum:
-${CHECKSUM_USAGE}
-
-migrate: prints gitops-reloader chart values for a Stakater Reloader installation, with a comment
-on each value that changes meaning; exits 3 when something cannot be carried over.
-${usage(migrateFlags)}
+Run 'gitops-reloader COMMAND --help' for a command's flags.
 `;
+}
+
+function versionText(): string {
+  const b = buildInfo();
+  return `gitops-reloader ${b.version}\ncommit: ${b.commit}\nnode: ${b.node}\n`;
+}
+
+function isCommand(s: string | undefined): s is Command {
+  return (COMMANDS as readonly string[]).includes(s ?? '');
+}
+
+/** -h or --help among the flags (before a `--`). */
+function asksHelp(args: readonly string[]): boolean {
+  const end = args.indexOf('--');
+  return (end < 0 ? args : args.slice(0, end)).some((a) => a === '-h' || a === '--help');
 }
 
 async function runServe(argv: string[]): Promise<number> {
   const cfg = loadConfig(argv, process.env);
   const log = createLogger(cfg.logLevel);
   for (const note of cfg.reloaderNotes) log.info({ flag: note }, 'Stakater Reloader flag translated');
-  const metrics = new Metrics({ version: packageVersion(), countByNamespace: cfg.metricsCountByNamespace });
+  const metrics = new Metrics({ ...buildInfo(), countByNamespace: cfg.metricsCountByNamespace });
   const kc = observedAccess(await loadClusterAccess(cfg.kubeconfig), (method, host, code, seconds) =>
     metrics.reloader.apiRequest(method, host, code, seconds),
   );
@@ -98,23 +134,19 @@ async function runServe(argv: string[]): Promise<number> {
   return -1; // keep running
 }
 
-function packageVersion(): string {
-  try {
-    // service/cli.ts from source, dist/service/cli.js when compiled (the image): the first found wins.
-    for (const rel of ['../package.json', '../../package.json']) {
-      const url = new URL(rel, import.meta.url);
-      if (existsSync(url)) {
-        return (JSON.parse(readFileSync(url, 'utf8')) as { version?: string }).version ?? 'unknown';
-      }
-    }
-    return 'unknown';
-  } catch {
-    return 'unknown';
-  }
+/** A FlagError as one sentence naming the command, and where to find its flags. */
+function flagErrorText(cmd: string | undefined, message: string): string {
+  const which = isCommand(cmd) ? ` ${cmd}` : '';
+  const sentence = /[.!?]$/.test(message) ? message : `${message}.`;
+  return `gitops-reloader${which}: ${sentence} Run 'gitops-reloader${which} --help' for usage.\n`;
 }
 
 async function main(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv;
+  if (isCommand(cmd) && cmd !== 'help' && asksHelp(rest)) {
+    process.stdout.write(await commandHelp(cmd));
+    return 0;
+  }
   switch (cmd) {
     case 'serve':
       return runServe(rest);
@@ -135,24 +167,43 @@ async function main(argv: string[]): Promise<number> {
         (s) => process.stderr.write(s),
       );
     }
-    case undefined:
-    case 'help':
+    case 'version':
+    case '--version':
+      if (rest.length > 0) throw new FlagError(`version takes no arguments, got ${rest.join(' ')}`);
+      process.stdout.write(versionText());
+      return 0;
+    case 'help': {
+      const about = rest[0];
+      if (about !== undefined && !isCommand(about)) {
+        throw new FlagError(
+          `unknown command ${JSON.stringify(about)}; the commands are ${COMMANDS.join(', ')}`,
+        );
+      }
+      process.stdout.write(about === undefined ? help() : await commandHelp(about));
+      return 0;
+    }
     case '--help':
     case '-h':
-      process.stdout.write(await help());
-      return cmd === undefined ? 2 : 0;
+      process.stdout.write(help());
+      return 0;
+    case undefined:
+      process.stderr.write(`gitops-reloader: a command is needed.\n\n${help()}`);
+      return 2;
     default:
-      process.stderr.write(`unknown command ${JSON.stringify(cmd)}\n\n${await help()}`);
+      process.stderr.write(
+        `gitops-reloader: unknown command ${JSON.stringify(cmd)}; the commands are ${COMMANDS.join(', ')}.\n\n${help()}`,
+      );
       return 2;
   }
 }
 
+const command = process.argv[2];
 main(process.argv.slice(2)).then(
   (code) => {
     if (code >= 0) process.exit(code);
   },
   (err: unknown) => {
-    if (err instanceof FlagError) process.stderr.write(`gitops-reloader: ${err.message}\n`);
+    if (err instanceof FlagError) process.stderr.write(flagErrorText(command, err.message));
     else
       process.stderr.write(
         `gitops-reloader: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,

@@ -151,12 +151,12 @@ describe('metrics', () => {
   });
 
   it('includes process and Node.js runtime metrics by default, in its own registry', async () => {
-    const a = new Metrics({ version: '1.2.3' });
+    const a = new Metrics({ version: '1.2.3', commit: 'abc1234' });
     const b = new Metrics();
     const text = await a.text();
     expect(text).toContain('process_resident_memory_bytes');
     expect(text).toContain('nodejs_eventloop_lag_seconds');
-    expect(text).toContain('gitops_reloader_build_info{version="1.2.3"');
+    expect(text).toContain('gitops_reloader_build_info{version="1.2.3",commit="abc1234"');
     a.setLeader(true);
     expect(sample(await b.text(), 'gitops_reloader_leader')).toBe(0);
   });

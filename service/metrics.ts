@@ -76,8 +76,9 @@ export interface ReloadTimer {
 export interface MetricsOptions {
   /** Also export prom-client's process_* and nodejs_* metrics (CPU, memory, event-loop lag, GC). Default true. */
   defaultMetrics?: boolean;
-  /** The service version, for gitops_reloader_build_info. */
+  /** The service version and the git commit it was built from, for gitops_reloader_build_info. */
   version?: string;
+  commit?: string;
   /** Clock in ms, for reload durations. Default performance.now. */
   now?: () => number;
   /** Export reloader_reload_executed_total_by_namespace (--metrics-count-by-namespace). */
@@ -120,10 +121,13 @@ export class Metrics {
 
     new Gauge({
       name: 'gitops_reloader_build_info',
-      help: 'Always 1; the labels say which version and Node.js runtime are running.',
-      labelNames: ['version', 'node'],
+      help: 'Always 1; the labels say which version, git commit and Node.js runtime are running.',
+      labelNames: ['version', 'commit', 'node'],
       registers,
-    }).set({ version: o.version ?? 'unknown', node: process.versions.node }, 1);
+    }).set(
+      { version: o.version ?? 'unknown', commit: o.commit ?? 'unknown', node: process.versions.node },
+      1,
+    );
 
     this.reloader = new ReloaderMetrics({ registers, countByNamespace: o.countByNamespace ?? false });
     this.#reloads = new Counter({

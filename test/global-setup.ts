@@ -9,6 +9,7 @@ import type { ArgoCdEndpoints } from './cluster/argocd.ts';
 import { ensureBinaries } from './cluster/build.ts';
 import { down, status, up } from './cluster/control-plane.ts';
 import { clusterPaths } from './cluster/paths.ts';
+import { requirePrerequisitesOrExit } from './cluster/prerequisites.ts';
 import { installMirrors, upstreamAvailable, upstreamCrdDir } from './support/upstream-schema.ts';
 
 const say = (msg: string) => console.log(`[cluster] ${msg}`);
@@ -23,6 +24,7 @@ export default async function setup(project: TestProject): Promise<(() => Promis
     say(`using the cluster in TEST_KUBECONFIG=${kubeconfig}`);
   } else {
     const paths = clusterPaths();
+    await requirePrerequisitesOrExit(paths);
     const built = await ensureBinaries(paths, say);
     say(
       built.built
@@ -31,13 +33,11 @@ export default async function setup(project: TestProject): Promise<(() => Promis
     );
     let current = await status(paths);
     if (current.running && !current.state?.argocd) {
-      say(
-        'the running control plane has no Argo CD (started with --no-argocd or by an older version): restarting it',
-      );
-      await down(paths);
+      // Started with --no-argocd (npm run bench): up() starts Argo CD next to it.
+      const r = await up(paths, say);
+      say(`Argo CD added to the running control plane in ${r.seconds.toFixed(1)}s`);
       current = await status(paths);
-    }
-    if (current.running) {
+    } else if (current.running) {
       say(`reusing the running control plane at ${current.state?.server} (cluster up took 0s)`);
     } else {
       const r = await up(paths, say);

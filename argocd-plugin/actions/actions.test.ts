@@ -72,8 +72,9 @@ const KINDS: Array<[string, string, string]> = [
 ];
 
 describe('the "reload (drift-free)" resource action', () => {
-  it('runs on a real Lua interpreter', () => {
-    expect(luaInterpreter()).toMatch(/^lua/);
+  it("runs on gopher-lua, Argo CD's Lua VM, in its Lua 5.1 dialect", async () => {
+    expect(luaInterpreter()).toMatch(/\/gopher-lua$/);
+    expect(await runLua('return _VERSION', {})).toBe('Lua 5.1');
   });
 
   it('is shipped for Deployment, StatefulSet, DaemonSet and Rollout with the same Lua, keeping built-in actions', async () => {

@@ -2,7 +2,6 @@
 // environment variables (GITOPS_RELOADER_<NAME>, e.g. GITOPS_RELOADER_DEBOUNCE=5s); a flag on the
 // command line wins over the environment. Values are validated once, here, and a bad one stops
 // start-up with a message that names the flag and the value.
-import { parseArgs } from 'node:util';
 import { parseDuration } from '../core/duration.ts';
 
 type FlagType = 'string' | 'list' | 'duration' | 'int' | 'bool' | 'enum';
@@ -62,6 +61,55 @@ function convert(spec: FlagSpec, raw: string, source: string): FlagValue {
 }
 
 /**
+ * Splits argv into flag values and positionals. Our own small parser rather than node:util's
+ * parseArgs, so that every error is a sentence of ours naming the flag (parseArgs' messages are
+ * long, mention options it does not know we call flags, and were cut off mid-sentence by callers).
+ * Accepted: --name=value, --name value, bare --bool, and `--` ending the flags.
+ */
+function tokenize(
+  specs: readonly FlagSpec[],
+  argv: readonly string[],
+): { values: Record<string, string[]>; positionals: string[] } {
+  const byName = new Map(specs.map((s) => [s.name, s]));
+  const values: Record<string, string[]> = {};
+  const positionals: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    if (arg === '--') {
+      positionals.push(...argv.slice(i + 1));
+      break;
+    }
+    // A lone '-' is a positional (stdin, for checksum).
+    if (!arg.startsWith('-') || arg === '-') {
+      positionals.push(arg);
+      continue;
+    }
+    if (!arg.startsWith('--')) {
+      throw new FlagError(`unknown flag ${arg}: flags are written with two dashes, as in --${arg.slice(1)}`);
+    }
+    const eq = arg.indexOf('=');
+    const name = arg.slice(2, eq < 0 ? undefined : eq);
+    const spec = byName.get(name);
+    if (!spec) throw new FlagError(`unknown flag --${name}`);
+    let raw: string;
+    if (eq >= 0) raw = arg.slice(eq + 1);
+    else if (spec.type === 'bool') raw = 'true';
+    else {
+      const next = argv[i + 1];
+      if (next === undefined || (next.startsWith('-') && next !== '-')) {
+        const hint = next === undefined ? '' : ` (write --${name}=VALUE for a value that starts with -)`;
+        throw new FlagError(`flag --${name} needs a value${hint}`);
+      }
+      raw = next;
+      i++;
+    }
+    // A list flag collects every occurrence; any other flag given twice takes the last, as Go's flag does.
+    values[name] = spec.type === 'list' ? [...(values[name] ?? []), raw] : [raw];
+  }
+  return { values, positionals };
+}
+
+/**
  * Parses argv and env against `specs`. Returns the value of every flag (its default when unset)
  * and the positional arguments. Unknown flags are an error.
  */
@@ -70,17 +118,7 @@ export function parseFlags(
   argv: readonly string[],
   env: Readonly<Record<string, string | undefined>>,
 ): { values: Record<string, FlagValue>; positionals: string[]; explicit: Set<string> } {
-  const options: Record<string, { type: 'string' | 'boolean'; multiple?: boolean }> = {};
-  for (const s of specs) options[s.name] = { type: 'string', multiple: s.type === 'list' };
-  let parsed: ReturnType<typeof parseArgs>;
-  // Booleans are written --dry-run or --dry-run=false; normalise the bare form before parsing.
-  const bools = new Set(specs.filter((s) => s.type === 'bool').map((s) => `--${s.name}`));
-  const args = argv.map((a) => (bools.has(a) ? `${a}=true` : a));
-  try {
-    parsed = parseArgs({ args, options, strict: true, allowPositionals: true });
-  } catch (err) {
-    throw new FlagError((err as Error).message.replace(/^Unknown option '(.*)'.*$/s, 'unknown flag $1'));
-  }
+  const parsed = tokenize(specs, argv);
   const values: Record<string, FlagValue> = {};
   /** Flags given on the command line or in the environment, as opposed to defaults. */
   const explicit = new Set<string>();
@@ -89,7 +127,7 @@ export function parseFlags(
     const fromEnv = env[envName(s.name)];
     let v: FlagValue;
     if (fromArgv !== undefined) {
-      const raw = Array.isArray(fromArgv) ? fromArgv.map(String).join(',') : String(fromArgv);
+      const raw = fromArgv.join(',');
       v = convert(s, raw, 'flag');
       explicit.add(s.name);
     } else if (fromEnv !== undefined && fromEnv !== '') {

@@ -47,7 +47,24 @@ function toRestartPod(
   };
 }
 
-export function surgePod(d: V1Deployment): V1Pod {
+/**
+ * The generateName the ReplicaSet controller gives its pods: the ReplicaSet's name and a dash, or the
+ * name alone when the dash would make it too long for a pod name (k8s.io/kubernetes
+ * pkg/controller/controller_utils.go getPodsPrefix, v1.36.3). The API server then appends the same
+ * 5 random characters (bcdfghjklmnpqrstvwxz2456789) to either, truncating a long base the same way.
+ */
+export function replicaSetPodPrefix(replicaSet: string): string {
+  return replicaSet.length + 1 <= 253 ? `${replicaSet}-` : replicaSet;
+}
+
+/**
+ * A surge pod: a copy of the pod template, owned by the Deployment until it is handed over. It is
+ * named as `replicaSet` would name its pods (docs/adr/0019, amendment), so that once adopted it looks
+ * like any pod of that ReplicaSet; without one (not found: it will not be handed over), `<name>-surge-`.
+ * Until the handover, the surge label (the Deployment's uid) marks it as ours, for the sweep after a
+ * crash (surge-sweep.ts); the handover removes the label and the owner reference in one patch.
+ */
+export function surgePod(d: V1Deployment, replicaSet?: string): V1Pod {
   const name = d.metadata?.name as string;
   const labels: Record<string, string> = {
     ...d.spec?.template.metadata?.labels,
@@ -58,7 +75,7 @@ export function surgePod(d: V1Deployment): V1Pod {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: {
-      generateName: `${name}-surge-`,
+      generateName: replicaSet ? replicaSetPodPrefix(replicaSet) : `${name}-surge-`,
       namespace: d.metadata?.namespace,
       labels,
       annotations: d.spec?.template.metadata?.annotations,
@@ -72,8 +89,11 @@ export function surgePod(d: V1Deployment): V1Pod {
   };
 }
 
-/** The pod-template-hash of the Deployment's current ReplicaSet (the one at its revision). */
-async function currentTemplateHash(ctx: StrategyContext, d: V1Deployment): Promise<string | undefined> {
+/** The Deployment's current ReplicaSet (the one at its revision): its name and pod-template-hash. */
+async function currentReplicaSet(
+  ctx: StrategyContext,
+  d: V1Deployment,
+): Promise<{ name: string | undefined; hash: string | undefined } | undefined> {
   const revision = d.metadata?.annotations?.['deployment.kubernetes.io/revision'];
   const namespace = d.metadata?.namespace as string;
   const sets = await ctx.apps.listNamespacedReplicaSet({
@@ -85,7 +105,7 @@ async function currentTemplateHash(ctx: StrategyContext, d: V1Deployment): Promi
       rs.metadata?.ownerReferences?.some((o) => o.uid === d.metadata?.uid) &&
       rs.metadata?.annotations?.['deployment.kubernetes.io/revision'] === revision,
   );
-  return current?.metadata?.labels?.['pod-template-hash'];
+  return current && { name: current.metadata?.name, hash: current.metadata?.labels?.['pod-template-hash'] };
 }
 
 /**
@@ -98,12 +118,13 @@ async function createSurgePod(
   d: V1Deployment,
   namespace: string,
   mine: Map<string, string | undefined>,
+  replicaSet: string | undefined,
 ): Promise<void> {
   const created = (await requestJson(
     ctx.kc,
     'POST',
     `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`,
-    surgePod(d),
+    surgePod(d, replicaSet),
     ctx.signal,
     30_000,
   )) as V1Pod;
@@ -194,7 +215,9 @@ export async function restartDeployment(
   let handoverOff = false;
   let blockedBackoffMs = 0;
   /** The pod-template-hash of the ReplicaSet at `revision` (undefined: not found; no handover). */
-  let current: { revision: string | undefined; hash: string | undefined } | undefined;
+  let current:
+    | { revision: string | undefined; hash: string | undefined; name: string | undefined }
+    | undefined;
 
   for (;;) {
     ctx.signal.throwIfAborted();
@@ -204,7 +227,7 @@ export async function restartDeployment(
     const surge = pods.filter((p) => p.metadata?.labels?.[SURGE_LABEL] === uid);
     const replicas = d.spec?.replicas ?? 1;
     if (!freshChecked && (await req.templateChangedSince(d as unknown as RawObject))) {
-      freshHash = await currentTemplateHash(ctx, d);
+      freshHash = (await currentReplicaSet(ctx, d))?.hash;
       freshChecked = true;
     }
     // A handover ends when the ReplicaSet deletes the old pod; until then nothing else is planned, as
@@ -319,20 +342,27 @@ export async function restartDeployment(
           ctx.log.warn({ workload: `Deployment/${name}`, namespace }, 'Recreate strategy: downtime accepted');
           recreateNoted = true;
         }
-        // The ReplicaSet surge pods made now would join, looked up beside the first of them rather
-        // than before it (the first action waits for no extra round trip). Not found: the surge pods
-        // stay surge pods, evicted-for as before ADR 0019 (the planner is told handover: false).
+        // The ReplicaSet surge pods made now would join, looked up before they are created, as they
+        // are named as its own pods (ADR 0019, amendment); evictions do not wait for it. Not found: the
+        // surge pods stay surge pods, evicted-for as before ADR 0019 (the planner is told handover: false).
         const lookup =
           step.surge > 0 && current === undefined
-            ? currentTemplateHash(ctx, d).then((hash) => {
-                current = { revision, hash };
+            ? currentReplicaSet(ctx, d).then((rs) => {
+                current = { revision, hash: rs?.hash, name: rs?.name };
               })
-            : undefined;
+            : Promise.resolve();
+        const surgeFor = () =>
+          current?.hash !== undefined && current.revision === revision ? current.name : undefined;
         // Surge pods and evictions go out together, as the Deployment controller scales both
         // ReplicaSets in one sync.
         await Promise.all([
-          ...(lookup ? [lookup] : []),
-          ...Array.from({ length: step.surge }, () => createSurgePod(session, ctx, d, namespace, mine)),
+          lookup.then(() =>
+            Promise.all(
+              Array.from({ length: step.surge }, () =>
+                createSurgePod(session, ctx, d, namespace, mine, surgeFor()),
+              ),
+            ),
+          ),
           ...(step.evict.length > 0 ? [evictor.evictNamedAndPace(step.evict, pods)] : []),
         ]);
         continue;

@@ -1,25 +1,23 @@
-// Runs Argo CD resource-action Lua with a real interpreter from Debian's packages (lua5.1, the
-// dialect of the gopher-lua VM Argo CD embeds; lua5.4 or lua also work), the way Argo CD does: the
-// object is the global `obj`, the script's return value is the result. Objects cross as JSON: a Lua
-// literal in, a small JSON encoder out.
-import { execFile, execFileSync } from 'node:child_process';
+// Runs Argo CD resource-action Lua on gopher-lua, the Lua VM Argo CD embeds (built from its Go
+// module at the version Argo CD pins, test/cluster/go/lua), the way Argo CD does: the object is the
+// global `obj`, the script's return value is the result. Objects cross as JSON: a Lua literal in, a
+// small JSON encoder out. The unit project's global setup (test/unit-setup.ts) builds the runner.
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { clusterPaths } from '../cluster/paths.ts';
 
-const CANDIDATES = ['lua5.1', 'lua5.4', 'lua'];
-
-/** The first Lua interpreter on PATH; throws (never skips) when there is none. */
-export function luaInterpreter(): string {
-  for (const c of CANDIDATES) {
-    try {
-      execFileSync(c, ['-e', 'io.write(_VERSION)'], { stdio: 'pipe' });
-      return c;
-    } catch {}
+/** The gopher-lua runner in .cluster/bin; throws (never skips) when it has not been built. */
+export function luaInterpreter(bin = clusterPaths().bin): string {
+  const runner = path.join(bin, 'gopher-lua');
+  if (!existsSync(runner)) {
+    throw new Error(
+      `${runner} not found: the Lua checks run on gopher-lua, built from test/cluster/go/lua by the unit tests' global setup (npm run test:unit) or by npm run cluster -- build`,
+    );
   }
-  throw new Error(
-    `no Lua interpreter found (tried ${CANDIDATES.join(', ')}); install Debian's: apt-get install -y lua5.1`,
-  );
+  return runner;
 }
 
 function luaString(s: string): string {

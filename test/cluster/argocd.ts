@@ -7,6 +7,7 @@ import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -20,7 +21,6 @@ export const ARGOCD_NAMESPACE = 'argocd';
 export const ROLLOUTS_NAMESPACE = 'argo-rollouts';
 /** The name of our config-management plugin (argocd-plugin/cmp/plugin.yaml). */
 export const CMP_NAME = 'gitops-reloader-checksum';
-const REDIS = '/usr/bin/redis-server';
 
 /** Where tests and the demo find the running Argo CD; saved in the cluster state file. */
 export interface ArgoCdEndpoints {
@@ -140,11 +140,27 @@ async function installCrds(ctx: StartContext): Promise<void> {
   });
 }
 
+/** Sends PING as a RESP array (miniredis takes no inline commands) and resolves to the first reply line. */
+function redisPing(port: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: '127.0.0.1', port }, () => socket.write('*1\r\n$4\r\nPING\r\n'));
+    let reply = '';
+    socket.setTimeout(2000, () => socket.destroy(new Error('no reply to PING within 2s')));
+    socket.on('data', (d: Buffer) => {
+      reply += d.toString();
+      if (reply.includes('\r\n')) {
+        socket.end();
+        resolve(reply.split('\r\n')[0] ?? '');
+      }
+    });
+    socket.on('error', reject);
+    // Closed without a reply: settle, or nothing would keep the process waiting (Node would exit).
+    socket.on('close', () => reject(new Error(`connection closed; got ${JSON.stringify(reply)}`)));
+  });
+}
+
 export async function startArgoCd(ctx: StartContext): Promise<ArgoCdEndpoints> {
   const { paths, kubeconfig, register, say } = ctx;
-  if (!existsSync(REDIS)) {
-    throw new Error(`${REDIS} not found: Argo CD needs Redis (Debian: apt-get install redis-server)`);
-  }
   const t0 = performance.now();
   const bin = (name: string) => path.join(paths.bin, name);
   const log = (name: string) => path.join(paths.logs, `${name}.log`);
@@ -250,31 +266,19 @@ export async function startArgoCd(ctx: StartContext): Promise<ArgoCdEndpoints> {
     register,
     say,
   );
+  // Argo CD's cache: miniredis built from test/cluster/go/redis (build.ts), nothing installed by hand.
   const redis = await launch(
     {
       name: 'redis',
-      binary: REDIS,
+      binary: bin('miniredis'),
       logFile: log('redis'),
       ports: 1,
-      args: ([port]) => [
-        '--bind',
-        '127.0.0.1',
-        '--port',
-        String(port),
-        '--save',
-        '',
-        '--appendonly',
-        'no',
-        '--protected-mode',
-        'no',
-      ],
+      args: ([port]) => [`--addr=127.0.0.1:${port}`],
       health:
         ([port]) =>
         async () => {
-          const r = await exec('redis-cli', ['-h', '127.0.0.1', '-p', String(port), 'ping']).catch(
-            (e: Error) => ({ stdout: e.message }),
-          );
-          return r.stdout.trim() === 'PONG' ? true : r.stdout.trim();
+          const reply = await redisPing(Number(port)).catch((e: Error) => e.message);
+          return reply === '+PONG' ? true : reply;
         },
       timeoutMs: 30_000,
     },

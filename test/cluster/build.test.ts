@@ -2,7 +2,15 @@ import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { buildKey, kubernetesVersion, moduleKey, pinnedVersion, targets, toolchains } from './build.ts';
+import {
+  buildGroups,
+  buildKey,
+  kubernetesVersion,
+  moduleKey,
+  pinnedVersion,
+  targets,
+  toolchains,
+} from './build.ts';
 import { clusterPaths } from './paths.ts';
 
 const dirs: string[] = [];
@@ -39,6 +47,8 @@ describe('the control-plane build cache key', () => {
         'kubectl',
         'kwok',
         'rollouts-controller',
+        'miniredis',
+        'gopher-lua',
       ].sort(),
     );
   });
@@ -52,6 +62,35 @@ describe('the control-plane build cache key', () => {
     expect(await moduleKey(paths, 'kubernetes', 'go1.26.8')).toBe(before);
     // Argo CD builds with its own toolchain: the machine's Go version does not move its key.
     expect(await moduleKey(paths, 'argocd', 'go1.26.9')).toBe(argoBefore);
+  });
+
+  it("builds Kubernetes' four commands in one go build, every other binary on its own", () => {
+    const groups = (module: string) =>
+      buildGroups(targets.filter((t) => t.module === module)).map((g) => g.map((t) => t.binary));
+    expect(groups('kubernetes')).toEqual([
+      ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kubectl'],
+    ]);
+    expect(groups('argocd')).toEqual([['argocd']]);
+    expect(groups('redis')).toEqual([['miniredis']]);
+  });
+
+  it('keys our own main packages (Redis, the Lua runner) on their source too', async () => {
+    const paths = await copyOfModules();
+    const before = await moduleKey(paths, 'redis', 'go1.26.8');
+    const main = path.join(paths.goModules, 'redis', 'main.go');
+    await writeFile(main, `${await readFile(main, 'utf8')}\n// changed\n`);
+    expect(await moduleKey(paths, 'redis', 'go1.26.8')).not.toBe(before);
+  });
+
+  it('pins miniredis and gopher-lua at the versions Argo CD pins', async () => {
+    const paths = clusterPaths();
+    for (const [module, dep] of [
+      ['redis', 'github.com/alicebob/miniredis/v2'],
+      ['redis', 'github.com/yuin/gopher-lua'],
+      ['lua', 'github.com/yuin/gopher-lua'],
+    ] as const) {
+      expect(await pinnedVersion(paths, module, dep)).toBe(await pinnedVersion(paths, 'argocd', dep));
+    }
   });
 
   it('is stable for the same versions and Go toolchain', async () => {

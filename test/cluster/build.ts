@@ -36,7 +36,31 @@ export const targets: readonly GoTarget[] = [
     pkg: 'github.com/argoproj/argo-rollouts/cmd/rollouts-controller',
     binary: 'rollouts-controller',
   },
+  // Argo CD's cache: miniredis behind our small main package (go/redis/main.go), so no Redis has to
+  // be installed by hand.
+  { module: 'redis', pkg: '.', binary: 'miniredis' },
+  // The Lua VM Argo CD embeds, for the unit-level checks of our resource action (test/argocd/lua.ts).
+  { module: 'lua', pkg: '.', binary: 'gopher-lua' },
 ];
+
+/** Modules whose main package is ours (main.go in test/cluster/go/<module>): its source is in the key. */
+const ownSource: ReadonlySet<string> = new Set(['redis', 'lua']);
+
+/**
+ * Disk a cold build of each module takes (Go build cache, module cache and binaries), in GiB, measured
+ * on a cold build from an empty Go cache (README, "The local environment"), rounded up.
+ */
+export const diskGiB: Readonly<Record<string, number>> = {
+  // 13.2 GiB in all (8.0 build cache, 4.4 module cache, 0.75 binaries), shared out by packages compiled.
+  etcd: 1,
+  kubernetes: 4.5,
+  kwok: 1,
+  helm: 1,
+  argocd: 4.5,
+  rollouts: 2.5,
+  redis: 0.3,
+  lua: 0.2,
+};
 
 /**
  * Go toolchain per module, when the machine's is too old. Argo CD v3.6 needs Go 1.27; the module
@@ -49,7 +73,7 @@ export const toolchains: Readonly<Record<string, string>> = { argocd: 'go1.27.3'
  * default, so their entries in the Go build cache stay valid: CGO_ENABLED is part of every package's
  * cache key, and changing it for Kubernetes would recompile all of it.
  */
-export const withoutCgo: ReadonlySet<string> = new Set(['argocd', 'rollouts']);
+export const withoutCgo: ReadonlySet<string> = new Set(['argocd', 'rollouts', 'redis', 'lua']);
 
 /** Files copied out of a module's source next to the binaries: CRDs and helper scripts. */
 interface Asset {
@@ -176,7 +200,7 @@ export async function moduleKey(paths: ClusterPaths, module: string, goVersion: 
   hash.update(JSON.stringify(targets.filter((t) => t.module === module)));
   hash.update(JSON.stringify(assets.filter((a) => a.module === module)));
   if (module === 'kubernetes') hash.update(ldflags('kubernetes', await kubernetesVersion(paths)));
-  for (const file of ['go.mod', 'go.sum']) {
+  for (const file of ['go.mod', 'go.sum', ...(ownSource.has(module) ? ['main.go'] : [])]) {
     hash.update(`${module}/${file}\n`);
     hash.update(await readFile(path.join(paths.goModules, module, file)));
   }
@@ -203,6 +227,46 @@ export interface BuildResult {
 }
 
 const keyFile = (paths: ClusterPaths, module: string) => path.join(paths.bin, `.build-key-${module}`);
+
+/**
+ * The `go build` invocations of one module: the commands whose binary is named as their package's
+ * last element go in one invocation (the four of Kubernetes), so Go links one while it compiles
+ * another on the second core instead of linking them one after another; the others one each.
+ */
+export function buildGroups(mine: readonly GoTarget[]): GoTarget[][] {
+  const together = mine.filter((t) => path.posix.basename(t.pkg) === t.binary);
+  const alone = mine.filter((t) => !together.includes(t));
+  return [...(together.length > 0 ? [together] : []), ...alone.map((t) => [t])];
+}
+
+/** Whether a module's binaries are missing or were built from other pins (or another Go). */
+async function isStale(paths: ClusterPaths, module: string, goVersion: string): Promise<boolean> {
+  const key = await moduleKey(paths, module, goVersion);
+  const file = keyFile(paths, module);
+  const current = existsSync(file) ? (await readFile(file, 'utf8')).trim() : '';
+  const mine = targets.filter((t) => t.module === module);
+  return current !== key || !mine.every((t) => existsSync(path.join(paths.bin, t.binary)));
+}
+
+export interface BuildPlan {
+  modules: string[];
+  /** The modules ensureBinaries would build now. */
+  stale: string[];
+  toolchains: Readonly<Record<string, string>>;
+  diskGiB: Readonly<Record<string, number>>;
+}
+
+/** What ensureBinaries(paths, say, only) would build with Go `goVersion`, without building it. */
+export async function planBuild(
+  paths: ClusterPaths,
+  goVersion: string,
+  only?: readonly string[],
+): Promise<BuildPlan> {
+  const selected = modules().filter((m) => !only || only.includes(m));
+  const stale: string[] = [];
+  for (const m of selected) if (await isStale(paths, m, goVersion)) stale.push(m);
+  return { modules: selected, stale, toolchains, diskGiB };
+}
 
 async function copyAssets(paths: ClusterPaths, module: string, log: NodeJS.WritableStream): Promise<void> {
   for (const a of assets.filter((x) => x.module === module)) {
@@ -238,7 +302,11 @@ async function copyAssets(paths: ClusterPaths, module: string, log: NodeJS.Writa
  * Makes sure every binary in `targets` is in paths.bin for its module's current key; builds only
  * what is missing or stale, printing progress (packages compiled) while a long build runs.
  */
-export async function ensureBinaries(paths: ClusterPaths, say: (msg: string) => void): Promise<BuildResult> {
+export async function ensureBinaries(
+  paths: ClusterPaths,
+  say: (msg: string) => void,
+  only?: readonly string[],
+): Promise<BuildResult> {
   const started = performance.now();
   await mkdir(paths.bin, { recursive: true });
   const log = createWriteStream(path.join(paths.bin, 'build.log'), { flags: 'a' });
@@ -246,24 +314,24 @@ export async function ensureBinaries(paths: ClusterPaths, say: (msg: string) => 
   try {
     const goVersion = (await run('go', ['env', 'GOVERSION'], { cwd: paths.goModules, log })).trim();
     const k8sVersion = await kubernetesVersion(paths);
-    for (const module of modules()) {
+    for (const module of modules().filter((m) => !only || only.includes(m))) {
+      if (!(await isStale(paths, module, goVersion))) continue;
       const key = await moduleKey(paths, module, goVersion);
       const file = keyFile(paths, module);
-      const current = existsSync(file) ? (await readFile(file, 'utf8')).trim() : '';
       const mine = targets.filter((t) => t.module === module);
-      if (current === key && mine.every((t) => existsSync(path.join(paths.bin, t.binary)))) continue;
 
       const m0 = performance.now();
       say(
         `building ${mine.map((t) => t.binary).join(', ')} from test/cluster/go/${module} (key ${key}, ${toolchains[module] ?? goVersion}); log: ${path.join(paths.bin, 'build.log')}`,
       );
       await rm(file, { force: true });
-      for (const t of mine) {
+      for (const group of buildGroups(mine)) {
+        const names = group.map((t) => t.binary).join(', ');
         const t0 = performance.now();
         let compiled = 0;
         const beat = setInterval(() => {
           say(
-            `  … ${t.binary}: ${compiled} packages compiled, ${((performance.now() - t0) / 1000).toFixed(0)}s`,
+            `  … ${names}: ${compiled} packages compiled, ${((performance.now() - t0) / 1000).toFixed(0)}s`,
           );
         }, 30_000);
         try {
@@ -273,15 +341,16 @@ export async function ensureBinaries(paths: ClusterPaths, say: (msg: string) => 
               'build',
               '-v',
               '-trimpath',
-              `-ldflags=${ldflags(t.module, k8sVersion)}`,
+              `-ldflags=${ldflags(module, k8sVersion)}`,
               '-o',
-              path.join(paths.bin, t.binary),
-              t.pkg,
+              // Several commands at once go into the directory, each under its package's last element.
+              group.length > 1 ? `${paths.bin}${path.sep}` : path.join(paths.bin, group[0]?.binary as string),
+              ...group.map((t) => t.pkg),
             ],
             {
-              cwd: path.join(paths.goModules, t.module),
+              cwd: path.join(paths.goModules, module),
               log,
-              env: goEnv(t.module),
+              env: goEnv(module),
               onLine: (l) => {
                 if (l && !l.startsWith('go: ') && !l.startsWith('#')) compiled++;
               },
@@ -291,7 +360,7 @@ export async function ensureBinaries(paths: ClusterPaths, say: (msg: string) => 
           clearInterval(beat);
         }
         say(
-          `built ${t.binary} in ${((performance.now() - t0) / 1000).toFixed(0)}s (${compiled} packages compiled)`,
+          `built ${names} in ${((performance.now() - t0) / 1000).toFixed(0)}s (${compiled} packages compiled)`,
         );
       }
       await copyAssets(paths, module, log);

@@ -2,24 +2,33 @@
 import { ensureBinaries } from './build.ts';
 import { down, status, up } from './control-plane.ts';
 import { clusterPaths } from './paths.ts';
+import { requirePrerequisites } from './prerequisites.ts';
 
-const usage = 'usage: npm run cluster -- up [--no-argocd]|down|status|build';
+const usage = 'usage: npm run cluster -- up [--no-argocd]|down|status|build|check';
 
 async function main(cmd: string | undefined, flags: string[]): Promise<number> {
   const paths = clusterPaths();
   const say = (msg: string) => console.log(`cluster: ${msg}`);
   switch (cmd) {
+    case 'check':
+      await requirePrerequisites(paths);
+      say('all prerequisites present');
+      return 0;
     case 'build': {
+      await requirePrerequisites(paths);
       const r = await ensureBinaries(paths, say);
       for (const [m, s] of Object.entries(r.perModule)) say(`  ${m}: ${s.toFixed(0)}s`);
       say(r.built ? `binaries built in ${r.seconds.toFixed(0)}s` : `binaries up to date (key ${r.key})`);
       return 0;
     }
     case 'up': {
+      await requirePrerequisites(paths);
       const b = await ensureBinaries(paths, say);
       if (b.built) say(`binaries built in ${b.seconds.toFixed(0)}s`);
       const r = await up(paths, say, { argocd: !flags.includes('--no-argocd') });
-      if (r.seconds === 0) say(`already running at ${r.state.server}`);
+      if (r.added)
+        say(`started ${r.added.join(', ')} next to the running control plane in ${r.seconds.toFixed(1)}s`);
+      else if (r.seconds === 0) say(`already running at ${r.state.server}`);
       say(`kubeconfig: ${paths.kubeconfig}`);
       if (r.state.argocd) {
         say(

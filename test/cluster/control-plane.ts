@@ -79,6 +79,52 @@ export async function down(paths: ClusterPaths): Promise<string[]> {
 export interface UpResult {
   seconds: number;
   state: ClusterState;
+  /** Parts started next to an environment that was already running without them. */
+  added?: Part[];
+}
+
+/** The optional parts of the environment (Flux would be the next). */
+export type Part = 'argocd';
+
+/** What a running environment lacks of what `options` asks for; more than asked is left running. */
+export function missingParts(state: Pick<ClusterState, 'argocd'>, options: UpOptions = {}): Part[] {
+  return options.argocd !== false && !state.argocd ? ['argocd'] : [];
+}
+
+/**
+ * Starts Argo CD, Argo Rollouts and the git server next to a running control plane (one started with
+ * --no-argocd, e.g. by `npm run bench`). If that fails, what it started is stopped again and the
+ * control plane is left as it was.
+ */
+async function addArgoCd(
+  paths: ClusterPaths,
+  state: ClusterState,
+  say: (msg: string) => void,
+): Promise<UpResult> {
+  const t0 = performance.now();
+  say('the running control plane has no Argo CD (started with --no-argocd): starting Argo CD next to it');
+  const processes = [...state.processes];
+  const added: Started[] = [];
+  const write = (s: ClusterState) => writeFile(paths.stateFile, `${JSON.stringify(s, null, 2)}\n`);
+  try {
+    const argocd = await startArgoCd({
+      paths,
+      kubeconfig: paths.kubeconfig,
+      register: async (p) => {
+        processes.push(p);
+        added.push(p);
+        await write({ ...state, processes });
+      },
+      say,
+    });
+    const next: ClusterState = { ...state, processes, argocd };
+    await write(next);
+    return { seconds: (performance.now() - t0) / 1000, state: next, added: ['argocd'] };
+  } catch (err) {
+    for (const p of added.reverse()) await stop(p);
+    await write(state);
+    throw err;
+  }
 }
 
 export interface UpOptions {
@@ -93,7 +139,11 @@ export async function up(
 ): Promise<UpResult> {
   const t0 = performance.now();
   const current = await status(paths);
-  if (current.running && current.state) return { seconds: 0, state: current.state };
+  if (current.running && current.state) {
+    const missing = missingParts(current.state, options);
+    if (missing.length === 0) return { seconds: 0, state: current.state };
+    return addArgoCd(paths, current.state, say);
+  }
   if (current.state) await down(paths); // half-dead leftovers from an earlier run
 
   const pkiDir = path.join(paths.state, 'pki');

@@ -44,8 +44,7 @@ export function exitOf(p: Pick<Started, 'pid'>): number | string | undefined {
 
 /**
  * True when `pid` is alive and is the process we started from `binary`. The executable is read from
- * /proc/<pid>/exe: the command line is no proof, since some programs rewrite it (redis-server shows
- * "redis-server 127.0.0.1:<port>").
+ * /proc/<pid>/exe: the command line is no proof, since some programs rewrite it.
  */
 export function isOurs(p: Pick<Started, 'pid' | 'binary'>): boolean {
   try {

@@ -34,6 +34,16 @@ async function podsCreated(kube: Kube, namespace: string): Promise<number> {
     .reduce((n, e) => n + (e.count ?? 1), 0);
 }
 
+/** Names of the pods the ReplicaSets created (their SuccessfulCreate Events say "Created pod: NAME"). */
+async function podsCreatedNames(kube: Kube, namespace: string): Promise<Set<string>> {
+  const list = await kube.core.listNamespacedEvent({ namespace });
+  return new Set(
+    list.items
+      .filter((e) => e.reason === 'SuccessfulCreate' && e.involvedObject.kind === 'ReplicaSet')
+      .map((e) => /Created pod: (\S+)/.exec(e.message ?? '')?.[1] ?? ''),
+  );
+}
+
 const hhmm = (ms: number) => new Date(ms).toISOString().slice(11, 16);
 
 /** The ledger's stored value for a workload in the release namespace (here, the test namespace). */
@@ -110,8 +120,10 @@ describe('maintenance windows and batch windows', () => {
     const reloaded = await waitForEvent(kube, namespace, 'Reloaded', 'web', 120_000);
     expect(new Date(reloaded.firstTimestamp ?? 0).getTime()).toBeGreaterThanOrEqual(opensAt);
     const after = await waitAllReplaced(kube, namespace, 'web', before, 2);
-    // Each pod replaced once: a replacement the ReplicaSet created, or a surge pod it adopted (ADR 0019).
-    const adopted = after.filter((p) => p.name.startsWith('web-surge-')).length;
+    // Each pod replaced once: a replacement the ReplicaSet created, or a surge pod it adopted (ADR 0019;
+    // named as the ReplicaSet's own pods, so told apart by the ReplicaSet's SuccessfulCreate Events).
+    const createdByReplicaSet = await podsCreatedNames(kube, namespace);
+    const adopted = after.filter((p) => !createdByReplicaSet.has(p.name)).length;
     expect((await podsCreated(kube, namespace)) + adopted).toBe(4);
     expect(await events(kube, namespace, 'Reloaded', 'web')).toHaveLength(1);
     const done = await ledgerValue(kube, namespace, `Deployment/${namespace}/web`);

@@ -130,12 +130,16 @@ describe('crash safety (I5)', () => {
         container: { envFrom: [{ configMapRef: { name: 'app' } }] },
       }),
     });
-    await waitReadyPods(kube, namespace, 'web', 1);
+    const [own] = await waitReadyPods(kube, namespace, 'web', 1);
+    // Named as the ReplicaSet's pods, as surge pods are (ADR 0019, amendment): the surge label alone
+    // marks it as ours.
+    const replicaSet = (await kube.core.readNamespacedPod({ name: own?.name as string, namespace })).metadata
+      ?.ownerReferences?.[0]?.name as string;
     const leftover = await kube.core.createNamespacedPod({
       namespace,
       body: {
         metadata: {
-          generateName: 'web-surge-',
+          generateName: `${replicaSet}-`,
           labels: { app: 'web', 'gitops-reloader.io/surge': d.metadata?.uid as string },
           ownerReferences: [
             {

@@ -1,6 +1,6 @@
 // Drift-free restarts of Deployments: availability (I4), PodDisruptionBudgets, surge pods, stalls,
 // and a template change arriving together with a config change.
-import type { V1Deployment } from '@kubernetes/client-node';
+import { PatchStrategy, setHeaderOptions, type V1Deployment, type V1Pod } from '@kubernetes/client-node';
 import { afterEach, describe, expect } from 'vitest';
 import { it, type Kube } from '../support/kube.ts';
 import {
@@ -72,7 +72,60 @@ async function generationOf(kube: Kube, namespace: string) {
   return (await kube.apps.readNamespacedDeployment({ name: 'web', namespace })).metadata?.generation;
 }
 
+/**
+ * What tells two pods of one ReplicaSet apart when nothing should: the metadata and spec with the
+ * name's random suffix (and the token volume's), uid, timestamps, resourceVersion, managedFields (who
+ * wrote what: an audit record, kept true) and the node the scheduler chose set aside.
+ */
+function lookOf(p: V1Pod) {
+  const { name, uid, creationTimestamp, resourceVersion, managedFields, ...rest } = p.metadata ?? {};
+  const { nodeName, ...spec } = p.spec ?? ({} as NonNullable<V1Pod['spec']>);
+  return {
+    metadataKeys: Object.keys(p.metadata ?? {}).sort(),
+    nameWithoutSuffix: name?.replace(/[bcdfghjklmnpqrstvwxz2456789]{5}$/, '<suffix>'),
+    ...rest,
+    // The service-account token volume is named per pod by admission, with a random suffix too.
+    spec: JSON.parse(
+      JSON.stringify(spec).replace(
+        /kube-api-access-[bcdfghjklmnpqrstvwxz2456789]{5}/g,
+        'kube-api-access-<suffix>',
+      ),
+    ),
+  };
+}
+
 describe('restart strategy for Deployments', () => {
+  it("leaves an adopted surge pod indistinguishable from the ReplicaSet's own pods, apart from its creation time", async ({
+    kube,
+    namespace,
+  }) => {
+    const s = await setUp(kube, namespace, { replicas: 1 });
+    const tracker = await PodTracker.start(kube, namespace, 'web');
+    await changeConfig(kube, namespace, '2');
+    await waitReloaded(kube, namespace, s, 1, Date.now() - 1000);
+    tracker.stop();
+    const [handed] = tracker.handedOver();
+    expect(handed).toBeDefined();
+    // A pod the ReplicaSet makes itself, to compare with: scale up by one.
+    await kube.apps.patchNamespacedDeploymentScale(
+      { name: 'web', namespace, body: { spec: { replicas: 2 } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+    const pods = await waitReadyPods(kube, namespace, 'web', 2);
+    const own = pods.find((p) => p.uid !== handed?.uid);
+    const read = (name: string) => kube.core.readNamespacedPod({ name, namespace });
+    const adopted = await read(handed?.name as string);
+    const native = await read(own?.name as string);
+    // Named as the ReplicaSet names its pods: <replicaset>-<5 characters of the API server's alphabet>.
+    const rs = native.metadata?.ownerReferences?.[0]?.name as string;
+    expect(adopted.metadata?.name).toMatch(new RegExp(`^${rs}-[bcdfghjklmnpqrstvwxz2456789]{5}$`));
+    expect(lookOf(adopted)).toEqual(lookOf(native));
+    // Nothing of ours is left on it.
+    expect(JSON.stringify({ ...adopted.metadata, managedFields: undefined })).not.toContain(
+      'gitops-reloader',
+    );
+  });
+
   it('restarts a single-replica Deployment without ever having 0 Ready pods', async ({ kube, namespace }) => {
     const s = await setUp(kube, namespace, { replicas: 1 });
     const monitor = await ReadyMonitor.start(kube, namespace, 'web');
