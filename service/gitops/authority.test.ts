@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { parseRepoURL } from '../core/repo-url.ts';
 import {
   appManages,
   appNamespaceAllowed,
@@ -16,6 +17,8 @@ const app = (resources: unknown[], destination: Record<string, string> = {}) => 
   },
   status: { resources },
 });
+
+const r = parseRepoURL;
 
 describe('appNamespaceAllowed', () => {
   it('allows an Application only in one of --argocd-namespaces', () => {
@@ -60,7 +63,7 @@ describe('projectAllows', () => {
     controlNamespace: 'argocd',
     app: app([web]),
     workloadNamespace: 'team-a',
-    repoURL: 'https://git.example.com/team-a/apps.git',
+    repo: r('https://git.example.com/team-a/apps.git'),
   };
   const project = (spec: Record<string, unknown>) => ({
     spec: {
@@ -92,7 +95,7 @@ describe('projectAllows', () => {
 
   it('refuses a repository the project does not allow as a source', () => {
     expect(
-      projectAllows(project({}), { ...base, repoURL: 'https://git.example.com/team-b/apps.git' }),
+      projectAllows(project({}), { ...base, repo: r('https://git.example.com/team-b/apps.git') }),
     ).toMatchObject({ ok: false, rule: 'project-source-repo' });
   });
 
@@ -108,19 +111,23 @@ describe('projectAllows', () => {
 
 describe('sourcePermitted', () => {
   it('matches normalised URLs with globs that stop at /', () => {
-    expect(sourcePermitted(['https://git.example.com/org/*'], 'https://GIT.example.com/org/app.git')).toBe(
+    expect(sourcePermitted(['https://git.example.com/org/*'], r('https://GIT.example.com/org/app.git'))).toBe(
       true,
     );
-    expect(sourcePermitted(['https://git.example.com/org/*'], 'https://git.example.com/org/a/b')).toBe(false);
-    expect(sourcePermitted(['https://git.example.com/org/**'], 'https://git.example.com/org/a/b')).toBe(true);
-    expect(sourcePermitted(['*'], 'https://anything.example/x')).toBe(true);
-    expect(sourcePermitted([], 'https://git.example.com/org/app')).toBe(false);
+    expect(sourcePermitted(['https://git.example.com/org/*'], r('https://git.example.com/org/a/b'))).toBe(
+      false,
+    );
+    expect(sourcePermitted(['https://git.example.com/org/**'], r('https://git.example.com/org/a/b'))).toBe(
+      true,
+    );
+    expect(sourcePermitted(['*'], r('https://anything.example/x'))).toBe(true);
+    expect(sourcePermitted([], r('https://git.example.com/org/app'))).toBe(false);
   });
 
   it('a deny pattern that matches wins over any allow', () => {
     const repos = ['*', '!https://git.example.com/org/secret'];
-    expect(sourcePermitted(repos, 'https://git.example.com/org/secret.git')).toBe(false);
-    expect(sourcePermitted(repos, 'https://git.example.com/org/public')).toBe(true);
+    expect(sourcePermitted(repos, r('https://git.example.com/org/secret.git'))).toBe(false);
+    expect(sourcePermitted(repos, r('https://git.example.com/org/public'))).toBe(true);
   });
 });
 

@@ -9,6 +9,7 @@ import { GitWriter } from '../../git/writer.ts';
 import { type GitServer, inspect, startGitServer } from '../../test/support/git-server.ts';
 import { KEYS, parseWorkloadPolicy } from '../core/annotations.ts';
 import type { WorkloadRecord } from '../core/records.ts';
+import { parseRepoURL } from '../core/repo-url.ts';
 import type { GitSource } from '../gitops/application.ts';
 import type { ResolvedCredentials } from '../gitops/credentials.ts';
 import { GitRefused } from '../gitops/refusal.ts';
@@ -63,6 +64,7 @@ function committer(repo: string, o: Partial<GitCommitterOptions> & { token?: str
   const source = async (app: { namespace: string; name: string }): Promise<GitSource> => ({
     app,
     project: 'default',
+    repo: parseRepoURL(server.url(repo)),
     repoURL: server.url(repo),
     targetRevision: 'main',
     path: 'apps/shop',
@@ -172,6 +174,7 @@ describe('git strategy', () => {
       source: async (app) => ({
         app,
         project: 'default',
+        repo: parseRepoURL(server.url('helm')),
         repoURL: server.url('helm'),
         targetRevision: 'HEAD',
         path: 'charts/web',
