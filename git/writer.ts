@@ -122,6 +122,8 @@ export interface GitWriterOptions {
   deadlineMs?: number;
   /** Abort a write whose clone grows past this many bytes on disk. Default 200 MiB. */
   maxCheckoutBytes?: number;
+  /** A PEM bundle of CAs to verify https servers with (http.sslCAInfo; --git-ca-file). Default: the system's. */
+  caFile?: string;
 }
 
 interface Job {
@@ -145,7 +147,7 @@ interface Job {
  * and one commit, and each caller gets the outcome of its own workloads.
  */
 export class GitWriter {
-  readonly #opts: Required<GitWriterOptions>;
+  readonly #opts: Required<Omit<GitWriterOptions, 'caFile'>> & Pick<GitWriterOptions, 'caFile'>;
   readonly #queues = new Map<string, Job[]>();
 
   constructor(opts: GitWriterOptions = {}) {
@@ -156,6 +158,7 @@ export class GitWriter {
       allowInsecureHttp: opts.allowInsecureHttp ?? false,
       deadlineMs: opts.deadlineMs ?? 600_000,
       maxCheckoutBytes: opts.maxCheckoutBytes ?? 200 * 1024 * 1024,
+      ...(opts.caFile !== undefined ? { caFile: opts.caFile } : {}),
     };
   }
 
@@ -245,7 +248,8 @@ export class GitWriter {
       }
       signing.push(['gpg.format', 'ssh'], ['user.signingKey', key], ['commit.gpgSign', 'true']);
     }
-    const env = gitEnv(tmp, creds, req.author ?? DEFAULT_AUTHOR, signing);
+    const tls: Array<[string, string]> = this.#opts.caFile ? [['http.sslCAInfo', this.#opts.caFile]] : [];
+    const env = gitEnv(tmp, creds, req.author ?? DEFAULT_AUTHOR, [...tls, ...signing]);
     // One deadline for the whole write: a server that trickles bytes defeats the per-command timeout.
     const deadline = AbortSignal.timeout(this.#opts.deadlineMs);
     const size = guardSize(tmp, this.#opts.maxCheckoutBytes);
@@ -531,6 +535,7 @@ class Runner {
       allowConfig: [
         'http.*.extraheader',
         'http.followredirects',
+        'http.sslcainfo',
         'gpg.format',
         'user.signingkey',
         'commit.gpgsign',

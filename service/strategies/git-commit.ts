@@ -483,6 +483,15 @@ export async function createGitCommitter(cfg: Config, d: GitCommitterDeps): Prom
       );
     }
   }
+  if (cfg.gitCaFile !== undefined) {
+    try {
+      await access(cfg.gitCaFile, constants.R_OK);
+    } catch (err) {
+      throw new FlagError(
+        `--git-ca-file ${cfg.gitCaFile} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+      );
+    }
+  }
   if (cfg.gitSigningKeyFile !== undefined) {
     try {
       await access(cfg.gitSigningKeyFile, constants.R_OK);
@@ -505,6 +514,7 @@ export async function createGitCommitter(cfg: Config, d: GitCommitterDeps): Prom
       allowInsecureHttp: cfg.gitAllowInsecureHttp,
       deadlineMs: cfg.gitDeadlineMs,
       maxCheckoutBytes: cfg.gitMaxCheckoutMib * 1024 * 1024,
+      ...(cfg.gitCaFile !== undefined ? { caFile: cfg.gitCaFile } : {}),
     }),
     source: (app, workload) =>
       authorizedGitSource(d.custom, app, workload, { argocdNamespaces: cfg.argocdNamespaces }),
