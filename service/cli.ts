@@ -14,10 +14,11 @@ import { serve } from './serve.ts';
 // The other commands are imported when run: `serve` never loads the git writer, the YAML parser or the
 // migration code (bench/README.md, "Where the memory goes").
 async function help(): Promise<string> {
-  const [{ CHECKSUM_USAGE }, { migrateFlags }, { planFlags }] = await Promise.all([
+  const [{ CHECKSUM_USAGE }, { migrateFlags }, { planFlags }, { TENANT_KEY_USAGE }] = await Promise.all([
     import('../git/checksum-command.ts'),
     import('./migrate/migrate-command.ts'),
     import('./plan-command.ts'),
+    import('./tenant-key-command.ts'),
   ]);
   return `gitops-reloader: reloads workloads when their ConfigMaps or Secrets change, once per sync,
 without writing the pod template.
@@ -25,7 +26,8 @@ without writing the pod template.
 Usage:
   gitops-reloader serve [flags]
   gitops-reloader plan --namespace N (--configmap NAME | --secret NAME) [--kubeconfig PATH]
-  gitops-reloader checksum [DIR|-] [--in-place] [--check] [--key-file F]
+  gitops-reloader checksum [DIR|-] [--in-place] [--check] [--key-file F | --namespace-key-file F]
+  gitops-reloader tenant-key --namespace NS [--key-file F] [--secret NAME]
   gitops-reloader migrate (--values FILE | --deployment NAMESPACE/NAME) [--namespace N] [--kubeconfig PATH]
   gitops-reloader help
 
@@ -40,6 +42,8 @@ ${usage(planFlags)}
 
 checksum:
 ${CHECKSUM_USAGE}
+tenant-key:
+${TENANT_KEY_USAGE}
 
 migrate: prints gitops-reloader chart values for a Stakater Reloader installation, with a comment
 on each value that changes meaning; exits 3 when something cannot be carried over.
@@ -125,6 +129,15 @@ async function main(argv: string[]): Promise<number> {
     case 'checksum': {
       const { checksum } = await import('../git/checksum-command.ts');
       return checksum(rest, process.env, (s) => process.stdout.write(s));
+    }
+    case 'tenant-key': {
+      const { tenantKey } = await import('./tenant-key-command.ts');
+      return tenantKey(
+        rest,
+        process.env,
+        (s) => process.stdout.write(s),
+        (s) => process.stderr.write(s),
+      );
     }
     case 'migrate': {
       const { migrate } = await import('./migrate/migrate-command.ts');
