@@ -44,6 +44,20 @@ describe('appManages', () => {
     expect(appManages({ spec: app([]).spec }, web)).toMatchObject({ ok: false, rule: 'not-managed' });
   });
 
+  it('reads the destination server canonically, and refuses one that is not a plain cluster URL', () => {
+    for (const server of ['https://Kubernetes.default.svc:443/', 'https://kubernetes.default.svc']) {
+      expect(appManages(app([web], { server }), web), server).toEqual({ ok: true });
+    }
+    for (const server of [
+      'https://kubernetes.default.svc/..',
+      'https://kubernetes.default.svc/%2e%2e/x',
+      'https://user@kubernetes.default.svc',
+      'https://kubernetes.default.svc\\@evil.example',
+    ]) {
+      expect(appManages(app([web], { server }), web), server).toMatchObject({ rule: 'destination-cluster' });
+    }
+  });
+
   it('refuses an Application that deploys to another cluster, even if a resource name matches', () => {
     const remote = app([web], { server: 'https://other.example.com' });
     expect(appManages(remote, web)).toMatchObject({ ok: false, rule: 'destination-cluster' });
