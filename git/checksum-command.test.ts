@@ -89,8 +89,11 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-/** The value the service publishes for `web` in STREAM: live objects → records → watched set → setDigest. */
-function serviceValue(serviceKey: Buffer): string {
+/**
+ * The service's path for `web` in STREAM: live objects (the API server turns stringData into base64
+ * data) → records → watched set (auto) → the usage digests it publishes a value of.
+ */
+function serviceDigests(serviceKey: Buffer): Record<string, string> {
   const docs = parseAllDocuments(STREAM).map((d) => d.toJS());
   const cm = configRecord(
     'ConfigMap',
@@ -113,8 +116,12 @@ function serviceValue(serviceKey: Buffer): string {
     kind: 'Deployment',
     defaultStrategy: 'restart',
   });
-  return setDigest(watchedSet(w, policy, lookup, DEFAULT_GLOBALS).digests, namespaceKey(serviceKey, 'shop'));
+  return watchedSet(w, policy, lookup, DEFAULT_GLOBALS).digests;
 }
+
+/** The value the service publishes for `web`: keyed with the workload namespace's key (ADR 0010). */
+const serviceValue = (serviceKey: Buffer) =>
+  setDigest(serviceDigests(serviceKey), namespaceKey(serviceKey, 'shop'));
 
 describe('a namespace key (gitops-reloader tenant-key), without the service key', () => {
   const written = (r: ReturnType<typeof injectChecksums>) => r.workloads.find((w) => w.name === 'web')?.hash;
@@ -240,32 +247,8 @@ describe('injectChecksums', () => {
     const r = injectChecksums([{ name: '-', text: STREAM }], KEY, { annotation: ANN });
     const docs = parseAllDocuments(r.sources[0]?.text ?? '').map((d) => d.toJS());
     const written = docs[2].spec.template.metadata.annotations[ANN];
-
-    // The service's path: live objects (the API server turns stringData into base64 data) → records →
-    // watched set (auto) → setDigest.
-    const cm = configRecord('ConfigMap', { ...docs[0], metadata: { ...docs[0].metadata, uid: '1' } }, KEY);
-    const secret = configRecord(
-      'Secret',
-      {
-        metadata: { name: 'web-secret', namespace: 'shop', uid: '2' },
-        data: { PIN: Buffer.from('1234').toString('base64') },
-      },
-      KEY,
-    );
-    const live = structuredClone(docs[2]);
-    delete live.spec.template.metadata.annotations;
-    const w = workloadRecord('Deployment', { ...live, metadata: { ...live.metadata, uid: '3' } });
-    if (!cm || !secret || !w) throw new Error('records');
-    const byId = new Map([cm, secret].map((c) => [configId(c.ref), c]));
-    const lookup: ConfigLookup = { get: (ref) => byId.get(configId(ref)), inNamespace: () => [] };
-    const policy = parseWorkloadPolicy(w.annotations, w.templateAnnotations, {
-      kind: 'Deployment',
-      defaultStrategy: 'restart',
-    });
-    const set = watchedSet(w, policy, lookup, DEFAULT_GLOBALS);
-    // The reconciler keys the published value with the workload namespace's key (ADR 0010).
-    expect(written).toBe(setDigest(set.digests, namespaceKey(KEY, 'shop')));
-    expect(written).not.toBe(setDigest(set.digests, KEY));
+    expect(written).toBe(serviceValue(KEY));
+    expect(written).not.toBe(setDigest(serviceDigests(KEY), KEY));
     expect(r.workloads.map((x) => x.name)).toEqual(['web']);
   });
 

@@ -2,10 +2,11 @@
 // of a repository or cluster URL, anywhere in service/ or git/, is how a check and an action came to
 // read one URL two ways (`team-a/..\team-b`), so none may appear: no WHATWG URL, no regex that reads
 // a scheme, outside the module, except where listed with the reason the URL decides nothing.
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { sourceFiles } from '../test/support/source-files.ts';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const MODULE = 'service/core/repo-url.ts';
@@ -18,16 +19,6 @@ const ALLOWED: Record<string, string> = {
   'service/config/config.ts': 'validates the operator-set --webhook-url flag',
   'git/write-error.ts': 'removes userinfo from error text (redaction, not parsing)',
 };
-
-function sources(dir: string): string[] {
-  const out: string[] = [];
-  for (const name of readdirSync(dir)) {
-    const p = join(dir, name);
-    if (statSync(p).isDirectory()) out.push(...sources(p));
-    else if (p.endsWith('.ts') && !p.endsWith('.test.ts')) out.push(p);
-  }
-  return out;
-}
 
 // WHATWG URL (new URL, URL.parse, URL.canParse), Node's legacy url.parse, and a regex literal that
 // matches a scheme separator (`:\/\/`): each is a parser of its own.
@@ -46,7 +37,7 @@ function offenders(files: readonly string[]): string[] {
 }
 
 describe('one parser for URLs that decide authority', () => {
-  const files = ['service', 'git'].flatMap((d) => sources(join(root, d)));
+  const files = ['service', 'git'].flatMap((d) => sourceFiles(join(root, d)));
 
   it('finds a second parser when there is one', () => {
     // Guards the check below against passing because the pattern matches nothing.

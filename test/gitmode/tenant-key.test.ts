@@ -15,8 +15,8 @@ import { type GitServer, git, inspect, startGitServer } from '../support/git-ser
 import { clients, it, type Kube, statusOf } from '../support/kube.ts';
 import { waitForEvent } from '../support/observe.ts';
 import { hashKeyFile, killAll, runCli, serviceArgs, startService } from '../support/service.ts';
-import { kubeConfigAs } from '../support/service-account.ts';
-import { configMap } from '../support/workloads.ts';
+import { kubeConfigAs, serviceAccountWithRole } from '../support/service-account.ts';
+import { configMap, deployment } from '../support/workloads.ts';
 
 const ANN = 'gitops-reloader.io/config-hash';
 const SECRET = 'gitops-reloader-ci-key';
@@ -35,31 +35,12 @@ afterAll(async () => {
   await rm(scratch, { recursive: true, force: true });
 });
 
-const deployment = (namespace: string) => ({
-  apiVersion: 'apps/v1',
-  kind: 'Deployment',
-  metadata: {
-    name: 'web',
-    namespace,
+/** The live Deployment the manifests in git describe (what the checksum covers: its use of web-config). */
+const liveDeployment = () =>
+  deployment('web', {
     annotations: { 'reloader.stakater.com/auto': 'true', 'gitops-reloader.io/strategy': 'annotate' },
-  },
-  spec: {
-    replicas: 1,
-    selector: { matchLabels: { app: 'web' } },
-    template: {
-      metadata: { labels: { app: 'web' } },
-      spec: {
-        containers: [
-          {
-            name: 'web',
-            image: 'registry.invalid/web:1',
-            envFrom: [{ configMapRef: { name: 'web-config' } }],
-          },
-        ],
-      },
-    },
-  },
-});
+    container: { envFrom: [{ configMapRef: { name: 'web-config' } }] },
+  });
 
 const manifests = (namespace: string, level: string) => `apiVersion: v1
 kind: ConfigMap
@@ -94,21 +75,11 @@ spec:
 
 /** The tenant's identity: a ServiceAccount that may read Secrets in its own namespace and nothing else. */
 async function tenantClients(kube: Kube, namespace: string): Promise<Kube> {
-  const name = 'tenant-ci';
-  await kube.core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } });
-  await kube.rbac.createNamespacedRole({
-    namespace,
-    body: { metadata: { name }, rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['get'] }] },
-  });
-  await kube.rbac.createNamespacedRoleBinding({
-    namespace,
-    body: {
-      metadata: { name },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
-      subjects: [{ kind: 'ServiceAccount', name, namespace }],
-    },
-  });
-  return clients(await kubeConfigAs(kube, namespace, name));
+  return clients(
+    await serviceAccountWithRole(kube, namespace, 'tenant-ci', [
+      { apiGroups: [''], resources: ['secrets'], verbs: ['get'] },
+    ]),
+  );
 }
 
 /** The platform team: prints each namespace's key as a Secret and applies it there. */
@@ -190,7 +161,7 @@ describe("a tenant's CI with its namespace key only", () => {
         namespace,
         body: configMap('web-config', { LOG_LEVEL: 'info' }),
       });
-      await kube.apps.createNamespacedDeployment({ namespace, body: deployment(namespace) });
+      await kube.apps.createNamespacedDeployment({ namespace, body: liveDeployment() });
       startService(serviceArgs(namespace, serviceKey, ['--debounce=0s']));
       await kube.core.replaceNamespacedConfigMap({
         name: 'web-config',

@@ -3,10 +3,9 @@
 // started for that namespace; a config change that makes it write; a credentials directory.
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { V1Deployment } from '@kubernetes/client-node';
 import type { Kube } from './kube.ts';
 import { hashKeyFile, type RunningService, serviceArgs, startService } from './service.ts';
-import { configMap } from './workloads.ts';
+import { configMap, deployment } from './workloads.ts';
 
 /** The manifest of a Deployment `name` in a repository: what a write would change. */
 export const manifest = (name: string) => `apiVersion: apps/v1
@@ -35,31 +34,14 @@ export async function gitModeDeployment(
   name: string,
   app: string,
 ): Promise<void> {
-  const body = {
-    apiVersion: 'apps/v1',
-    kind: 'Deployment',
-    metadata: {
-      name,
-      namespace,
-      annotations: {
-        'gitops-reloader.io/strategy': 'git',
-        'reloader.stakater.com/auto': 'true',
-        'argocd.argoproj.io/tracking-id': `${app}:apps/Deployment:${namespace}/${name}`,
-      },
+  const body = deployment(name, {
+    annotations: {
+      'gitops-reloader.io/strategy': 'git',
+      'reloader.stakater.com/auto': 'true',
+      'argocd.argoproj.io/tracking-id': `${app}:apps/Deployment:${namespace}/${name}`,
     },
-    spec: {
-      replicas: 1,
-      selector: { matchLabels: { app: name } },
-      template: {
-        metadata: { labels: { app: name } },
-        spec: {
-          containers: [
-            { name: 'app', image: 'registry.invalid/app:1', envFrom: [{ configMapRef: { name: 'shared' } }] },
-          ],
-        },
-      },
-    },
-  } satisfies V1Deployment;
+    container: { envFrom: [{ configMapRef: { name: 'shared' } }] },
+  });
   await kube.apps.createNamespacedDeployment({ namespace, body });
 }
 
