@@ -105,6 +105,7 @@ describe('prefixes, patterns and servers', () => {
     ['git@git.example:team-a/*', 'ssh://git@git.example/team-a/*'],
     ['https://GIT.example:443/team-a/**', 'https://git.example/team-a/**'],
     ['https://git.example/team-a/repo.git', 'https://git.example/team-a/repo'],
+    ['https://bot@git.example/team-a/*', 'https://git.example/team-a/*'],
     ['*', '*'],
   ])('spells the sourceRepos pattern %s as %s', (raw, canonical) => {
     expect(canonicalRepoPattern(raw)).toBe(canonicalRepoPattern(canonical));

@@ -193,6 +193,8 @@ export function canonicalRepoPattern(raw: string): string {
 }
 
 function patternOf(scheme: string, user: string, host: string, port: string, path: string): string {
+  // As in the identity: an https user name names no repository.
+  const who = scheme === 'ssh' ? user : '';
   const p = port.replace(/^0+(?=\d)/, '');
   const keep = p !== '' && p !== DEFAULT_PORTS[scheme] ? `:${p}` : '';
   const rest = path
@@ -200,7 +202,7 @@ function patternOf(scheme: string, user: string, host: string, port: string, pat
     .replace(/^\/+/, '')
     .replace(/\/+$/, '')
     .replace(/\.git$/, '');
-  return `${scheme}://${user}${host.toLowerCase()}${keep}/${rest}`;
+  return `${scheme}://${who}${host.toLowerCase()}${keep}/${rest}`;
 }
 
 /**
