@@ -108,17 +108,19 @@ const teamB = (ns: string) =>
   server.requests.filter((r) => r.url.includes(ns) && (/team-b/i.test(r.url) || r.repo.includes('team-b')));
 
 async function expectRefused(kube: Kube, ns: string, names: readonly string[]): Promise<void> {
-  for (const name of names) {
-    const ev = await waitForEvent(kube, ns, 'ReloadFailed', name);
-    expect(ev.type, name).toBe('Warning');
-    expect(ev.message, name).toMatch(
-      /^git write refused for Application .*: its repository URL is refused because/,
-    );
-    expect(ev.message, name).toMatch(/nothing was sent to it/);
-  }
+  // The first verdict on each workload: refused, or (as before the fix) reloaded by a commit.
+  const verdicts = [];
+  for (const name of names) verdicts.push(await waitForEvent(kube, ns, ['ReloadFailed', 'Reloaded'], name));
   // Counted at the server: team B's repository was never asked for anything.
-  expect(teamB(ns)).toEqual([]);
+  expect(teamB(ns).map((r) => `${r.method} ${r.url}`)).toEqual([]);
   expect(await inspect.log(path.join(server.root, `${ns}/team-b/repo.git`))).toHaveLength(1);
+  for (const [i, ev] of verdicts.entries()) {
+    const name = names[i];
+    expect(`${ev.reason}: ${ev.message}`, name).toMatch(
+      /^ReloadFailed: git write refused for Application .*: its repository URL is refused because .*; nothing was sent to it/,
+    );
+    expect(ev.type, name).toBe('Warning');
+  }
 }
 
 describe('repository URLs across a tenant boundary, on the real control plane', () => {
