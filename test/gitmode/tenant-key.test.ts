@@ -162,7 +162,8 @@ describe("a tenant's CI with its namespace key only", () => {
         body: configMap('web-config', { LOG_LEVEL: 'info' }),
       });
       await kube.apps.createNamespacedDeployment({ namespace, body: liveDeployment() });
-      startService(serviceArgs(namespace, serviceKey, ['--debounce=0s']));
+      const svc = startService(serviceArgs(namespace, serviceKey, ['--debounce=0s']));
+      await svc.waitForLog('ready', (l) => l.msg === 'ready');
       await kube.core.replaceNamespacedConfigMap({
         name: 'web-config',
         namespace,
