@@ -110,7 +110,7 @@ function templateSecret(secrets: readonly RepoSecret[], type: string, repo: Repo
   return best;
 }
 
-/** The Argo CD Secret whose credentials Argo CD would use for `repoURL` in `project`, write credentials first. */
+/** The Argo CD Secret whose credentials Argo CD would use for `repo` in `project`, write credentials first. */
 export function matchRepoSecret(
   secrets: readonly RepoSecret[],
   repo: RepoIdentity,
@@ -310,7 +310,7 @@ export interface CredentialOptions {
 }
 
 /**
- * Credentials for writing to `repoURL` for an Application of `project`: a matching Argo CD Secret
+ * Credentials for writing to `repo` for an Application of `project`: a matching Argo CD Secret
  * (when allowed) wins; else --git-credentials-dir; else none (userinfo in the URL, or a public remote).
  * `cache` lets the writes of one batch share one Secret list.
  */

@@ -1,9 +1,8 @@
-// A real git server for tests: bare repositories served over smart HTTP (or https, with a CA of its own)
-// by `git http-backend` (run as
-// CGI by a small Node server) behind HTTP basic auth, on a loopback address only. The same bare
-// repositories can be used over file://. It records every request with its headers, so a test can
-// assert that no credential was sent, and it can answer with a redirect to another loopback host or
-// port. Also small helpers to seed a repository and read what was pushed.
+// A real git server for tests: bare repositories served over smart HTTP (or https, with a CA of its
+// own) by `git http-backend` (run as CGI by a small Node server) behind HTTP basic auth, on a loopback
+// address only. The same bare repositories can be used over file://. It records every request with
+// its headers, so a test can assert that no credential was sent, and it can answer with a redirect to
+// another loopback host or port. Also small helpers to seed a repository and read what was pushed.
 import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
