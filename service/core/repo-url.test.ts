@@ -45,6 +45,8 @@ describe('parseRepoURL: one canonical identity', () => {
     ['https://git.example/team-a/..\\team-b\\repo', /backslash/],
     ['https://git.example/team-a/../team-b/repo', /\. or \.\. segment/],
     ['https://git.example/team-a/./repo', /\. or \.\. segment/],
+    ['https://git.example/team-a/..;/team-b/repo', /\. or \.\. segment/],
+    ['https://git.example/team-a/..;x=1/team-b/repo', /\. or \.\. segment/],
     ['https://git.example/team-a/%2e%2e/team-b/repo', /percent-encoded/],
     ['https://git.example/team-a/%2E./team-b/repo', /percent-encoded/],
     ['https://git.example/team-a%2fteam-b/repo', /percent-encoded/],

@@ -284,7 +284,10 @@ function pathSegments(raw: string): string[] {
   for (const part of raw.split('/')) {
     if (part === '') continue;
     const seg = decodeSegment(part);
-    if (seg === '.' || seg === '..') throw new RepoURLError('its path holds a . or .. segment');
+    // `..;x` too: servlet containers (Tomcat, Jetty: Bitbucket Server, Gerrit) drop a `;` path
+    // parameter and then resolve the `..` it leaves.
+    const name = seg.split(';')[0];
+    if (name === '.' || name === '..') throw new RepoURLError('its path holds a . or .. segment');
     segments.push(seg);
   }
   return segments;

@@ -71,6 +71,8 @@ const segment = fc.constantFrom(
   '.git',
   'team-a%2f..',
   'team-abc',
+  '..;',
+  'a;b',
 );
 const host = fc.constantFrom('git.example', 'GIT.Example', 'git.example.evil', 'evil', 'git.example:8443');
 const generatedURL = fc
@@ -94,7 +96,7 @@ const hostile = (raw: string) => {
   return (
     raw.includes('\\') ||
     /%(2e|2f|5c)/i.test(raw) ||
-    path.split('/').some((s) => s === '.' || s === '..' || s === '...git' || s === '..git')
+    path.split('/').some((s) => ['.', '..', '...git', '..git'].includes(s.split(';')[0] as string))
   );
 };
 
