@@ -14,6 +14,7 @@ import type {
   CommitAuthor,
   CommitChecksumRequest,
   CommitChecksumResult,
+  GitCredentials,
   GitWriter,
   GitWriterOptions,
   WorkloadOutcome,
@@ -293,7 +294,7 @@ export class GitCommitter {
           path: g.source.path,
           workloads: g.items.map(({ t }) => t.workload),
           author: this.#o.author,
-          ...(c.value.credentials ? { credentials: c.value.credentials } : {}),
+          ...(c.value.credentials ? { credentials: withUrlUser(c.value.credentials, g.source.repo) } : {}),
           ...(this.#o.messageTemplate ? { messageTemplate: this.#o.messageTemplate } : {}),
           ...(this.#o.signingKeyPath ? { signingKeyPath: this.#o.signingKeyPath } : {}),
           retry: { attempts: PUSH_ATTEMPTS },
@@ -394,6 +395,15 @@ export class GitCommitter {
       }
     });
   }
+}
+
+/**
+ * A token without a user name logs in as the https URL's user (`https://bob@host/…`), as git would:
+ * the canonical URL the writer is given leaves the user out (service/core/repo-url.ts).
+ */
+function withUrlUser(c: GitCredentials, repo: RepoIdentity): GitCredentials {
+  if ('sshKeyPath' in c || c.username || repo.user === '' || repo.scheme === 'ssh') return c;
+  return { ...c, username: repo.user };
 }
 
 /** The writer's refusal of a request without workloads: what a valid probe ends with. */
