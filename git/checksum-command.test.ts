@@ -5,10 +5,12 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 import { DEFAULT_GLOBALS, parseWorkloadPolicy } from '../service/core/annotations.ts';
-import { namespaceKey, setDigest } from '../service/core/config-hash.ts';
+import { keyFingerprint, namespaceKey, setDigest } from '../service/core/config-hash.ts';
 import { type ConfigLookup, watchedSet } from '../service/core/plan.ts';
+import { formatTenantKey, parseTenantKey, tenantKeys } from '../service/core/tenant-key.ts';
 import { configId } from '../service/core/types.ts';
 import { configRecord, workloadRecord } from '../service/kube/to-record.ts';
+import { SERVICE_KEY_ANNOTATION, tenantKey } from '../service/tenant-key-command.ts';
 import { checksum } from './checksum-command.ts';
 import { injectChecksums } from './checksums.ts';
 
@@ -87,37 +89,166 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
+/**
+ * The service's path for `web` in STREAM: live objects (the API server turns stringData into base64
+ * data) → records → watched set (auto) → the usage digests it publishes a value of.
+ */
+function serviceDigests(serviceKey: Buffer): Record<string, string> {
+  const docs = parseAllDocuments(STREAM).map((d) => d.toJS());
+  const cm = configRecord(
+    'ConfigMap',
+    { ...docs[0], metadata: { ...docs[0].metadata, uid: '1' } },
+    serviceKey,
+  );
+  const secret = configRecord(
+    'Secret',
+    {
+      metadata: { name: 'web-secret', namespace: 'shop', uid: '2' },
+      data: { PIN: Buffer.from('1234').toString('base64') },
+    },
+    serviceKey,
+  );
+  const w = workloadRecord('Deployment', { ...docs[2], metadata: { ...docs[2].metadata, uid: '3' } });
+  if (!cm || !secret || !w) throw new Error('records');
+  const byId = new Map([cm, secret].map((c) => [configId(c.ref), c]));
+  const lookup: ConfigLookup = { get: (ref) => byId.get(configId(ref)), inNamespace: () => [] };
+  const policy = parseWorkloadPolicy(w.annotations, w.templateAnnotations, {
+    kind: 'Deployment',
+    defaultStrategy: 'restart',
+  });
+  return watchedSet(w, policy, lookup, DEFAULT_GLOBALS).digests;
+}
+
+/** The value the service publishes for `web`: keyed with the workload namespace's key (ADR 0010). */
+const serviceValue = (serviceKey: Buffer) =>
+  setDigest(serviceDigests(serviceKey), namespaceKey(serviceKey, 'shop'));
+
+describe('a namespace key (gitops-reloader tenant-key), without the service key', () => {
+  const written = (r: ReturnType<typeof injectChecksums>) => r.workloads.find((w) => w.name === 'web')?.hash;
+
+  it("computes exactly the value the service publishes for the key's namespace", () => {
+    const tenant = tenantKeys(parseTenantKey(formatTenantKey(KEY, 'shop')));
+    const r = injectChecksums([{ name: '-', text: STREAM }], tenant, {
+      annotation: ANN,
+      namespace: 'shop',
+      confine: true,
+    });
+    expect(written(r)).toBe(serviceValue(KEY));
+  });
+
+  it("cannot compute another namespace's values, even with the line's namespace rewritten", () => {
+    const other = STREAM.replaceAll('namespace: shop', 'namespace: payments');
+    const truth = injectChecksums([{ name: '-', text: other }], KEY, { annotation: ANN });
+    const shopKey = parseTenantKey(formatTenantKey(KEY, 'shop'));
+    // Asked for payments, the shop key refuses.
+    expect(() =>
+      injectChecksums([{ name: '-', text: other }], tenantKeys(shopKey), { annotation: ANN }),
+    ).toThrow(/for namespace shop; it cannot compute values for namespace payments/);
+    // The shop key's bytes under a line that claims payments: values, but not payments' values.
+    const forged = tenantKeys({ namespace: 'payments', key: shopKey.key });
+    const guessed = injectChecksums([{ name: '-', text: other }], forged, { annotation: ANN });
+    expect(written(guessed)).toMatch(/^[0-9a-f]{32}$/);
+    expect(written(guessed)).not.toBe(written(truth));
+    // And nothing about the service key: two namespaces' keys are unrelated to it and to each other.
+    const paymentsKey = parseTenantKey(formatTenantKey(KEY, 'payments')).key;
+    expect(paymentsKey.equals(shopKey.key)).toBe(false);
+    expect(shopKey.key.includes(KEY)).toBe(false);
+  });
+
+  it('runs as checksum --namespace-key-file: --check passes on what --in-place wrote, confined to its namespace', async () => {
+    const nsKey = path.join(dir, 'shop.key');
+    const printed = capture();
+    expect(tenantKey(['--namespace', 'shop', '--key-file', keyFile], {}, printed.write, printed.write)).toBe(
+      0,
+    );
+    await writeFile(nsKey, printed.out.join(''));
+    const repo = path.join(dir, 'repo');
+    await mkdir(repo);
+    await writeFile(path.join(repo, 'all.yaml'), STREAM);
+    const c = capture();
+    expect(await checksum([repo, '--in-place', '--namespace-key-file', nsKey], {}, c.write, c.io())).toBe(0);
+    expect(
+      parseAllDocuments(await readFile(path.join(repo, 'all.yaml'), 'utf8'))[2]?.toJS().spec.template.metadata
+        .annotations[ANN],
+    ).toBe(serviceValue(KEY));
+    expect(await checksum([repo, '--check', '--namespace-key-file', nsKey], {}, c.write, c.io())).toBe(0);
+    // The same repository checked with another namespace's key is stale, and says so.
+    const other = capture();
+    tenantKey(['--namespace', 'payments', '--key-file', keyFile], {}, other.write, other.write);
+    await writeFile(nsKey, other.out.join(''));
+    const stale = capture();
+    expect(
+      await checksum([repo, '--check', '--namespace-key-file', nsKey], {}, stale.write, stale.io()),
+    ).toBe(1);
+    expect(stale.err.join('')).toMatch(/names namespace shop; this render is confined to payments/);
+    // A key and --namespace that disagree, or both keys: a usage error, not a wrong value.
+    const both = capture();
+    expect(
+      await checksum(
+        [repo, '--check', '--namespace-key-file', nsKey, '--namespace', 'shop'],
+        {},
+        both.write,
+        both.io(),
+      ),
+    ).toBe(2);
+    expect(
+      await checksum(
+        [repo, '--check', '--namespace-key-file', nsKey, '--key-file', keyFile],
+        {},
+        both.write,
+        both.io(),
+      ),
+    ).toBe(2);
+  });
+
+  it('reads the line strictly and never repeats it in an error', () => {
+    const line = formatTenantKey(KEY, 'shop');
+    expect(line).toMatch(/^gitops-reloader-namespace-key:v1:shop:[A-Za-z0-9+/]{43}=$/);
+    for (const bad of [
+      line.replace(':shop:', ':Shop:'),
+      line.slice(0, -4),
+      `x${line}`,
+      line.replace(':v1:', ':v2:'),
+    ]) {
+      expect(() => parseTenantKey(bad)).toThrow();
+      try {
+        parseTenantKey(bad);
+      } catch (err) {
+        expect((err as Error).message).not.toContain(line.split(':')[3]?.slice(0, 12));
+      }
+    }
+    const e = capture();
+    expect(tenantKey(['--namespace', 'Bad_NS', '--key-file', keyFile], {}, e.write, e.write)).toBe(2);
+  });
+
+  it('prints a Secret per namespace, stamped with the fingerprint of the service key it came from', () => {
+    const c = capture();
+    expect(
+      tenantKey(
+        ['--namespace', 'shop,payments', '--key-file', keyFile, '--secret', 'ci-key'],
+        {},
+        c.write,
+        c.write,
+      ),
+    ).toBe(0);
+    const docs = parseAllDocuments(c.out.join('')).map((d) => d.toJS());
+    expect(docs.map((d) => [d.metadata.namespace, d.metadata.name])).toEqual([
+      ['shop', 'ci-key'],
+      ['payments', 'ci-key'],
+    ]);
+    expect(docs[0].metadata.annotations[SERVICE_KEY_ANNOTATION]).toBe(keyFingerprint(KEY));
+    expect(parseTenantKey(docs[1].stringData.key).namespace).toBe('payments');
+    expect(c.out.join('')).not.toContain(KEY_TEXT);
+  });
+});
+
 describe('injectChecksums', () => {
   it('writes the value the service computes for the same live objects', () => {
     const r = injectChecksums([{ name: '-', text: STREAM }], KEY, { annotation: ANN });
     const docs = parseAllDocuments(r.sources[0]?.text ?? '').map((d) => d.toJS());
     const written = docs[2].spec.template.metadata.annotations[ANN];
-
-    // The service's path: live objects (the API server turns stringData into base64 data) → records →
-    // watched set (auto) → setDigest.
-    const cm = configRecord('ConfigMap', { ...docs[0], metadata: { ...docs[0].metadata, uid: '1' } }, KEY);
-    const secret = configRecord(
-      'Secret',
-      {
-        metadata: { name: 'web-secret', namespace: 'shop', uid: '2' },
-        data: { PIN: Buffer.from('1234').toString('base64') },
-      },
-      KEY,
-    );
-    const live = structuredClone(docs[2]);
-    delete live.spec.template.metadata.annotations;
-    const w = workloadRecord('Deployment', { ...live, metadata: { ...live.metadata, uid: '3' } });
-    if (!cm || !secret || !w) throw new Error('records');
-    const byId = new Map([cm, secret].map((c) => [configId(c.ref), c]));
-    const lookup: ConfigLookup = { get: (ref) => byId.get(configId(ref)), inNamespace: () => [] };
-    const policy = parseWorkloadPolicy(w.annotations, w.templateAnnotations, {
-      kind: 'Deployment',
-      defaultStrategy: 'restart',
-    });
-    const set = watchedSet(w, policy, lookup, DEFAULT_GLOBALS);
-    // The reconciler keys the published value with the workload namespace's key (ADR 0010).
-    expect(written).toBe(setDigest(set.digests, namespaceKey(KEY, 'shop')));
-    expect(written).not.toBe(setDigest(set.digests, KEY));
+    expect(written).toBe(serviceValue(KEY));
+    expect(written).not.toBe(setDigest(serviceDigests(KEY), KEY));
     expect(r.workloads.map((x) => x.name)).toEqual(['web']);
   });
 

@@ -1,11 +1,13 @@
 // `gitops-reloader checksum [DIR|-]`: writes the config-hash annotation into every workload whose
 // ConfigMaps or Secrets are in the same directory or stream, for CI, pre-commit and the Argo CD
 // config-management plugin. Everything else in the input is left byte for byte as it was.
+import { readFileSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { FlagError, type FlagSpec, parseFlags, usage } from '../service/config/flags.ts';
 import { readKeyFile } from '../service/config/hash-key.ts';
 import { KEYS } from '../service/core/annotations.ts';
+import { parseTenantKey, type TenantKey, tenantKeys } from '../service/core/tenant-key.ts';
 import { injectChecksums, isKubernetesObject, type ManifestSource } from './checksums.ts';
 import { listYamlFiles } from './locate.ts';
 import { parseStream } from './manifest-edit.ts';
@@ -15,6 +17,11 @@ export const checksumFlags: readonly FlagSpec[] = [
     name: 'key-file',
     type: 'string',
     help: 'File holding the HMAC key (≥32 bytes): the same key as serve --hash-key-file, so the values match. Falls back to GITOPS_RELOADER_HASH_KEY_FILE.',
+  },
+  {
+    name: 'namespace-key-file',
+    type: 'string',
+    help: "Instead of --key-file: a namespace's own key (one line from gitops-reloader tenant-key, given to the namespace's team by the platform team). It computes that namespace's values only: --namespace defaults to it and --confine is on. Falls back to GITOPS_RELOADER_NAMESPACE_KEY_FILE.",
   },
   { name: 'in-place', type: 'bool', help: 'Rewrite the files of DIR instead of printing.', default: 'false' },
   {
@@ -37,7 +44,7 @@ export const checksumFlags: readonly FlagSpec[] = [
   },
 ];
 
-export const CHECKSUM_USAGE = `Usage: gitops-reloader checksum [DIR|-] [--in-place] [--check] [--key-file F] [--annotation K] [--namespace NS [--confine]]
+export const CHECKSUM_USAGE = `Usage: gitops-reloader checksum [DIR|-] [--in-place] [--check] (--key-file F | --namespace-key-file F) [--annotation K] [--namespace NS [--confine]]
 
 Reads the YAML files under DIR (default .) or a multi-document stream on stdin (-). For every
 Deployment, StatefulSet, DaemonSet, CronJob or Rollout whose ConfigMaps/Secrets are in the same
@@ -93,18 +100,47 @@ export async function checksum(
     );
     return 2;
   }
-  const keyFile = (values['key-file'] as string | undefined) ?? env.GITOPS_RELOADER_HASH_KEY_FILE;
-  if (!keyFile) {
-    io.err('gitops-reloader checksum: --key-file is required (the HMAC key the service uses)\n');
+  const nsKeyFile =
+    (values['namespace-key-file'] as string | undefined) ??
+    (values['key-file'] === undefined ? env.GITOPS_RELOADER_NAMESPACE_KEY_FILE : undefined);
+  const keyFile =
+    nsKeyFile === undefined
+      ? ((values['key-file'] as string | undefined) ?? env.GITOPS_RELOADER_HASH_KEY_FILE)
+      : undefined;
+  if (nsKeyFile !== undefined && values['key-file'] !== undefined) {
+    io.err('gitops-reloader checksum: --key-file and --namespace-key-file exclude each other\n');
+    return 2;
+  }
+  if (!keyFile && !nsKeyFile) {
+    io.err(
+      "gitops-reloader checksum: --key-file (the HMAC key the service uses) or --namespace-key-file (a namespace's key from gitops-reloader tenant-key) is required\n",
+    );
     return 2;
   }
   try {
-    const key = readKeyFile(keyFile, '--key-file');
+    let key: Parameters<typeof injectChecksums>[1];
+    let namespace = typeof values.namespace === 'string' ? values.namespace : undefined;
+    let confine = values.confine === true;
+    if (nsKeyFile !== undefined) {
+      const tenant = readTenantKey(nsKeyFile);
+      if (namespace !== undefined && namespace !== tenant.namespace) {
+        io.err(
+          `gitops-reloader checksum: --namespace ${namespace} is not the namespace of --namespace-key-file (${tenant.namespace})\n`,
+        );
+        return 2;
+      }
+      namespace = tenant.namespace;
+      // A namespace's key computes its own namespace's values; anything naming another is refused.
+      confine = true;
+      key = tenantKeys(tenant);
+    } else {
+      key = readKeyFile(keyFile as string, '--key-file');
+    }
     const sources = stream ? [{ name: '-', text: await io.readStdin() }] : await readDir(input, io);
     const result = injectChecksums(sources, key, {
       annotation: values.annotation as string,
-      ...(typeof values.namespace === 'string' ? { namespace: values.namespace } : {}),
-      confine: values.confine === true,
+      ...(namespace !== undefined ? { namespace } : {}),
+      confine,
     });
     if (check) {
       const bad = result.workloads.filter((w) => w.previous !== w.hash);
@@ -134,6 +170,23 @@ export async function checksum(
   } catch (err) {
     io.err(`gitops-reloader checksum: ${(err as Error).message}\n`);
     return 1;
+  }
+}
+
+/** A --namespace-key-file: errors name the file, never its content. */
+function readTenantKey(file: string): TenantKey {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new Error(
+      `cannot read --namespace-key-file ${file}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`,
+    );
+  }
+  try {
+    return parseTenantKey(text);
+  } catch (err) {
+    throw new Error(`--namespace-key-file ${file}: ${(err as Error).message}`);
   }
 }
 

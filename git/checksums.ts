@@ -3,13 +3,19 @@
 //
 // The value is the one the service computes for the same objects: setDigest, under the workload
 // namespace's key (namespaceKey, ADR 0010), over the usage digests (extractReferences + hashConfig,
-// both keyed) of the configs the pod template references. So a Secret's checksum is an HMAC under a
+// under the same key, ADR 0022) of the configs the pod template references. So a Secret's checksum is an HMAC under a
 // key derived from the service's, never a bare hash of its data.
 //
 // With `confine` (the Argo CD plugin), a ConfigMap, Secret or workload that names a namespace other
 // than the Application's is refused: otherwise a tenant could have the plugin compute values for
 // another namespace's objects and compare them with that namespace's annotations.
-import { hashConfig, namespaceKey, setDigest, usageDigest } from '../service/core/config-hash.ts';
+import {
+  fromServiceKey,
+  hashConfig,
+  type NamespaceKeys,
+  setDigest,
+  usageDigest,
+} from '../service/core/config-hash.ts';
 import { extractReferences, type PodSpecLike } from '../service/core/references.ts';
 import { type ConfigKind, configId, type WorkloadKind } from '../service/core/types.ts';
 import {
@@ -76,12 +82,17 @@ interface Manifest {
   spec?: unknown;
 }
 
-/** Throws a ManifestEditError (naming the source) when a source is not valid YAML. */
+/**
+ * Throws a ManifestEditError (naming the source) when a source is not valid YAML. `key` is the service
+ * key (every namespace's key is derived from it) or a function giving each namespace's key (a
+ * tenant's CI holds only its namespace's, and throws for any other).
+ */
 export function injectChecksums(
   sources: readonly ManifestSource[],
-  key: Buffer,
+  key: Buffer | NamespaceKeys,
   opts: ChecksumOptions,
 ): ChecksumResult {
+  const keyOf = Buffer.isBuffer(key) ? fromServiceKey(key) : key;
   const parsed = sources.map((s) => {
     try {
       return parseStream(s.text).map((d) => d.toJS() as Manifest | null);
@@ -119,7 +130,7 @@ export function injectChecksums(
       const name = m.metadata?.name;
       if (typeof name !== 'string' || name === '') continue;
       const kind = m.kind as ConfigKind;
-      digests.set(configId({ kind, namespace: nsOf(m), name }), hashConfig(content(m), key));
+      digests.set(configId({ kind, namespace: nsOf(m), name }), hashConfig(content(m), keyOf(nsOf(m))));
     }
   }
 
@@ -144,7 +155,7 @@ export function injectChecksums(
       }
       const configs = Object.keys(seen).sort();
       if (configs.length === 0) return;
-      const hash = setDigest(seen, namespaceKey(key, namespace));
+      const hash = setDigest(seen, keyOf(namespace));
       const prev = template.metadata?.annotations?.[opts.annotation];
       workloads.push({
         source: source.name,

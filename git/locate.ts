@@ -4,6 +4,7 @@
 import { lstat, readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Document } from 'yaml';
+import { hasURLScheme } from '../service/core/repo-url.ts';
 import {
   defaultApiVersion,
   documentMatches,
@@ -340,8 +341,7 @@ const strings = (v: unknown): string[] =>
 
 /** A kustomization entry as a path in the checkout, or undefined for a URL or anything outside it. */
 async function resolveLocal(root: string, dir: string, entry: string): Promise<string | undefined> {
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(entry) || entry.startsWith('git@') || entry.includes('?'))
-    return undefined;
+  if (hasURLScheme(entry) || entry.startsWith('git@') || entry.includes('?')) return undefined;
   const full = path.resolve(dir, entry);
   const r = path.relative(root, full);
   if (r.startsWith('..') || path.isAbsolute(r)) return undefined;

@@ -11,6 +11,13 @@ import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { type SimpleGit, simpleGit } from 'simple-git';
 import { KEYS } from '../service/core/annotations.ts';
+import {
+  contactURL,
+  displayURL,
+  parseRepoURL,
+  type RepoIdentity,
+  RepoURLError,
+} from '../service/core/repo-url.ts';
 import type { WorkloadKind } from '../service/core/types.ts';
 import { type ChecksumTarget, editCheckout, type TargetOutcome } from './edit-checkout.ts';
 import { guardSize } from './size-guard.ts';
@@ -115,6 +122,8 @@ export interface GitWriterOptions {
   deadlineMs?: number;
   /** Abort a write whose clone grows past this many bytes on disk. Default 200 MiB. */
   maxCheckoutBytes?: number;
+  /** A PEM bundle of CAs to verify https servers with (http.sslCAInfo; --git-ca-file). Default: the system's. */
+  caFile?: string;
 }
 
 interface Job {
@@ -138,7 +147,7 @@ interface Job {
  * and one commit, and each caller gets the outcome of its own workloads.
  */
 export class GitWriter {
-  readonly #opts: Required<GitWriterOptions>;
+  readonly #opts: Required<Omit<GitWriterOptions, 'caFile'>> & Pick<GitWriterOptions, 'caFile'>;
   readonly #queues = new Map<string, Job[]>();
 
   constructor(opts: GitWriterOptions = {}) {
@@ -149,6 +158,7 @@ export class GitWriter {
       allowInsecureHttp: opts.allowInsecureHttp ?? false,
       deadlineMs: opts.deadlineMs ?? 600_000,
       maxCheckoutBytes: opts.maxCheckoutBytes ?? 200 * 1024 * 1024,
+      ...(opts.caFile !== undefined ? { caFile: opts.caFile } : {}),
     };
   }
 
@@ -238,7 +248,8 @@ export class GitWriter {
       }
       signing.push(['gpg.format', 'ssh'], ['user.signingKey', key], ['commit.gpgSign', 'true']);
     }
-    const env = gitEnv(tmp, creds, req.author ?? DEFAULT_AUTHOR, signing);
+    const tls: Array<[string, string]> = this.#opts.caFile ? [['http.sslCAInfo', this.#opts.caFile]] : [];
+    const env = gitEnv(tmp, creds, req.author ?? DEFAULT_AUTHOR, [...tls, ...signing]);
     // One deadline for the whole write: a server that trickles bytes defeats the per-command timeout.
     const deadline = AbortSignal.timeout(this.#opts.deadlineMs);
     const size = guardSize(tmp, this.#opts.maxCheckoutBytes);
@@ -358,7 +369,8 @@ export function commitChecksum(req: CommitChecksumRequest): Promise<CommitChecks
 
 // --- remote, branch and credentials ------------------------------------------------------------
 
-interface Remote {
+/** What the writer contacts for a repository URL: exported for the property tests of repo-url. */
+export interface Remote {
   /** What git clones: the URL without any userinfo. */
   url: string;
   /** For messages: the URL without userinfo, query or fragment. */
@@ -366,62 +378,38 @@ interface Remote {
   /** The lock key: one repository, however the URL is spelled. */
   key: string;
   http: boolean;
-  userinfo?: { username: string; password: string };
+  /** An http(s) URL's user name (a password in the URL is refused by the parser). */
+  username?: string;
 }
 
-function parseRemote(raw: string, allowFile: boolean, allowInsecureHttp: boolean): Remote {
-  const trimmed = raw.trim();
-  const scp = /^([A-Za-z0-9._-]+@)?([A-Za-z0-9.-]+):(?!\/\/)([A-Za-z0-9._~/-]+)$/.exec(trimmed);
-  if (scp) {
-    const url = trimmed;
-    return {
-      url,
-      display: url,
-      key: `ssh://${scp[2]?.toLowerCase()}/${normPath(scp[3] ?? '')}`,
-      http: false,
-    };
-  }
-  let u: URL;
+export function parseRemote(raw: string, allowFile: boolean, allowInsecureHttp: boolean): Remote {
+  let id: RepoIdentity;
   try {
-    u = new URL(trimmed);
-  } catch {
-    throw new GitWriteError(`repository URL ${JSON.stringify(redactUrl(trimmed))} is not a URL`, 'invalid');
+    // The one parser (service/core/repo-url.ts): what the service checked is what git is given.
+    id = parseRepoURL(raw);
+  } catch (err) {
+    if (!(err instanceof RepoURLError)) throw err;
+    throw new GitWriteError(`repository URL refused: ${err.message}`, 'invalid');
   }
-  const scheme = u.protocol.replace(/:$/, '');
-  if (!['https', 'http', 'ssh', 'file'].includes(scheme) || (scheme === 'file' && !allowFile)) {
+  if (id.scheme === 'file' && !allowFile) {
+    throw new GitWriteError('repository URL scheme file: is not supported (https, http, ssh)', 'invalid');
+  }
+  const display = displayURL(id);
+  if (id.scheme === 'http' && !allowInsecureHttp) {
     throw new GitWriteError(
-      `repository URL scheme ${scheme}: is not supported (https, http, ssh)`,
+      `repository URL ${display} is plain http: credentials and content would cross the network in clear text (allow it with --git-allow-insecure-http)`,
       'invalid',
     );
   }
-  if (scheme === 'http' && !allowInsecureHttp) {
-    throw new GitWriteError(
-      `repository URL ${u.protocol}//${u.host}${u.pathname} is plain http: credentials and content would cross the network in clear text (allow it with --git-allow-insecure-http)`,
-      'invalid',
-    );
-  }
-  const userinfo =
-    u.username || u.password
-      ? { username: decodeURIComponent(u.username), password: decodeURIComponent(u.password) }
-      : undefined;
-  const http = scheme === 'http' || scheme === 'https';
-  if (http) {
-    u.username = '';
-    u.password = '';
-  } else if (scheme === 'ssh') {
-    u.password = '';
-  }
-  const url = u.toString();
-  const display = `${u.protocol}//${u.host}${u.pathname}`;
-  const key = `${scheme}://${u.host.toLowerCase()}/${normPath(u.pathname)}`;
-  return { url, display, key, http, ...(userinfo && http ? { userinfo } : {}) };
+  const http = id.scheme === 'http' || id.scheme === 'https';
+  return {
+    url: contactURL(id),
+    display,
+    key: id.canonical,
+    http,
+    ...(http && id.user !== '' ? { username: id.user } : {}),
+  };
 }
-
-const normPath = (p: string) =>
-  p
-    .replace(/^\/+/, '')
-    .replace(/\/+$/, '')
-    .replace(/\.git$/, '');
 
 interface Branches {
   base: string;
@@ -468,8 +456,8 @@ function credentialsFor(remote: Remote, given: GitCredentials | undefined): Cred
       secrets: [],
     };
   }
-  const username = given?.username ?? remote.userinfo?.username;
-  const token = given?.token ?? remote.userinfo?.password;
+  const username = given?.username ?? remote.username;
+  const token = given?.token;
   if (!remote.http || !token) return { env: {}, config: [], secrets: token ? [token] : [] };
   const basic = Buffer.from(`${username || 'x-access-token'}:${token}`).toString('base64');
   // Scoped to this repository's URL; and redirects are not followed at all (see gitEnv).
@@ -547,6 +535,7 @@ class Runner {
       allowConfig: [
         'http.*.extraheader',
         'http.followredirects',
+        'http.sslcainfo',
         'gpg.format',
         'user.signingkey',
         'commit.gpgsign',

@@ -13,13 +13,14 @@ import { serve } from './serve.ts';
 
 // The other commands are imported when run: `serve` never loads the git writer, the YAML parser or the
 // migration code (bench/README.md, "Where the memory goes").
-const COMMANDS = ['serve', 'plan', 'checksum', 'migrate', 'version', 'help'] as const;
+const COMMANDS = ['serve', 'plan', 'checksum', 'tenant-key', 'migrate', 'version', 'help'] as const;
 type Command = (typeof COMMANDS)[number];
 
 const SYNOPSIS: Record<Command, string> = {
   serve: 'gitops-reloader serve [flags]',
   plan: 'gitops-reloader plan --namespace N (--configmap NAME | --secret NAME) [--kubeconfig PATH]',
-  checksum: 'gitops-reloader checksum [DIR|-] [--in-place] [--check] [--key-file F]',
+  checksum: 'gitops-reloader checksum [DIR|-] [--in-place] [--check] [--key-file F | --namespace-key-file F]',
+  'tenant-key': 'gitops-reloader tenant-key --namespace NS [--key-file F] [--secret NAME]',
   migrate:
     'gitops-reloader migrate (--values FILE | --deployment NAMESPACE/NAME) [--namespace N] [--kubeconfig PATH]',
   version: 'gitops-reloader version',
@@ -43,6 +44,8 @@ Usage:\n  ${SYNOPSIS.plan}\n\nFlags:\n${usage(planFlags)}\n`;
     }
     case 'checksum':
       return (await import('../git/checksum-command.ts')).CHECKSUM_USAGE;
+    case 'tenant-key':
+      return (await import('./tenant-key-command.ts')).TENANT_KEY_USAGE;
     case 'migrate': {
       const { migrateFlags } = await import('./migrate/migrate-command.ts');
       return `Prints gitops-reloader chart values for a Stakater Reloader installation, with a comment
@@ -157,6 +160,15 @@ async function main(argv: string[]): Promise<number> {
     case 'checksum': {
       const { checksum } = await import('../git/checksum-command.ts');
       return checksum(rest, process.env, (s) => process.stdout.write(s));
+    }
+    case 'tenant-key': {
+      const { tenantKey } = await import('./tenant-key-command.ts');
+      return tenantKey(
+        rest,
+        process.env,
+        (s) => process.stdout.write(s),
+        (s) => process.stderr.write(s),
+      );
     }
     case 'migrate': {
       const { migrate } = await import('./migrate/migrate-command.ts');

@@ -1,26 +1,17 @@
 // The import graph points down: no cycles anywhere in service/ and git/, the pure core imports
 // nothing above it, and configuration imports no feature module (CONVENTIONS.md, "Habits").
 // Type-only imports count: a cycle through types is still two modules that cannot be read apart.
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { sourceFiles } from '../test/support/source-files.ts';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
-function sources(dir: string): string[] {
-  const out: string[] = [];
-  for (const name of readdirSync(dir)) {
-    const p = join(dir, name);
-    if (statSync(p).isDirectory()) out.push(...sources(p));
-    else if (p.endsWith('.ts') && !p.endsWith('.test.ts')) out.push(p);
-  }
-  return out;
-}
-
 /** file (relative to the repo) → the repo files it imports (relative imports only). */
 function importGraph(dirs: readonly string[]): Map<string, string[]> {
-  const files = dirs.flatMap((d) => sources(join(root, d)));
+  const files = dirs.flatMap((d) => sourceFiles(join(root, d)));
   const known = new Set(files);
   const graph = new Map<string, string[]>();
   const spec = /(?:^|\n)\s*(?:import|export)\b[^;'"]*?\bfrom\s+['"](\.{1,2}\/[^'"]+)['"]/g;

@@ -315,6 +315,11 @@ export const serveFlags: readonly FlagSpec[] = [
     help: 'Git strategy: sign every commit with this SSH private key (a mounted Secret; git gpg.format=ssh). Unset: commits are unsigned, by --git-author-name/--git-author-email.',
   },
   {
+    name: 'git-ca-file',
+    type: 'string',
+    help: "Git strategy: a PEM bundle of CA certificates that https git servers are verified against (git's http.sslCAInfo), for a server with a private CA; mount it from a ConfigMap. Unset: the system's CAs. TLS verification is never turned off.",
+  },
+  {
     name: 'git-argocd-credentials',
     type: 'bool',
     help: "Git strategy: use Argo CD's repository Secrets (secret-type repository-write, repo-write-creds, repository, repo-creds) in the first --argocd-namespaces namespace, matched by URL as Argo CD matches them.",
@@ -414,6 +419,7 @@ export interface Config {
   gitDeadlineMs: number;
   gitMaxCheckoutMib: number;
   gitSigningKeyFile?: string;
+  gitCaFile?: string;
   gitArgocdCredentials: boolean;
   gitBranch?: string;
   gitAuthorName: string;
@@ -532,6 +538,7 @@ export function buildConfig(
     gitDeadlineMs: num(values['git-deadline']),
     gitMaxCheckoutMib: num(values['git-max-checkout-mib']),
     gitSigningKeyFile: str(values['git-signing-key-file']),
+    gitCaFile: str(values['git-ca-file']),
     gitArgocdCredentials: values['git-argocd-credentials'] === true,
     gitBranch: str(values['git-branch']),
     gitAuthorName: str(values['git-author-name']) ?? 'gitops-reloader',

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import {
   ABSENT_KEY,
@@ -264,6 +264,17 @@ describe('with extractReferences', () => {
 });
 
 describe('keyFingerprint', () => {
+  it('names the digest scheme too: a ledger from before per-namespace config digests is re-baselined once', () => {
+    const key = Buffer.alloc(32, 'k');
+    // Scheme 1's fingerprint, as the previous release computed it.
+    const scheme1 = createHmac('sha256', key)
+      .update(JSON.stringify(['key-fingerprint', 1]), 'utf8')
+      .digest()
+      .toString('hex', 0, 16);
+    expect(keyFingerprint(key)).toMatch(/^[0-9a-f]{32}$/);
+    expect(keyFingerprint(key)).not.toBe(scheme1);
+  });
+
   it('is stable per key, differs between keys, and does not contain the key', () => {
     const a = Buffer.alloc(32, 'a');
     const b = Buffer.alloc(32, 'b');

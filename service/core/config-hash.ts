@@ -146,25 +146,32 @@ export function setDigest(digests: Readonly<Record<string, string>>, key: Buffer
 /**
  * Names the key without revealing it: an HMAC of a fixed tag. The ledger records it, so a start with
  * another key knows that every stored digest is from the old key (a re-baseline, not a reload).
+ *
+ * It also names the digest scheme: 2 since config digests are keyed per namespace (ADR 0022), so a
+ * ledger written under scheme 1 is re-baselined once on upgrade, as after a key rotation, instead of
+ * every workload being found changed.
  */
 export function keyFingerprint(key: Buffer): string {
-  return hmacHex(key, 'key-fingerprint', 1);
+  return hmacHex(key, 'key-fingerprint', DIGEST_SCHEME);
 }
+const DIGEST_SCHEME = 2;
 
 const NAMESPACE_KEY_TAG = 'gitops-reloader/namespace-key/v1';
 const namespaceKeys = new WeakMap<Buffer, Map<string, Buffer>>();
 
 /**
- * The key a namespace's published values (the config hash written to pod templates and git, by the
- * service and by the checksum plugin) are keyed with: HMAC-SHA256(service key, tag + namespace). A
- * value computed for one namespace says nothing about another's, so a tenant who can make something
- * compute values for its own namespace (the Argo CD plugin) learns nothing it can compare with
- * another namespace's annotations. Only the published value is keyed per namespace: the per-config
- * digests (and so the ledger) stay under the service key. See docs/adr/0010.
+ * The key of a namespace: HMAC-SHA256(service key, tag + namespace). A ConfigMap's or Secret's digests
+ * (hashConfig) and a workload's published value (setDigest: the config hash written to pod templates
+ * and git, by the service and by the checksum plugin) are keyed with the key of their namespace, so
+ * this key alone computes every value of its namespace and none of another's. It can be given to the
+ * namespace's team for its CI (`gitops-reloader tenant-key`) without the service key, from which it
+ * cannot be inverted. The ledger's per-workload hash stays under the service key. See docs/adr/0010
+ * and 0020.
  *
  * The same Buffer is returned for the same key and namespace, so setDigest's KeyObject cache holds.
  */
 export function namespaceKey(key: Buffer, namespace: string): Buffer {
+  // assertUsableKey also holds for the derived key: 32 bytes.
   assertUsableKey(key);
   let perKey = namespaceKeys.get(key);
   if (!perKey) {
@@ -178,3 +185,12 @@ export function namespaceKey(key: Buffer, namespace: string): Buffer {
   }
   return k;
 }
+
+/** The key to use for each namespace: derived from the service key, or a single namespace's key. */
+export type NamespaceKeys = (namespace: string) => Buffer;
+
+/** Every namespace's key, from the service key. */
+export const fromServiceKey =
+  (key: Buffer): NamespaceKeys =>
+  (namespace) =>
+    namespaceKey(key, namespace);

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { parseRepoURL } from '../core/repo-url.ts';
 import { authorizedGitSource, GitSourceError, gitSourceOf } from './application.ts';
+import { GitRefused } from './refusal.ts';
 
 const app = { namespace: 'argocd', name: 'shop' };
 const application = (spec: Record<string, unknown>) => ({
@@ -21,10 +23,39 @@ describe('gitSourceOf', () => {
     ).toEqual({
       app,
       project: 'team-a',
+      repo: parseRepoURL('https://git.example.com/shop.git'),
       repoURL: 'https://git.example.com/shop.git',
       targetRevision: 'prod',
       path: 'apps/shop',
     });
+  });
+
+  it.each([
+    'https://git.example/team-a/..\\team-b\\repo',
+    'https://git.example/team-a/../team-b/repo',
+    'https://git.example/team-a/%2e%2e/team-b/repo',
+    'git@git.example:team-a/../team-b/repo',
+    'https://bot:token@git.example/team-a/repo',
+  ])('refuses the repository URL %s with rule repo-url, without repeating it', (repoURL) => {
+    let err: unknown;
+    try {
+      gitSourceOf(application({ source: { repoURL, path: 'apps' } }), app);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(GitRefused);
+    expect(err).toMatchObject({ rule: 'repo-url', message: expect.stringMatching(/^git write refused/) });
+    expect((err as Error).message).not.toContain('team-b');
+    expect((err as Error).message).not.toContain('token');
+  });
+
+  it('gives the writer the canonical spelling, not the raw string', () => {
+    const s = gitSourceOf(
+      application({ source: { repoURL: ' https://GIT.example:443/team-a//repo.git/ ', path: 'apps' } }),
+      app,
+    );
+    expect(s.repoURL).toBe('https://git.example/team-a/repo.git');
+    expect(s.repo.canonical).toBe('https://git.example/team-a/repo');
   });
 
   it("defaults the revision to HEAD (the remote's default branch) and '.' to the root", () => {

@@ -4,6 +4,14 @@
 // a changed Application is honoured without waiting for a watch.
 
 import type { AppKey } from '../argocd/tracking.ts';
+import {
+  contactURL,
+  hasURLScheme,
+  isOciReference,
+  parseRepoURL,
+  type RepoIdentity,
+  RepoURLError,
+} from '../core/repo-url.ts';
 import type { CustomApi } from '../kube/api.ts';
 import {
   type Authority,
@@ -18,6 +26,9 @@ export interface GitSource {
   app: AppKey;
   /** spec.project: selects project-scoped Argo CD repository Secrets. */
   project: string;
+  /** The repository, parsed once: every check and the writer use this identity. */
+  repo: RepoIdentity;
+  /** contactURL(repo): the canonical spelling git is given, never the Application's raw string. */
   repoURL: string;
   /** spec.source.targetRevision; 'HEAD' (the remote's default branch) when unset. */
   targetRevision: string;
@@ -40,7 +51,7 @@ const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : und
 /** A source Argo CD renders manifests from, out of git: not a Helm-repository chart, not OCI, not values-only. */
 function rendersFromGit(s: Obj): boolean {
   const repoURL = str(s.repoURL) ?? '';
-  if (str(s.chart) || /^oci:\/\//i.test(repoURL)) return false;
+  if (str(s.chart) || isOciReference(repoURL)) return false;
   // A `ref` source without a path only lends files ($ref/values.yaml) to another source.
   return str(s.path) !== undefined || str(s.ref) === undefined;
 }
@@ -49,14 +60,15 @@ function describe(s: Obj): string {
   const chart = str(s.chart);
   const repo = str(s.repoURL) ?? '?';
   if (chart) return `the chart ${chart} from the Helm repository ${repo}`;
-  if (/^oci:\/\//i.test(repo)) return `the OCI artifact ${repo}`;
+  if (isOciReference(repo)) return `the OCI artifact ${repo}`;
   return `${repo} (ref ${str(s.ref)}, no path)`;
 }
 
 /**
  * The git source of an Application object (as the API returns it). With `spec.sources` (which wins
  * over `spec.source`, as in Argo CD) exactly one source may render from git. Throws GitSourceError
- * with a reason a person can act on.
+ * with a reason a person can act on, or GitRefused (rule repo-url) for a repository URL that
+ * service/core/repo-url.ts refuses.
  */
 export function gitSourceOf(raw: unknown, app: AppKey): GitSource {
   const name = `Application ${app.namespace}/${app.name}`;
@@ -78,11 +90,23 @@ export function gitSourceOf(raw: unknown, app: AppKey): GitSource {
     );
   }
   const s = git[0] as Obj;
-  const repoURL = (str(s.repoURL) ?? '').trim();
-  if (repoURL === '') throw new GitSourceError(`${name} has a source without repoURL`);
+  const rawURL = (str(s.repoURL) ?? '').trim();
+  if (rawURL === '') throw new GitSourceError(`${name} has a source without repoURL`);
+  let repo: RepoIdentity;
+  try {
+    repo = parseRepoURL(rawURL);
+  } catch (err) {
+    if (!(err instanceof RepoURLError)) throw err;
+    // The URL is not repeated: the Event goes to the workload's namespace, and the Application may
+    // be another team's (the project check has not run yet).
+    throw new GitRefused(
+      'repo-url',
+      `git write refused for ${name}: its repository URL is refused because ${err.message}; nothing was sent to it`,
+    );
+  }
   const valueFiles = obj(s.helm)?.valueFiles;
   const last = Array.isArray(valueFiles) ? str(valueFiles[valueFiles.length - 1]) : undefined;
-  if (last !== undefined && (last.startsWith('$') || /^[a-z][a-z0-9+.-]*:\/\//i.test(last))) {
+  if (last !== undefined && (last.startsWith('$') || hasURLScheme(last))) {
     throw new GitSourceError(
       `${name}: its last Helm values file ${JSON.stringify(last)} is not in the source's own repository path; the git strategy edits only a values file there`,
     );
@@ -90,7 +114,8 @@ export function gitSourceOf(raw: unknown, app: AppKey): GitSource {
   return {
     app,
     project: str(spec.project) ?? 'default',
-    repoURL,
+    repo,
+    repoURL: contactURL(repo),
     targetRevision: str(s.targetRevision)?.trim() || 'HEAD',
     path: (str(s.path) ?? '').replace(/^\.\/?$/, ''),
     ...(last !== undefined ? { valuesFile: last } : {}),
@@ -169,7 +194,7 @@ export async function authorizedGitSource(
       controlNamespace,
       app: raw,
       workloadNamespace: workload.namespace,
-      repoURL: source.repoURL,
+      repo: source.repo,
     }),
     app,
   );

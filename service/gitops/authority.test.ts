@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { parseRepoURL } from '../core/repo-url.ts';
 import {
   appManages,
   appNamespaceAllowed,
@@ -16,6 +17,8 @@ const app = (resources: unknown[], destination: Record<string, string> = {}) => 
   },
   status: { resources },
 });
+
+const r = parseRepoURL;
 
 describe('appNamespaceAllowed', () => {
   it('allows an Application only in one of --argocd-namespaces', () => {
@@ -41,6 +44,20 @@ describe('appManages', () => {
     expect(appManages({ spec: app([]).spec }, web)).toMatchObject({ ok: false, rule: 'not-managed' });
   });
 
+  it('reads the destination server canonically, and refuses one that is not a plain cluster URL', () => {
+    for (const server of ['https://Kubernetes.default.svc:443/', 'https://kubernetes.default.svc']) {
+      expect(appManages(app([web], { server }), web), server).toEqual({ ok: true });
+    }
+    for (const server of [
+      'https://kubernetes.default.svc/..',
+      'https://kubernetes.default.svc/%2e%2e/x',
+      'https://user@kubernetes.default.svc',
+      'https://kubernetes.default.svc\\@evil.example',
+    ]) {
+      expect(appManages(app([web], { server }), web), server).toMatchObject({ rule: 'destination-cluster' });
+    }
+  });
+
   it('refuses an Application that deploys to another cluster, even if a resource name matches', () => {
     const remote = app([web], { server: 'https://other.example.com' });
     expect(appManages(remote, web)).toMatchObject({ ok: false, rule: 'destination-cluster' });
@@ -60,7 +77,7 @@ describe('projectAllows', () => {
     controlNamespace: 'argocd',
     app: app([web]),
     workloadNamespace: 'team-a',
-    repoURL: 'https://git.example.com/team-a/apps.git',
+    repo: r('https://git.example.com/team-a/apps.git'),
   };
   const project = (spec: Record<string, unknown>) => ({
     spec: {
@@ -92,7 +109,7 @@ describe('projectAllows', () => {
 
   it('refuses a repository the project does not allow as a source', () => {
     expect(
-      projectAllows(project({}), { ...base, repoURL: 'https://git.example.com/team-b/apps.git' }),
+      projectAllows(project({}), { ...base, repo: r('https://git.example.com/team-b/apps.git') }),
     ).toMatchObject({ ok: false, rule: 'project-source-repo' });
   });
 
@@ -108,19 +125,23 @@ describe('projectAllows', () => {
 
 describe('sourcePermitted', () => {
   it('matches normalised URLs with globs that stop at /', () => {
-    expect(sourcePermitted(['https://git.example.com/org/*'], 'https://GIT.example.com/org/app.git')).toBe(
+    expect(sourcePermitted(['https://git.example.com/org/*'], r('https://GIT.example.com/org/app.git'))).toBe(
       true,
     );
-    expect(sourcePermitted(['https://git.example.com/org/*'], 'https://git.example.com/org/a/b')).toBe(false);
-    expect(sourcePermitted(['https://git.example.com/org/**'], 'https://git.example.com/org/a/b')).toBe(true);
-    expect(sourcePermitted(['*'], 'https://anything.example/x')).toBe(true);
-    expect(sourcePermitted([], 'https://git.example.com/org/app')).toBe(false);
+    expect(sourcePermitted(['https://git.example.com/org/*'], r('https://git.example.com/org/a/b'))).toBe(
+      false,
+    );
+    expect(sourcePermitted(['https://git.example.com/org/**'], r('https://git.example.com/org/a/b'))).toBe(
+      true,
+    );
+    expect(sourcePermitted(['*'], r('https://anything.example/x'))).toBe(true);
+    expect(sourcePermitted([], r('https://git.example.com/org/app'))).toBe(false);
   });
 
   it('a deny pattern that matches wins over any allow', () => {
     const repos = ['*', '!https://git.example.com/org/secret'];
-    expect(sourcePermitted(repos, 'https://git.example.com/org/secret.git')).toBe(false);
-    expect(sourcePermitted(repos, 'https://git.example.com/org/public')).toBe(true);
+    expect(sourcePermitted(repos, r('https://git.example.com/org/secret.git'))).toBe(false);
+    expect(sourcePermitted(repos, r('https://git.example.com/org/public'))).toBe(true);
   });
 });
 

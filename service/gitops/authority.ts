@@ -14,7 +14,7 @@
 // Application (its repository, path or project), because it becomes an Event in the workload's
 // namespace.
 
-import { normalizeGitURL } from './credentials.ts';
+import { canonicalRepoPattern, canonicalServerURL, type RepoIdentity } from '../core/repo-url.ts';
 
 /** The rules; each is a value of the `rule` label of gitops_reloader_git_refused_total. */
 export const AUTHORITY_RULES = [
@@ -60,13 +60,26 @@ export function appNamespaceAllowed(appNamespace: string, argocdNamespaces: read
       };
 }
 
+/**
+ * The Application's destination server, canonical (service/core/repo-url.ts): '' when it names none,
+ * undefined when it is not a URL we read (a dot segment, userinfo, a backslash…), which is no cluster.
+ */
+function destinationServer(dest: Obj | undefined): string | undefined {
+  const raw = str(dest?.server);
+  return raw.trim() === '' ? '' : canonicalServerURL(raw);
+}
+
+/** The destination is this cluster: its server URL, canonical, or its name when it gives no server. */
+function inThisCluster(dest: Obj | undefined): boolean {
+  const server = destinationServer(dest);
+  return server === IN_CLUSTER_SERVER || (server === '' && str(dest?.name) === IN_CLUSTER_NAME);
+}
+
 /** Rule 2: the Application's live status lists this workload, and it deploys to this cluster. */
 export function appManages(app: unknown, w: WorkloadId): Authority {
   const a = obj(app);
   const dest = obj(obj(a?.spec)?.destination);
-  const server = str(dest?.server).replace(/\/+$/, '');
-  const name = str(dest?.name);
-  if (!(server === IN_CLUSTER_SERVER || (server === '' && name === IN_CLUSTER_NAME))) {
+  if (!inThisCluster(dest)) {
     return {
       ok: false,
       rule: 'destination-cluster',
@@ -102,7 +115,8 @@ export function projectAllows(
     controlNamespace: string;
     app: unknown;
     workloadNamespace: string;
-    repoURL: string;
+    /** The Application's repository, parsed once (service/core/repo-url.ts). */
+    repo: RepoIdentity;
   },
 ): Authority {
   const spec = obj(obj(project)?.spec) ?? {};
@@ -120,9 +134,9 @@ export function projectAllows(
   const destinations = Array.isArray(spec.destinations) ? spec.destinations.map(obj) : [];
   // Argo CD infers the server from the name (and back) before it checks a destination; for this
   // cluster, whose names are fixed, both are known.
-  const server = str(dest?.server).replace(/\/+$/, '');
+  const server = destinationServer(dest) ?? '';
   const name = str(dest?.name);
-  const inCluster = server === IN_CLUSTER_SERVER || (server === '' && name === IN_CLUSTER_NAME);
+  const inCluster = inThisCluster(dest);
   if (
     !destinationPermitted(
       destinations.filter((d): d is Obj => d !== undefined),
@@ -137,7 +151,7 @@ export function projectAllows(
       message: `the Application's project does not allow namespace ${o.workloadNamespace} as a destination`,
     };
   }
-  if (!sourcePermitted(strings(spec.sourceRepos), o.repoURL)) {
+  if (!sourcePermitted(strings(spec.sourceRepos), o.repo)) {
     return {
       ok: false,
       rule: 'project-source-repo',
@@ -156,13 +170,18 @@ function globMatch(pattern: string, value: string, negation: boolean, separator?
   return globMatches(pattern, value, separator);
 }
 
-/** AppProject.IsSourcePermitted: any allow pattern matches, and no deny pattern does (URLs normalised). */
-export function sourcePermitted(sourceRepos: readonly string[], repoURL: string): boolean {
-  const src = normalizeGitURL(repoURL);
-  if (src === '') return false;
+/**
+ * AppProject.IsSourcePermitted: any allow pattern matches, and no deny pattern does. The repository is
+ * its canonical identity, the one git contacts: it has no `.`/`..` segment, so `team-a/*` (and even
+ * `team-a/**`) matches only what lies under team-a. Patterns get the same spelling. Unlike Argo CD,
+ * which lower-cases the whole URL, the path's case counts: on a server with case-sensitive paths
+ * `Team-A` is another repository than `team-a`, so a mismatch refuses (fails closed).
+ */
+export function sourcePermitted(sourceRepos: readonly string[], repo: RepoIdentity): boolean {
+  const src = repo.canonical;
   let any = false;
   for (const raw of sourceRepos) {
-    const pattern = isDeny(raw) ? `!${normalizeGitURL(raw.slice(1))}` : normalizeGitURL(raw);
+    const pattern = isDeny(raw) ? `!${canonicalRepoPattern(raw.slice(1))}` : canonicalRepoPattern(raw);
     const matched = globMatch(pattern, src, true, '/');
     if (matched) any = true;
     else if (isDeny(pattern)) return false;
@@ -181,7 +200,7 @@ export function destinationPermitted(
   let denied = false;
   for (const d of destinations) {
     const dName = str(d.name);
-    const dServer = str(d.server);
+    const dServer = canonicalServerURL(str(d.server)) ?? str(d.server);
     const dNamespace = str(d.namespace);
     const nameMatched = name !== '' && globMatch(dName, name, true);
     const serverMatched = server !== '' && globMatch(dServer, server, true);

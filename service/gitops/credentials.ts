@@ -8,7 +8,9 @@
 // Every credential is bound to its URL: a template or an --git-credentials-urls entry matches only a
 // repository with the same scheme and host whose path continues its own at a `/`. Argo CD matches
 // templates by plain string prefix (strings.HasPrefix), so there creds for https://github.com/org also
-// match https://github.com/org-evil/x and https://github.com.attacker.net/x; here they do not.
+// match https://github.com/org-evil/x and https://github.com.attacker.net/x; here they do not. Both
+// sides are canonical identities (service/core/repo-url.ts), the same ones the writer clones, so a
+// URL cannot be bound under one spelling and contacted under another (`team-a/../team-b`).
 //
 // A key is written to a private temp dir for ssh (which reads keys only from files) and removed after
 // the write. Nothing here logs or returns a credential in a message.
@@ -16,6 +18,14 @@ import { chmod, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { GitCredentials } from '../../git/writer.ts';
+import {
+  parseCredentialScope,
+  parseRepoPrefix,
+  type RepoIdentity,
+  repoWithin,
+  scopeCovers,
+  tryParseRepoURL,
+} from '../core/repo-url.ts';
 import type { CoreApi } from '../kube/api.ts';
 
 export const SECRET_TYPE_LABEL = 'argocd.argoproj.io/secret-type';
@@ -34,27 +44,11 @@ export interface RepoSecret {
   data: Readonly<Record<string, string>>;
 }
 
-// --- URL matching, as Argo CD's util/git NormalizeGitURL and SameURL ---------------------------------
+// --- URL matching: Argo CD's rules, over canonical identities (service/core/repo-url.ts) ------------
 
-const SSH_URL = /^(ssh:\/\/)?([^/:]*?)@[^@]+$/;
-
-/**
- * Argo CD's NormalizeGitURL: lower case; scp-like `user@host:path` becomes `user@host/path`; no
- * `ssh://` prefix and no `.git` suffix. Returns '' for what does not parse as a URL.
- */
-export function normalizeGitURL(raw: string): string {
-  let repo = raw.trim().toLowerCase();
-  if (SSH_URL.test(repo) && !repo.startsWith('ssh://')) repo = `ssh://${repo.replace(':', '/')}`;
-  if (repo.endsWith('.git')) repo = repo.slice(0, -4);
-  if (/\s/.test(repo) || (/^[a-z][a-z0-9+.-]*:/.test(repo) && !URL.canParse(repo))) return '';
-  return repo.startsWith('ssh://') ? repo.slice(6) : repo;
-}
-
-/** Argo CD's SameURL: both normalise to the same non-empty string (an unparsable URL compares as written). */
-export function sameURL(a: string, b: string): boolean {
-  const na = normalizeGitURL(a) || a;
-  const nb = normalizeGitURL(b) || b;
-  return na !== '' && na === nb;
+/** A repository Secret's url names `repo` (Argo CD's SameURL; a url that does not parse names nothing). */
+function sameRepo(url: string, repo: RepoIdentity): boolean {
+  return tryParseRepoURL(url)?.canonical === repo.canonical;
 }
 
 const has = (s: RepoSecret, key: string) => (s.data[key] ?? '') !== '';
@@ -71,11 +65,11 @@ function holdsCredentials(s: RepoSecret): boolean {
   ].some((k) => has(s, k));
 }
 
-/** The repository Secret for `repoURL`: project-scoped first, then one without a project. */
-function repositorySecret(secrets: readonly RepoSecret[], type: string, repoURL: string, project: string) {
+/** The repository Secret for `repo`: project-scoped first, then one without a project. */
+function repositorySecret(secrets: readonly RepoSecret[], type: string, repo: RepoIdentity, project: string) {
   let fallback: RepoSecret | undefined;
   for (const s of secrets) {
-    if (s.type !== type || !sameURL(s.data.url ?? '', repoURL)) continue;
+    if (s.type !== type || !sameRepo(s.data.url ?? '', repo)) continue;
     const p = s.data.project ?? '';
     if (p === project) return s;
     if (p === '') fallback = s;
@@ -83,69 +77,49 @@ function repositorySecret(secrets: readonly RepoSecret[], type: string, repoURL:
   return fallback;
 }
 
-/** The scheme-and-host part of a normalised URL (`https://host:port`, `git@host`), and its path. */
-function splitNormalized(n: string): { origin: string; path: string } {
-  const m = /^([a-z][a-z0-9+.-]*:\/\/[^/]*|[^/:]*@[^/]*|[^/]*)(.*)$/.exec(n);
-  return { origin: m?.[1] ?? n, path: m?.[2] ?? '' };
+/**
+ * True when `repo` lies under the URL prefix `prefix`: the same scheme, user, host and port, and a
+ * path that equals the prefix's or continues it after a `/` (repoWithin). A prefix that does not
+ * parse binds nothing.
+ */
+export function boundTo(repo: RepoIdentity, prefix: string): boolean {
+  const p = parseRepoPrefix(prefix);
+  return p !== undefined && repoWithin(repo, p);
 }
 
-/**
- * True when `repoURL` lies under `prefix`: the same scheme and host (port and user included), and a
- * path that equals the prefix's or continues it after a `/`. Both are normalised as Argo CD does.
- */
-export function boundTo(repoURL: string, prefix: string): boolean {
-  const repo = normalizeGitURL(repoURL);
-  const p = normalizeGitURL(prefix).replace(/\/+$/, '');
-  if (repo === '' || p === '') return false;
-  const a = splitNormalized(repo);
-  const b = splitNormalized(p);
-  if (a.origin !== b.origin || a.origin === '') return false;
-  return a.path === b.path || a.path.startsWith(`${b.path}/`);
-}
-
-/**
- * An --git-credentials-urls entry: a URL prefix (`https://git.example.com/team-a`), or a bare host
- * (`git.example.com`), which stands for https://host/ and ssh to git@host.
- */
-export function allowedByList(repoURL: string, entries: readonly string[]): boolean {
+/** An --git-credentials-urls list covers the repository (service/core/repo-url.ts, parseCredentialScope). */
+export function allowedByList(repo: RepoIdentity, entries: readonly string[]): boolean {
   return entries.some((e) => {
-    const entry = e.trim();
-    if (entry === '') return false;
-    if (/^[a-z][a-z0-9+.-]*:\/\//i.test(entry) || entry.includes('@')) return boundTo(repoURL, entry);
-    const host = entry.toLowerCase().replace(/\/+$/, '');
-    const n = normalizeGitURL(repoURL);
-    return (
-      boundTo(repoURL, `https://${host}`) ||
-      new RegExp(`^[^/:@]+@${host.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/`).test(n)
-    );
+    const scope = parseCredentialScope(e);
+    return scope !== undefined && scopeCovers(scope, repo);
   });
 }
 
-/** The credential template whose url is the longest prefix of `repoURL` (first wins a tie, as in Argo CD). */
-function templateSecret(secrets: readonly RepoSecret[], type: string, repoURL: string) {
+/** The credential template whose url is the longest prefix of `repo` (first wins a tie, as in Argo CD). */
+function templateSecret(secrets: readonly RepoSecret[], type: string, repo: RepoIdentity) {
   let best: RepoSecret | undefined;
-  let max = 0;
+  let max = -1;
   for (const s of secrets) {
     if (s.type !== type) continue;
-    const prefix = normalizeGitURL(s.data.url ?? '');
-    if (prefix.length > max && boundTo(repoURL, s.data.url ?? '')) {
-      max = prefix.length;
+    const prefix = parseRepoPrefix(s.data.url ?? '');
+    if (prefix && prefix.segments.length > max && repoWithin(repo, prefix)) {
+      max = prefix.segments.length;
       best = s;
     }
   }
   return best;
 }
 
-/** The Argo CD Secret whose credentials Argo CD would use for `repoURL` in `project`, write credentials first. */
+/** The Argo CD Secret whose credentials Argo CD would use for `repo` in `project`, write credentials first. */
 export function matchRepoSecret(
   secrets: readonly RepoSecret[],
-  repoURL: string,
+  repo: RepoIdentity,
   project: string,
 ): RepoSecret | undefined {
   for (const t of SECRET_TYPES) {
-    const repo = repositorySecret(secrets, t.repository, repoURL, project);
-    if (repo && holdsCredentials(repo)) return repo;
-    const template = templateSecret(secrets, t.template, repoURL);
+    const exact = repositorySecret(secrets, t.repository, repo, project);
+    if (exact && holdsCredentials(exact)) return exact;
+    const template = templateSecret(secrets, t.template, repo);
     if (template && holdsCredentials(template)) return template;
   }
   return undefined;
@@ -165,7 +139,7 @@ export interface ResolvedCredentials {
   cleanup(): Promise<void>;
 }
 
-const isHttp = (repoURL: string) => /^https?:\/\//i.test(repoURL.trim());
+const isHttp = (repo: RepoIdentity) => repo.scheme === 'https' || repo.scheme === 'http';
 
 const NONE: ResolvedCredentials = { source: 'none', kind: 'none', cleanup: async () => {} };
 const ARGOCD_KIND = 'an Argo CD repository Secret';
@@ -234,13 +208,13 @@ export const DIR_FILES = {
  */
 export async function credentialsFromDir(
   dir: string,
-  repoURL: string,
+  repo: RepoIdentity,
   allowed: readonly string[],
   tmp: string = tmpdir(),
 ): Promise<ResolvedCredentials> {
   const source = DIR_KIND;
-  if (!allowedByList(repoURL, allowed)) return NONE;
-  if (isHttp(repoURL)) {
+  if (!allowedByList(repo, allowed)) return NONE;
+  if (isHttp(repo)) {
     const token = await first(dir, DIR_FILES.token);
     if (!token) return NONE;
     const username = (await first(dir, DIR_FILES.username))?.trim();
@@ -262,12 +236,12 @@ export async function credentialsFromDir(
  */
 export async function credentialsFromSecret(
   s: RepoSecret,
-  repoURL: string,
+  repo: RepoIdentity,
   knownHosts: string | undefined,
   tmp: string = tmpdir(),
 ): Promise<ResolvedCredentials | undefined> {
   const source = `Argo CD Secret ${s.namespace}/${s.name} (${s.type})`;
-  if (isHttp(repoURL)) {
+  if (isHttp(repo)) {
     if (!has(s, 'password')) return undefined;
     const username = s.data.username ?? '';
     return {
@@ -336,30 +310,30 @@ export interface CredentialOptions {
 }
 
 /**
- * Credentials for writing to `repoURL` for an Application of `project`: a matching Argo CD Secret
+ * Credentials for writing to `repo` for an Application of `project`: a matching Argo CD Secret
  * (when allowed) wins; else --git-credentials-dir; else none (userinfo in the URL, or a public remote).
  * `cache` lets the writes of one batch share one Secret list.
  */
 export async function resolveCredentials(
   o: CredentialOptions,
-  repoURL: string,
+  repo: RepoIdentity,
   project: string,
   cache: CredentialCache = {},
 ): Promise<ResolvedCredentials> {
   const tmp = o.tmpDir ?? tmpdir();
   if (o.argocdCredentials) {
     cache.secrets ??= listRepoSecrets(o.core, o.argocdNamespace);
-    const match = matchRepoSecret(await cache.secrets, repoURL, project);
+    const match = matchRepoSecret(await cache.secrets, repo, project);
     if (match) {
       let knownHosts: string | undefined;
-      if (!isHttp(repoURL)) {
+      if (!isHttp(repo)) {
         cache.knownHosts ??= argoCdKnownHosts(o.core, o.argocdNamespace);
         knownHosts = await cache.knownHosts;
       }
-      const creds = await credentialsFromSecret(match, repoURL, knownHosts, tmp);
+      const creds = await credentialsFromSecret(match, repo, knownHosts, tmp);
       if (creds) return creds;
     }
   }
-  if (o.credentialsDir) return credentialsFromDir(o.credentialsDir, repoURL, o.credentialsURLs ?? [], tmp);
+  if (o.credentialsDir) return credentialsFromDir(o.credentialsDir, repo, o.credentialsURLs ?? [], tmp);
   return NONE;
 }

@@ -6,6 +6,11 @@ import { AUTHORITY_RULES } from './authority.ts';
 /** Every rule, for the `rule` label of gitops_reloader_git_refused_total (a fixed, small set). */
 export const REFUSAL_RULES = [
   ...AUTHORITY_RULES,
+  /**
+   * The Application's repository URL is one the service refuses to read (a `.`/`..` segment, a
+   * backslash, %2e/%2f/%5c, a control character, a password): service/core/repo-url.ts.
+   */
+  'repo-url',
   /** The repository URL is plain http:// (or another clear-text transport) and --git-allow-insecure-http is off. */
   'insecure-transport',
   /** No credential is bound to the repository URL: none would be sent, so nothing is tried. */

@@ -2,7 +2,7 @@
 // rest of the service treats a class like a Secret: SecretProviderClassPodStatus objects give its
 // content (the mounted object versions, see core/provider-class-versions.ts), the SecretProviderClass
 // object gives its annotations (reloader.stakater.com/ignore and /match, read as on a Secret).
-import { hashConfig } from '../core/config-hash.ts';
+import { hashConfig, namespaceKey } from '../core/config-hash.ts';
 import {
   type ProviderClassStatus,
   ProviderClassVersions,
@@ -104,7 +104,7 @@ export class ProviderClasses {
       resourceVersion: latest.resourceVersion,
       annotations: meta?.annotations ?? {},
       labels: {},
-      digest: hashConfig({ data: latest.objects }, this.#key),
+      digest: hashConfig({ data: latest.objects }, namespaceKey(this.#key, ref.namespace)),
     };
   }
 }

@@ -3,7 +3,7 @@
 import { createHash } from 'node:crypto';
 import { canonicalJson } from '../core/canonical-json.ts';
 import { newestWrite } from '../core/catch-up.ts';
-import { type ConfigDigest, hashConfig } from '../core/config-hash.ts';
+import { type ConfigDigest, hashConfig, namespaceKey } from '../core/config-hash.ts';
 import { type ConfigRecord, relevant, type WorkloadRecord } from '../core/records.ts';
 import { extractReferences, type PodSpecLike } from '../core/references.ts';
 import type { ConfigKind, WorkloadKind } from '../core/types.ts';
@@ -34,7 +34,8 @@ export function configRecord(kind: ConfigKind, raw: RawObject, key: Buffer): Con
       data: (raw.data as Record<string, string> | null | undefined) ?? undefined,
       binaryData: (raw.binaryData as Record<string, string> | null | undefined) ?? undefined,
     },
-    key,
+    // Keyed for its namespace, so that the namespace's key alone reproduces it (ADR 0022).
+    namespaceKey(key, m.namespace),
   );
   return {
     ref: { kind, namespace: m.namespace, name: m.name },

@@ -9,6 +9,7 @@ import { GitWriter } from '../../git/writer.ts';
 import { type GitServer, inspect, startGitServer } from '../../test/support/git-server.ts';
 import { KEYS, parseWorkloadPolicy } from '../core/annotations.ts';
 import type { WorkloadRecord } from '../core/records.ts';
+import { contactURL, parseRepoURL } from '../core/repo-url.ts';
 import type { GitSource } from '../gitops/application.ts';
 import type { ResolvedCredentials } from '../gitops/credentials.ts';
 import { GitRefused } from '../gitops/refusal.ts';
@@ -63,6 +64,7 @@ function committer(repo: string, o: Partial<GitCommitterOptions> & { token?: str
   const source = async (app: { namespace: string; name: string }): Promise<GitSource> => ({
     app,
     project: 'default',
+    repo: parseRepoURL(server.url(repo)),
     repoURL: server.url(repo),
     targetRevision: 'main',
     path: 'apps/shop',
@@ -172,6 +174,7 @@ describe('git strategy', () => {
       source: async (app) => ({
         app,
         project: 'default',
+        repo: parseRepoURL(server.url('helm')),
         repoURL: server.url('helm'),
         targetRevision: 'HEAD',
         path: 'charts/web',
@@ -226,6 +229,30 @@ describe('git strategy', () => {
     expect(err?.message).not.toContain(Buffer.from(`${server.username}:${token}`).toString('base64'));
     expect(await inspect.log(path.join(server.root, 'auth.git'))).toHaveLength(1);
     expect(await counter(metrics, 'failed')).toBe(1);
+  });
+
+  it("logs in as the https URL's user when the credentials carry a token only", async () => {
+    await server.createRepo('url-user', { 'apps/shop/web.yaml': manifest('web') });
+    const url = server.url('url-user').replace('http://', `http://${server.username}@`);
+    const { c } = committer('url-user', {
+      source: async (app) => ({
+        app,
+        project: 'default',
+        repo: parseRepoURL(url),
+        // As gitSourceOf gives it: the canonical spelling, without the user.
+        repoURL: contactURL(parseRepoURL(url)),
+        targetRevision: 'main',
+        path: 'apps/shop',
+      }),
+      credentials: async () => ({
+        credentials: { token: server.password },
+        source: 'test credentials',
+        kind: 'test credentials',
+        cleanup: async () => {},
+      }),
+    });
+    const r = await c.reload({ signal: new AbortController().signal }, request(workload('web'), hash('u')));
+    expect(r.summary).toMatch(/^committed /);
   });
 
   it('drops a gathered reload when the service stops, without writing', async () => {

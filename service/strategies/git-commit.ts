@@ -8,12 +8,13 @@
 
 import { constants } from 'node:fs';
 import { access } from 'node:fs/promises';
-import { GitWriteError, redactUrl } from '../../git/write-error.ts';
+import { GitWriteError } from '../../git/write-error.ts';
 import type {
   ChecksumWorkload,
   CommitAuthor,
   CommitChecksumRequest,
   CommitChecksumResult,
+  GitCredentials,
   GitWriter,
   GitWriterOptions,
   WorkloadOutcome,
@@ -24,6 +25,7 @@ import { FlagError } from '../config/flags.ts';
 import { KEYS } from '../core/annotations.ts';
 import { realTimers, type Timers } from '../core/batcher.ts';
 import type { WorkloadRecord } from '../core/records.ts';
+import { displayURL, parseCredentialScope, type RepoIdentity } from '../core/repo-url.ts';
 import { authorizedGitSource, type GitSource } from '../gitops/application.ts';
 import type { WorkloadId } from '../gitops/authority.ts';
 import {
@@ -50,7 +52,7 @@ export interface GitCommitterOptions {
    */
   source(app: AppKey, workload: WorkloadId): Promise<GitSource>;
   /** Credentials for a repository; `cache` is shared by the writes of one gathering. */
-  credentials(repoURL: string, project: string, cache: CredentialCache): Promise<ResolvedCredentials>;
+  credentials(repo: RepoIdentity, project: string, cache: CredentialCache): Promise<ResolvedCredentials>;
   tracking: TrackingOptions;
   /** --git-allow-insecure-http: write to plain http:// repositories. Default false. */
   allowInsecureHttp?: boolean;
@@ -221,7 +223,7 @@ export class GitCommitter {
       const { source, branch } = t.value;
       // Not keyed by the request's signal: each reload has its own (its deadline), and the reloads of
       // one batch must still land as one commit. The group's write stops when any of them stops.
-      const key = JSON.stringify([source.repoURL, branch, source.path, source.project]);
+      const key = JSON.stringify([source.repo.canonical, branch, source.path, source.project]);
       let g = groups.get(key);
       if (!g) {
         g = { source, branch, signal: r.signal, items: [] };
@@ -239,17 +241,17 @@ export class GitCommitter {
     const cache: CredentialCache = {};
     const byRepo = new Map<string, Promise<ResolvedCredentials>>();
     const credentialsFor = (s: GitSource) => {
-      const k = JSON.stringify([s.repoURL, s.project]);
+      const k = JSON.stringify([s.repo.canonical, s.project]);
       let c = byRepo.get(k);
       if (!c) {
-        c = this.#o.credentials(s.repoURL, s.project, cache);
+        c = this.#o.credentials(s.repo, s.project, cache);
         byRepo.set(k, c);
       }
       return c;
     };
     // Clear-text transports are refused before anything is read or sent.
     const list = [...groups.values()].filter((g) => {
-      if (this.#o.allowInsecureHttp || !/^http:\/\//i.test(g.source.repoURL.trim())) return true;
+      if (this.#o.allowInsecureHttp || g.source.repo.scheme !== 'http') return true;
       this.#refuse(
         g,
         new GitRefused(
@@ -262,10 +264,10 @@ export class GitCommitter {
     const creds = await Promise.allSettled(
       list.map(async (g) => {
         const c = await credentialsFor(g.source);
-        if (!c.credentials && !carriesPassword(g.source.repoURL)) {
+        if (!c.credentials) {
           throw new GitRefused(
             'credentials-unbound',
-            `git write refused: no credentials are bound to ${redactUrl(g.source.repoURL)} (no matching Argo CD repository Secret, and the URL is not in --git-credentials-urls); nothing was sent to it`,
+            `git write refused: no credentials are bound to ${displayURL(g.source.repo)} (no matching Argo CD repository Secret, and the URL is not in --git-credentials-urls); nothing was sent to it`,
           );
         }
         return c;
@@ -282,7 +284,7 @@ export class GitCommitter {
         }
         if (c.status === 'rejected') {
           this.#o.metrics?.gitCommit('failed');
-          const why = `cannot get git credentials for ${redactUrl(g.source.repoURL)}: ${(c.reason as Error).message}`;
+          const why = `cannot get git credentials for ${displayURL(g.source.repo)}: ${(c.reason as Error).message}`;
           for (const { r } of g.items) r.reject(new Error(why));
           return;
         }
@@ -292,7 +294,7 @@ export class GitCommitter {
           path: g.source.path,
           workloads: g.items.map(({ t }) => t.workload),
           author: this.#o.author,
-          ...(c.value.credentials ? { credentials: c.value.credentials } : {}),
+          ...(c.value.credentials ? { credentials: withUrlUser(c.value.credentials, g.source.repo) } : {}),
           ...(this.#o.messageTemplate ? { messageTemplate: this.#o.messageTemplate } : {}),
           ...(this.#o.signingKeyPath ? { signingKeyPath: this.#o.signingKeyPath } : {}),
           retry: { attempts: PUSH_ATTEMPTS },
@@ -326,7 +328,7 @@ export class GitCommitter {
   #refused(err: unknown, source?: GitSource): void {
     if (!(err instanceof GitRefused)) return;
     this.#o.metrics?.gitRefused(err.rule);
-    const where = source ? { app: appKeyString(source.app), repo: redactUrl(source.repoURL) } : {};
+    const where = source ? { app: appKeyString(source.app), repo: displayURL(source.repo) } : {};
     this.#o.log.warn({ ...where, rule: err.rule, err: err.message }, 'git write refused');
   }
 
@@ -338,7 +340,7 @@ export class GitCommitter {
     counted: Set<unknown>,
   ): void {
     const { metrics, log } = this.#o;
-    const repo = redactUrl(g.source.repoURL);
+    const repo = displayURL(g.source.repo);
     const app = appKeyString(g.source.app);
     if (res.status === 'rejected') {
       const err = res.reason;
@@ -395,14 +397,13 @@ export class GitCommitter {
   }
 }
 
-/** An http(s) URL with a password in its userinfo: the Application's own credential. */
-function carriesPassword(repoURL: string): boolean {
-  try {
-    const u = new URL(repoURL.trim());
-    return /^https?:$/.test(u.protocol) && u.password !== '';
-  } catch {
-    return false;
-  }
+/**
+ * A token without a user name logs in as the https URL's user (`https://bob@host/…`), as git would:
+ * the canonical URL the writer is given leaves the user out (service/core/repo-url.ts).
+ */
+function withUrlUser(c: GitCredentials, repo: RepoIdentity): GitCredentials {
+  if ('sshKeyPath' in c || c.username || repo.user === '' || repo.scheme === 'ssh') return c;
+  return { ...c, username: repo.user };
 }
 
 /** The writer's refusal of a request without workloads: what a valid probe ends with. */
@@ -480,18 +481,24 @@ export async function createGitCommitter(cfg: Config, d: GitCommitterDeps): Prom
     }
   }
   for (const entry of cfg.gitCredentialsUrls) {
-    if (/^http:\/\//i.test(entry) && !cfg.gitAllowInsecureHttp) {
+    const scope = parseCredentialScope(entry);
+    if (scope === undefined) {
+      throw new FlagError(
+        `invalid value ${JSON.stringify(entry)} for --git-credentials-urls: expected a URL prefix or a host name (a prefix is read as repository URLs are: no .. segment, backslash, %2e/%2f/%5c or password)`,
+      );
+    }
+    if ('prefix' in scope && scope.prefix.scheme === 'http' && !cfg.gitAllowInsecureHttp) {
       throw new FlagError(
         `invalid value ${JSON.stringify(entry)} for --git-credentials-urls: plain http:// needs --git-allow-insecure-http`,
       );
     }
-    if (
-      !/^([a-z][a-z0-9+.-]*:\/\/[^/\s]+(\/\S*)?|[^\s/:@]+@[^\s/:]+(:\S*)?|[A-Za-z0-9.-]+(:\d+)?)$/i.test(
-        entry,
-      )
-    ) {
+  }
+  if (cfg.gitCaFile !== undefined) {
+    try {
+      await access(cfg.gitCaFile, constants.R_OK);
+    } catch (err) {
       throw new FlagError(
-        `invalid value ${JSON.stringify(entry)} for --git-credentials-urls: expected a URL prefix or a host name`,
+        `--git-ca-file ${cfg.gitCaFile} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
       );
     }
   }
@@ -517,11 +524,12 @@ export async function createGitCommitter(cfg: Config, d: GitCommitterDeps): Prom
       allowInsecureHttp: cfg.gitAllowInsecureHttp,
       deadlineMs: cfg.gitDeadlineMs,
       maxCheckoutBytes: cfg.gitMaxCheckoutMib * 1024 * 1024,
+      ...(cfg.gitCaFile !== undefined ? { caFile: cfg.gitCaFile } : {}),
     }),
     source: (app, workload) =>
       authorizedGitSource(d.custom, app, workload, { argocdNamespaces: cfg.argocdNamespaces }),
     allowInsecureHttp: cfg.gitAllowInsecureHttp,
-    credentials: (repoURL, project, cache) => resolveCredentials(credentialOptions, repoURL, project, cache),
+    credentials: (repo, project, cache) => resolveCredentials(credentialOptions, repo, project, cache),
     tracking: {
       method: cfg.argocdTracking,
       labelKey: cfg.argocdTrackingLabel,

@@ -246,11 +246,9 @@ describe('git write-back failures', () => {
       }
     };
     try {
-      const withUserinfo = server
-        .url('secret')
-        .replace('http://', `http://${server.username}:${server.password}@`);
       const r = await writer.commitChecksum({
-        repoURL: withUserinfo,
+        repoURL: server.url('secret'),
+        credentials: creds(),
         branch: 'main',
         path: 'apps/shop',
         workloads: [{ kind: 'Deployment', name: 'web', hash: fakeHash('s') }],
@@ -275,7 +273,10 @@ describe('git write-back failures', () => {
     const wrong = 'Wr0ng-Passw0rd-value';
     for (const req of [
       { repoURL: server.url('auth'), credentials: { username: server.username, token: wrong } },
-      { repoURL: server.url('auth').replace('http://', `http://${server.username}:${wrong}@`) },
+      {
+        repoURL: server.url('auth').replace('http://', `http://${server.username}@`),
+        credentials: { token: wrong },
+      },
       { repoURL: server.url('auth') },
     ]) {
       const err = await writer
@@ -308,7 +309,9 @@ describe('git write-back failures', () => {
     await server.createRepo('branchless', PLAIN_REPO);
     await git(bare('branchless'), 'tag', 'v1.0.0', 'main');
     const cases: Array<[string, string, string]> = [
-      [`http://bot:Sup3rSecret@127.0.0.1:${port}/gone.git`, 'main', 'unreachable'],
+      [`http://bot@127.0.0.1:${port}/gone.git`, 'main', 'unreachable'],
+      // A password in the URL is refused before anything is sent (service/core/repo-url.ts).
+      [`http://bot:Sup3rSecret@127.0.0.1:${port}/gone.git`, 'main', 'invalid'],
       [server.url('does-not-exist'), 'main', 'repo-not-found'],
       [server.url('branchless'), 'release', 'branch-not-found'],
       [server.url('branchless'), 'v1.0.0', 'branch-not-found'],
@@ -320,7 +323,7 @@ describe('git write-back failures', () => {
           branch,
           path: '.',
           workloads: [{ kind: 'Deployment', name: 'web', hash: 'h' }],
-          credentials: repoURL.includes('Sup3rSecret') ? undefined : creds(),
+          credentials: repoURL.includes('bot') ? undefined : creds(),
         })
         .catch((e: unknown) => e);
       expect(err, repoURL).toMatchObject({ reason });

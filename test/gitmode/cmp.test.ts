@@ -134,7 +134,10 @@ const find = (docs: K8s[], kind: string, name?: string) =>
 /** What gitops-reloader serve writes for a workload that uses all of one ConfigMap. */
 function expected(config: K8s): string {
   const id = configId({ kind: 'ConfigMap', namespace: NAMESPACE, name: config.metadata.name });
-  return setDigest({ [id]: hashConfig({ data: config.data ?? {} }, key).all }, namespaceKey(key, NAMESPACE));
+  return setDigest(
+    { [id]: hashConfig({ data: config.data ?? {} }, namespaceKey(key, NAMESPACE)).all },
+    namespaceKey(key, NAMESPACE),
+  );
 }
 
 const deployment = (name: string, config: string) => `# ${name}: keep this comment

@@ -147,7 +147,10 @@ async function startGitMode(
  */
 function expectedHash(key: Buffer, namespace: string, config: string, data: Record<string, string>): string {
   const id = configId({ kind: 'ConfigMap', namespace, name: config });
-  return setDigest({ [id]: hashConfig({ data }, key).all }, namespaceKey(key, namespace));
+  return setDigest(
+    { [id]: hashConfig({ data }, namespaceKey(key, namespace)).all },
+    namespaceKey(key, namespace),
+  );
 }
 
 async function setCm(kube: Kube, namespace: string, name: string, data: Record<string, string>, labels = {}) {

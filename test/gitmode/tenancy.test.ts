@@ -5,10 +5,10 @@
 // (git http-backend on loopback) that record every request and its headers. Each attack ends with no
 // request to the repository or host it aimed at, no credential sent, and a ReloadFailed Event that
 // names the rule without naming another team's repository, project or Secret.
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { CoreV1Event, V1Deployment } from '@kubernetes/client-node';
+import type { CoreV1Event } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, describe, expect } from 'vitest';
 import {
   createManagedApplication,
@@ -17,31 +17,19 @@ import {
   IN_CLUSTER,
 } from '../support/app-project.ts';
 import { type GitServer, inspect, startGitServer } from '../support/git-server.ts';
-import { adminKubeConfig, it, type Kube } from '../support/kube.ts';
+import {
+  changeConfig,
+  gitModeDeployment,
+  credentialsDir as makeCredentialsDir,
+  manifest,
+  startGitModeService,
+} from '../support/git-tenant.ts';
+import { adminKubeConfig, it } from '../support/kube.ts';
 import { waitForEvent } from '../support/observe.ts';
-import { hashKeyFile, killAll, type RunningService, serviceArgs, startService } from '../support/service.ts';
+import { killAll } from '../support/service.ts';
 import { configMap } from '../support/workloads.ts';
 
 const APP_PATH = 'apps';
-
-const manifest = (name: string) => `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: ${name}
-spec:
-  replicas: 1
-  selector:
-    matchLabels: {app: ${name}}
-  template:
-    metadata:
-      labels: {app: ${name}}
-    spec:
-      containers:
-        - name: app
-          image: registry.invalid/app:1
-          envFrom:
-            - configMapRef: {name: shared}
-`;
 
 /** The team's own git server, and one on another loopback host that someone else controls. */
 let server: GitServer;
@@ -68,62 +56,9 @@ const base = (s: GitServer) => s.url('x').replace(/x\.git$/, '');
 const bare = (s: GitServer, repo: string) => path.join(s.root, `${repo}.git`);
 const requestsFor = (s: GitServer, repo: string) => s.requests.filter((r) => r.repo === repo);
 
-/** A tenant's Deployment using ConfigMap `shared`, in git mode, naming `app` as its Argo CD Application. */
-async function deployment(kube: Kube, namespace: string, name: string, app: string): Promise<void> {
-  const body = {
-    apiVersion: 'apps/v1',
-    kind: 'Deployment',
-    metadata: {
-      name,
-      namespace,
-      annotations: {
-        'gitops-reloader.io/strategy': 'git',
-        'reloader.stakater.com/auto': 'true',
-        'argocd.argoproj.io/tracking-id': `${app}:apps/Deployment:${namespace}/${name}`,
-      },
-    },
-    spec: {
-      replicas: 1,
-      selector: { matchLabels: { app: name } },
-      template: {
-        metadata: { labels: { app: name } },
-        spec: {
-          containers: [
-            { name: 'app', image: 'registry.invalid/app:1', envFrom: [{ configMapRef: { name: 'shared' } }] },
-          ],
-        },
-      },
-    },
-  } satisfies V1Deployment;
-  await kube.apps.createNamespacedDeployment({ namespace, body });
-}
-
-async function credentialsDir(token: string): Promise<string> {
-  const dir = await mkdtemp(path.join(scratch, 'creds-'));
-  await writeFile(path.join(dir, 'username'), server.username, { mode: 0o600 });
-  await writeFile(path.join(dir, 'token'), token, { mode: 0o600 });
-  return dir;
-}
-
-async function start(namespace: string, extra: string[]): Promise<RunningService> {
-  const svc = startService(
-    serviceArgs(namespace, await hashKeyFile(), [
-      '--debounce=0s',
-      `--argocd-namespaces=${namespace}`,
-      ...extra,
-    ]),
-  );
-  await svc.waitForLog('ready', (l) => l.msg === 'ready');
-  return svc;
-}
-
-async function changeConfig(kube: Kube, namespace: string, value: string): Promise<void> {
-  await kube.core.replaceNamespacedConfigMap({
-    name: 'shared',
-    namespace,
-    body: configMap('shared', { v: value }),
-  });
-}
+const deployment = gitModeDeployment;
+const start = startGitModeService;
+const credentialsDir = (token: string) => makeCredentialsDir(scratch, server.username, token);
 
 /** Everything an Event must not carry: another team's repository, project or Secret. */
 function expectNoneOf(ev: CoreV1Event, secrets: string[]): void {

@@ -1,16 +1,18 @@
-// A real git server for tests: bare repositories served over smart HTTP by `git http-backend` (run as
-// CGI by a small Node server) behind HTTP basic auth, on a loopback address only. The same bare
-// repositories can be used over file://. It records every request with its headers, so a test can
-// assert that no credential was sent, and it can answer with a redirect to another loopback host or
-// port. Also small helpers to seed a repository and read what was pushed.
+// A real git server for tests: bare repositories served over smart HTTP (or https, with a CA of its
+// own) by `git http-backend` (run as CGI by a small Node server) behind HTTP basic auth, on a loopback
+// address only. The same bare repositories can be used over file://. It records every request with
+// its headers, so a test can assert that no credential was sent, and it can answer with a redirect to
+// another loopback host or port. Also small helpers to seed a repository and read what was pushed.
 import { execFile } from 'node:child_process';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
+import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { serveWithHttpBackend } from '../cluster/git-http-backend.ts';
+import { generatePki } from '../cluster/pki.ts';
 
 const run = promisify(execFile);
 
@@ -49,8 +51,10 @@ export interface RequestInfo {
 }
 
 export interface GitServer {
-  /** Directory holding the bare repositories (`<name>.git`). */
+  /** Directory holding the bare repositories (`<name>.git`; a name may hold `/`, as in `team-a/repo`). */
   root: string;
+  /** With `tls`: the PEM file of the server's own CA, the one a client must be told to trust. */
+  caFile?: string;
   username: string;
   password: string;
   /** The smart-HTTP URL of a repository, without credentials. */
@@ -82,6 +86,8 @@ export async function startGitServer(
     host?: string;
     /** Serve every request without asking for credentials, as a hostile server collecting them would. */
     open?: boolean;
+    /** Serve https, with a certificate for 127.0.0.1 from a CA of its own (`caFile`), trusted by nothing else. */
+    tls?: boolean;
   } = {},
 ): Promise<GitServer> {
   const host = opts.host ?? '127.0.0.1';
@@ -93,9 +99,12 @@ export async function startGitServer(
   const expected = `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`;
   const requests: RequestInfo[] = [];
 
-  const server = http.createServer((req, res) => {
+  const pki = opts.tls
+    ? await generatePki(await mkdtemp(path.join(tmpdir(), 'git-server-ca-')), [])
+    : undefined;
+  const handler: http.RequestListener = (req, res) => {
     const u = new URL(req.url ?? '/', 'http://127.0.0.1');
-    const repo = /^\/([^/]+)\.git\//.exec(u.pathname)?.[1] ?? '';
+    const repo = /^\/(.+?)\.git\//.exec(u.pathname)?.[1] ?? '';
     const advertisement = u.pathname.endsWith('/info/refs');
     const service = advertisement
       ? (u.searchParams.get('service') ?? undefined)
@@ -131,22 +140,31 @@ export async function startGitServer(
       res.writeHead(500);
       res.end(err.message);
     });
-  });
+  };
+  const server = pki
+    ? https.createServer(
+        { cert: await readFile(pki.serverCert), key: await readFile(pki.serverKey) },
+        handler,
+      )
+    : http.createServer(handler);
   await new Promise<void>((resolve) => server.listen(0, host, resolve));
   const port = (server.address() as AddressInfo).port;
 
+  const scheme = pki ? 'https' : 'http';
   const srv: GitServer = {
     root,
+    ...(pki ? { caFile: pki.caCert } : {}),
     username,
     password,
     requests,
     beforeRequest: undefined,
     redirectTo: undefined,
     authorized: () => requests.filter((r) => r.headers.authorization !== undefined),
-    url: (name) => `http://${host}:${port}/${name}.git`,
+    url: (name) => `${scheme}://${host}:${port}/${name}.git`,
     fileUrl: (name) => `file://${path.join(root, `${name}.git`)}`,
     async createRepo(name, files, branch = 'main') {
       const bare = path.join(root, `${name}.git`);
+      await mkdir(path.dirname(bare), { recursive: true });
       await git(root, 'init', '--quiet', '--bare', `--initial-branch=${branch}`, bare);
       const work = await mkdtemp(path.join(tmpdir(), 'git-seed-'));
       try {
@@ -177,6 +195,7 @@ export async function startGitServer(
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await rm(root, { recursive: true, force: true });
+      if (pki) await rm(pki.dir, { recursive: true, force: true });
     },
   };
   return srv;

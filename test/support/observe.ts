@@ -90,22 +90,25 @@ export async function waitAllReplaced(
   );
 }
 
+/** Events of a reason (or of any of several) in a namespace, optionally on one object. */
 export async function events(
   kube: Kube,
   namespace: string,
-  reason: string,
+  reason: string | readonly string[],
   name?: string,
 ): Promise<CoreV1Event[]> {
   const list = await kube.core.listNamespacedEvent({ namespace });
+  const reasons = typeof reason === 'string' ? [reason] : reason;
   return list.items.filter(
-    (e) => e.reason === reason && (name === undefined || e.involvedObject.name === name),
+    (e) => reasons.includes(e.reason ?? '') && (name === undefined || e.involvedObject.name === name),
   );
 }
 
+/** The first Event of `reason` (or of any of several, to see which came) on `name`. */
 export async function waitForEvent(
   kube: Kube,
   namespace: string,
-  reason: string,
+  reason: string | readonly string[],
   name: string,
   timeout = 60_000,
 ): Promise<CoreV1Event> {
@@ -116,7 +119,7 @@ export async function waitForEvent(
       const all = await kube.core.listNamespacedEvent({ namespace });
       return pending(all.items.map((e) => `${e.involvedObject.name}:${e.reason}`));
     },
-    { describe: `Event ${reason} on ${name}`, timeout },
+    { describe: `Event ${typeof reason === 'string' ? reason : reason.join(' or ')} on ${name}`, timeout },
   );
 }
 

@@ -3,34 +3,17 @@
 // another cluster. Returns a KubeConfig that authenticates as it.
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Kube } from './kube.ts';
-import { kubeConfigAs, writeKubeConfig } from './service-account.ts';
+import { serviceAccountWithRole, writeKubeConfig } from './service-account.ts';
 
 export async function restrictedKubeConfig(kube: Kube, namespace: string): Promise<KubeConfig> {
-  const name = 'gitops-reloader';
-  await kube.core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } });
-  await kube.rbac.createNamespacedRole({
-    namespace,
-    body: {
-      metadata: { name },
-      rules: [
-        {
-          apiGroups: ['', 'apps', 'batch', 'policy', 'events.k8s.io', 'coordination.k8s.io'],
-          resources: ['*'],
-          verbs: ['*'],
-        },
-        { apiGroups: ['argoproj.io'], resources: ['rollouts', 'rollouts/status'], verbs: ['*'] },
-      ],
+  return serviceAccountWithRole(kube, namespace, 'gitops-reloader', [
+    {
+      apiGroups: ['', 'apps', 'batch', 'policy', 'events.k8s.io', 'coordination.k8s.io'],
+      resources: ['*'],
+      verbs: ['*'],
     },
-  });
-  await kube.rbac.createNamespacedRoleBinding({
-    namespace,
-    body: {
-      metadata: { name },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
-      subjects: [{ kind: 'ServiceAccount', name, namespace }],
-    },
-  });
-  return kubeConfigAs(kube, namespace, name);
+    { apiGroups: ['argoproj.io'], resources: ['rollouts', 'rollouts/status'], verbs: ['*'] },
+  ]);
 }
 
 /** The same, written to `<dir>/kubeconfig` for a service run as a child process. */

@@ -2,7 +2,7 @@
 // policy): a one-hour token on the admin's cluster, as a KubeConfig or written to a file.
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
+import { KubeConfig, type V1PolicyRule } from '@kubernetes/client-node';
 import type { Kube } from './kube.ts';
 
 /** A KubeConfig that authenticates as `serviceAccount` (in `namespace`, also its default namespace). */
@@ -33,4 +33,24 @@ export async function writeKubeConfig(kc: KubeConfig, dir: string): Promise<stri
   const file = path.join(dir, 'kubeconfig');
   await writeFile(file, kc.exportConfig(), { mode: 0o600 });
   return file;
+}
+
+/** A ServiceAccount bound to a Role of `rules` in `namespace` only; a KubeConfig that authenticates as it. */
+export async function serviceAccountWithRole(
+  kube: Kube,
+  namespace: string,
+  name: string,
+  rules: V1PolicyRule[],
+): Promise<KubeConfig> {
+  await kube.core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } });
+  await kube.rbac.createNamespacedRole({ namespace, body: { metadata: { name }, rules } });
+  await kube.rbac.createNamespacedRoleBinding({
+    namespace,
+    body: {
+      metadata: { name },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
+      subjects: [{ kind: 'ServiceAccount', name, namespace }],
+    },
+  });
+  return kubeConfigAs(kube, namespace, name);
 }

@@ -135,3 +135,28 @@ export async function killAll(): Promise<void> {
     ),
   );
 }
+
+/** Runs one gitops-reloader command (`node service/cli.ts ...`) to its end, as a user's shell or CI would. */
+export function runCli(
+  args: string[],
+  o: { env?: Record<string, string>; cwd?: string } = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  // Only PATH from the test's environment: nothing else of the host (no key variable) reaches it.
+  const proc = spawn(process.execPath, [path.join(repoRoot, 'service', 'cli.ts'), ...args], {
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...o.env },
+    cwd: o.cwd ?? repoRoot,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  proc.stdout?.on('data', (d: Buffer) => {
+    stdout += d.toString();
+  });
+  proc.stderr?.on('data', (d: Buffer) => {
+    stderr += d.toString();
+  });
+  return new Promise((resolve, reject) => {
+    proc.on('error', reject);
+    proc.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
+  });
+}

@@ -32,7 +32,10 @@ async function cmpKey(): Promise<Buffer> {
 /** What `gitops-reloader serve` publishes for a workload using all of one ConfigMap in `namespace`. */
 function expectedHash(key: Buffer, namespace: string, config: string, data: Record<string, string>): string {
   const id = configId({ kind: 'ConfigMap', namespace, name: config });
-  return setDigest({ [id]: hashConfig({ data }, key).all }, namespaceKey(key, namespace));
+  return setDigest(
+    { [id]: hashConfig({ data }, namespaceKey(key, namespace)).all },
+    namespaceKey(key, namespace),
+  );
 }
 
 async function liveHash(kube: Kube, namespace: string, name: string): Promise<string | undefined> {

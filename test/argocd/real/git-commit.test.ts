@@ -35,7 +35,10 @@ function manifests(mode: string): Manifest[] {
 /** The value the service publishes for a workload using all of one ConfigMap (ADR 0010's namespace key). */
 function expectedHash(key: Buffer, namespace: string, config: string, data: Record<string, string>): string {
   const id = configId({ kind: 'ConfigMap', namespace, name: config });
-  return setDigest({ [id]: hashConfig({ data }, key).all }, namespaceKey(key, namespace));
+  return setDigest(
+    { [id]: hashConfig({ data }, namespaceKey(key, namespace)).all },
+    namespaceKey(key, namespace),
+  );
 }
 
 async function replicaSetCount(kube: Kube, namespace: string): Promise<number> {
