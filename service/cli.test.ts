@@ -19,6 +19,7 @@ describe('gitops-reloader CLI', () => {
     ['serve', /--debounce <duration>/],
     ['plan', /--configmap <string>/],
     ['checksum', /--key-file <string>/],
+    ['tenant-key', /--namespace <list>/],
     ['migrate', /--deployment <string>/],
     ['version', /gitops-reloader --version/],
   ];
@@ -68,7 +69,7 @@ describe('gitops-reloader CLI', () => {
     ],
     [
       ['frob'],
-      'gitops-reloader: unknown command "frob"; the commands are serve, plan, checksum, migrate, version, help.',
+      'gitops-reloader: unknown command "frob"; the commands are serve, plan, checksum, tenant-key, migrate, version, help.',
     ],
   ];
   for (const [args, message] of errors) {
