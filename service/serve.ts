@@ -1,8 +1,14 @@
 // `gitops-reloader serve`: watches configs and workloads, and reloads what changed.
 import type { Router } from 'express';
 import { startArgoCd } from './argocd/argocd.ts';
-import { UNWATCHED_MAX_HOLD_MS } from './argocd/gate.ts';
-import { INBOX_SELECTOR, isInboxRecord, NotificationInbox, readRecord, recordName } from './argocd/inbox.ts';
+import {
+  expiryIntervalMs,
+  inboxSelector,
+  isInboxRecord,
+  NotificationInbox,
+  readRecord,
+  recordName,
+} from './argocd/inbox.ts';
 import type { SyncNotification } from './argocd/notification.ts';
 import { receiveNotification } from './argocd/receive.ts';
 import { isTerminal } from './argocd/sync-tracker.ts';
@@ -205,6 +211,7 @@ export async function serve(
 
   const watched: Array<[string, Watch<unknown>]> = [];
   let takeAllFromInbox = () => {};
+  let inboxExpiry: ReturnType<typeof setInterval> | undefined;
   function watch<S>(path: string, o: Omit<Parameters<typeof startWatch<S>>[1], 'path' | 'onSynced'>) {
     let done!: () => void;
     synced.push(new Promise<void>((r) => (done = r)));
@@ -338,7 +345,7 @@ export async function serve(
     // The notification inbox (docs/adr/0013): every replica watches it, so a new leader finds at once
     // what was recorded while another replica led, or while none did.
     watch<InboxRecord>(collectionPath(CONFIG_RESOURCES[0] as Resource<string>, releaseNamespace), {
-      labelSelector: INBOX_SELECTOR,
+      labelSelector: inboxSelector(cfg.releaseName),
       transform: (raw) => {
         const o = raw as {
           metadata?: { name?: string; creationTimestamp?: string };
@@ -359,8 +366,22 @@ export async function serve(
       namespace: releaseNamespace,
       prefix: cfg.releaseName,
       size: () => inboxWatch.store.size,
+      maxAgeMs: cfg.notificationRecordMaxAgeMs,
     });
     takeAllFromInbox = () => void takeFromInbox([...inboxWatch.store.values()]);
+    // Records whose sync never ends (its end notification lost) expire while the leader runs, not only
+    // when one starts: they must not fill the inbox up to its limit (docs/adr/0013).
+    inboxExpiry = setInterval(() => {
+      if (!acting || !inbox) return;
+      inbox.expire(inboxWatch.store.values(), Date.now()).then(
+        (gone) => {
+          if (gone.length > 0) log.info({ records: gone }, 'expired notification records deleted');
+        },
+        (err: Error) =>
+          log.warn({ err: err.message }, 'could not expire notification records; retried later'),
+      );
+    }, expiryIntervalMs(cfg.notificationRecordMaxAgeMs));
+    inboxExpiry.unref();
   }
 
   /** The acting leader hands recorded notifications to its gate, oldest first, and removes the ones done. */
@@ -393,7 +414,7 @@ export async function serve(
         if (isTerminal(n.phase)) {
           await inbox.done(rec.name);
           await inbox.done(recordName(cfg.releaseName, { ...n, phase: 'Running' }));
-        } else if (Date.now() - rec.created > UNWATCHED_MAX_HOLD_MS) {
+        } else if (Date.now() - rec.created > inbox.maxAgeMs) {
           await inbox.done(rec.name);
         }
       } catch (err) {
@@ -497,6 +518,7 @@ export async function serve(
     watchesProgressing: () => progress.progressing(),
     stop: async () => {
       // Stop acting first (and hand the lease over), then stop watching.
+      clearInterval(inboxExpiry);
       if (election) await election.stop();
       else await stopLeading();
       await argocd.stop();

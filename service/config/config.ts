@@ -212,6 +212,13 @@ export const serveFlags: readonly FlagSpec[] = [
     help: 'File holding the bearer token Argo CD notifications must send. Unset: the notification webhook is off.',
   },
   {
+    name: 'notification-record-max-age',
+    type: 'duration',
+    help: "Age at which the leader deletes a notification inbox record whatever it says (a sync whose end never arrived); checked continuously, so such records cannot fill the inbox's 500 places. The Argo CD gate stops holding an app's changes after 10m without an end.",
+    default: '10m',
+    min: 1000,
+  },
+  {
     name: 'webhook-url',
     type: 'string',
     help: "Instead of reloading, POST each reload's details (workload, changed configs, cutoff) as JSON to this http(s) URL. Stakater Reloader's flag of the same name.",
@@ -389,6 +396,7 @@ export interface Config {
   stallAfterMs: number;
   reloadDeadlineMs: number;
   surgeSweepIntervalMs: number;
+  notificationRecordMaxAgeMs: number;
   includeHelmReleaseSecrets: boolean;
   releaseNamespace?: string;
   releaseName: string;
@@ -507,6 +515,7 @@ export function buildConfig(
     stallAfterMs: num(values['stall-after']),
     reloadDeadlineMs: num(values['reload-deadline']),
     surgeSweepIntervalMs: num(values['surge-sweep-interval']),
+    notificationRecordMaxAgeMs: num(values['notification-record-max-age']),
     includeHelmReleaseSecrets: values['include-helm-release-secrets'] === true,
     releaseNamespace: str(values['release-namespace']) ?? str(env.POD_NAMESPACE),
     releaseName: str(values['release-name']) as string,
