@@ -103,6 +103,7 @@ export class Metrics {
   readonly #gitRefused: Counter<'rule'>;
   readonly #leader: Gauge;
   readonly #leaderStartFailures: Counter;
+  readonly #surgeSwept: Counter<'dry_run'>;
   readonly #keyChanges: Counter;
   readonly #stalls: Counter<'why'>;
   readonly #rebaselined: Counter;
@@ -208,6 +209,12 @@ export class Metrics {
       help: 'Terms as leader that ended because starting to act failed; the Lease was released each time.',
       registers,
     });
+    this.#surgeSwept = new Counter({
+      name: 'gitops_reloader_surge_pods_swept_total',
+      help: 'Surge pods no reload needed that the sweep deleted (dry_run="true": found and reported, not deleted).',
+      labelNames: ['dry_run'],
+      registers,
+    });
     this.#watchFailures = new Counter({
       name: 'gitops_reloader_watch_failures_total',
       help: 'Watch loop failures and recoveries, by resource and mode (relist and reconnect are recoveries).',
@@ -261,6 +268,7 @@ export class Metrics {
     for (const result of GIT_COMMIT_RESULTS) this.#gitCommits.inc({ result }, 0);
     this.#gitPushRetries.inc(0);
     this.#leaderStartFailures.inc(0);
+    for (const dry of ['true', 'false']) this.#surgeSwept.inc({ dry_run: dry }, 0);
     this.#keyChanges.inc(0);
     for (const why of ['blocked', 'deadline']) this.#stalls.inc({ why }, 0);
     this.#rebaselined.inc(0);
@@ -363,6 +371,11 @@ export class Metrics {
   /** A term as leader ended because starting to act failed (the lease is released). */
   leaderStartFailed(): void {
     this.#leaderStartFailures.inc();
+  }
+
+  /** A surge pod no reload needed was deleted by the sweep (or, in a dry run, found). */
+  surgePodSwept(dryRun: boolean): void {
+    this.#surgeSwept.inc({ dry_run: String(dryRun) });
   }
 
   /** Set once acting as leader (start-up succeeded) and on losing the Lease; a replica without leader election sets true. */

@@ -30,7 +30,7 @@ import {
   WebhookDeliveryError,
 } from './strategies/reload-webhook.ts';
 import { runStrategy } from './strategies/run.ts';
-import { deleteSurgePodsOf, sweepSurgePods } from './strategies/surge-sweep.ts';
+import { deleteSurgePodsOf, surgeNamespacesOf, sweepSurgePods } from './strategies/surge-sweep.ts';
 import { templateChangeCheck } from './strategies/template-change.ts';
 import { ReloadWaiting, type StrategyResult, StrategyUnsupported } from './strategies/types.ts';
 
@@ -237,17 +237,22 @@ export class Reconciler {
     this.#sweepTimer.unref?.();
   }
 
-  /** Surge pods no pending reload needs go (see strategies/surge-sweep.ts). */
+  /** Surge pods no pending reload needs go; in a dry run they are reported (see strategies/surge-sweep.ts). */
   async #cleanUpSurgePods(): Promise<void> {
     const { core, cfg, state, ledger, log } = this.#d;
-    if (cfg.dryRun) return;
+    const ids = [...ledger.entries().keys()];
     await sweepSurgePods({
       core,
       namespaces: cfg.namespaces,
+      formerNamespaces: surgeNamespacesOf(ids).filter((ns) => !cfg.namespaces.includes(ns)),
       inScope: (ns) => this.#d.inScope(ns),
+      reloaded: (ns, name) => ledger.get(`Deployment/${ns}/${name}`) !== undefined,
       pendingOwners: () => {
         const pending = new Set<string>();
-        for (const t of state.workloads.values()) if (ledger.get(t.id)?.pending) pending.add(t.rec.ref.uid);
+        // A pending reload out of scope is not resumed (start() skips it): its surge pods are not needed.
+        for (const t of state.workloads.values()) {
+          if (ledger.get(t.id)?.pending && this.#d.inScope(t.rec.ref.namespace)) pending.add(t.rec.ref.uid);
+        }
         // A reload running here may have created a surge pod before its pending write landed.
         for (const id of this.#running) {
           const uid = state.workloads.get(id)?.rec.ref.uid;
@@ -255,6 +260,8 @@ export class Reconciler {
         }
         return pending;
       },
+      dryRun: cfg.dryRun,
+      onSwept: () => this.#d.metrics?.surgePodSwept(cfg.dryRun),
       signal: this.#signal,
       log,
     });

@@ -132,7 +132,7 @@ export const serveFlags: readonly FlagSpec[] = [
   {
     name: 'surge-sweep-interval',
     type: 'duration',
-    help: 'How often the leader deletes surge pods that no pending reload needs (left by a crash or a dropped reload).',
+    help: 'How often the leader deletes surge pods that no pending reload needs (left by a crash, a dropped reload, or in a namespace that left the scope); with --dry-run it only reports them.',
     default: '1m',
     min: 1000,
   },
