@@ -60,7 +60,8 @@ async function runServe(argv: string[]): Promise<number> {
     address: cfg.httpAddress,
     metrics,
     log,
-    isReady: () => svc.isSynced(),
+    // Ready: caches synced, and no watch failing for a minute on end (its cache goes stale).
+    isReady: () => svc.isSynced() && svc.watchesFailing().length === 0,
     watchesProgressing: () => svc.watchesProgressing(),
   });
   if (svc.argocdWebhook) {

@@ -24,7 +24,13 @@ import { type ClusterAccess, writeGatedAccess } from './kube/access.ts';
 import { appsApi, batchApi, type CoreApi, coreApi, customApi } from './kube/api.ts';
 import { EventRecorder } from './kube/events.ts';
 import { HashKeyError, readOrCreateHashKey } from './kube/hash-key-secret.ts';
-import { type LeaderElection, startLeaderElection } from './kube/leader.ts';
+import {
+  CachesNotSynced,
+  type LeaderElection,
+  leaderWriteFence,
+  startLeaderElection,
+  within,
+} from './kube/leader.ts';
 import { Ledger } from './kube/ledger.ts';
 import {
   CONFIG_RESOURCES,
@@ -70,6 +76,12 @@ export function startBackoffMs(failedStarts: number, leaseDurationMs: number): n
   return Math.min(leaseDurationMs * 2 ** Math.max(0, failedStarts - 1), 300_000);
 }
 
+/**
+ * A replica whose watch has failed for this long without one success is not ready (docs/adr/0021):
+ * its cache is going stale. Longer than a retry or two, so a blip does not flap readiness.
+ */
+export const WATCH_UNREADY_AFTER_MS = 60_000;
+
 /** The field selector that leaves Helm release Secrets out of the Secret watch. */
 export const HELM_RELEASE_EXCLUDED = 'type!=helm.sh/release.v1';
 
@@ -88,7 +100,9 @@ export interface RunningService {
   isLeader(): boolean;
   /** Every watch has listed once: the caches are warm (standbys too). */
   isSynced(): boolean;
-  /** False when a watch loop stopped cycling (liveness). */
+  /** Watches whose failures have gone on without a success for WATCH_UNREADY_AFTER_MS (readiness). */
+  watchesFailing(): string[];
+  /** False when a watch loop stopped cycling, or failed without a success for as long (liveness). */
   watchesProgressing(): boolean;
   stop(): Promise<void>;
 }
@@ -108,8 +122,19 @@ export async function serve(
     onPass: (ms) => metrics.apiWriteWaited(ms / 1000),
   });
   metrics.apiWritesWaitingFrom(() => writeGate.waiting);
-  const writes = writeGatedAccess(kc, (signal) => writeGate.pass(signal));
-  const core = coreApi(writes);
+  const pass = (signal: AbortSignal) => writeGate.pass(signal);
+  // Set below when this replica elects; undefined without leader election (nothing to fence).
+  let election: LeaderElection | undefined;
+  // Writes any replica may make (notification records, Events, the hash key at first start)...
+  const core = coreApi(writeGatedAccess(kc, pass));
+  // ...and the leader's (reloads, the ledger): each is checked against the Lease by the clock
+  // immediately before it is sent, so none goes out after the term ended (docs/adr/0021).
+  const writes = writeGatedAccess(
+    kc,
+    pass,
+    leaderWriteFence(() => election),
+  );
+  const leaderCore = coreApi(writes);
   if (!cfg.releaseNamespace) {
     throw new FlagError(
       '--release-namespace (or the POD_NAMESPACE env var) is required: it holds the ledger',
@@ -121,7 +146,7 @@ export async function serve(
 
   const state = new ClusterState(cfg.defaultStrategy, cfg.enableCsiIntegration);
   const ledger = new Ledger({
-    core,
+    core: leaderCore,
     namespace: cfg.releaseNamespace,
     prefix: cfg.releaseName,
     shards: cfg.ledgerShards,
@@ -155,7 +180,7 @@ export async function serve(
   });
   const events = new EventRecorder(core, log);
   const apis = {
-    core,
+    core: leaderCore,
     apps: appsApi(writes),
     batch: batchApi(writes),
     custom: customApi(writes),
@@ -198,7 +223,10 @@ export async function serve(
   const watches: Watch<unknown>[] = [];
   const synced: Promise<void>[] = [argocd.synced];
   const onFailure = (f: WatchFailure) => {
-    progress.beat(f.path);
+    // A failed request starts (or continues) a run of failures; a relist or reconnect ends it.
+    if (f.mode === 'list-failed' || f.mode === 'watch-failed') progress.failed(f.path);
+    else if (f.mode === 'relist' || f.mode === 'reconnect') progress.beat(f.path);
+    else progress.cycled(f.path);
     metrics.watchFailure(f.path, f.mode);
     const level = f.mode === 'relist' ? 'info' : 'warn';
     log[level](
@@ -210,11 +238,15 @@ export async function serve(
   const common = { relistIntervalMs: cfg.relistIntervalMs, idleTimeoutMs: cfg.watchIdleTimeoutMs, onFailure };
 
   const watched: Array<[string, Watch<unknown>]> = [];
+  // The watches that have not listed once yet, named when a new leader gives up waiting for them.
+  const unsynced = new Set<string>(['argocd applications']);
+  void argocd.synced.then(() => unsynced.delete('argocd applications'));
   let takeAllFromInbox = () => {};
   let inboxExpiry: ReturnType<typeof setInterval> | undefined;
   function watch<S>(path: string, o: Omit<Parameters<typeof startWatch<S>>[1], 'path' | 'onSynced'>) {
     let done!: () => void;
-    synced.push(new Promise<void>((r) => (done = r)));
+    unsynced.add(path);
+    synced.push(new Promise<void>((r) => (done = () => r(void unsynced.delete(path)))));
     const beat = () => progress.beat(path);
     beat();
     const w = startWatch<S>(kc, {
@@ -437,7 +469,18 @@ export async function serve(
    * acts (isLeader, the leader metric) only once that has succeeded.
    */
   const lead = async (signal?: AbortSignal) => {
-    await cachesSynced;
+    // An elected leader that cannot sync its caches gives the Lease up rather than hold it unable to
+    // act (docs/adr/0021); without election there is no one else to act, so it waits.
+    await (signal
+      ? within(
+          cachesSynced,
+          cfg.leaderCacheSyncTimeoutMs,
+          () =>
+            new CachesNotSynced(
+              `caches not synced within --leader-cache-sync-timeout (${cfg.leaderCacheSyncTimeoutMs / 1000}s): ${[...unsynced].join(', ')}`,
+            ),
+        )
+      : cachesSynced);
     if (signal?.aborted) return;
     const r = newReconciler(signal);
     reconciler = r;
@@ -461,7 +504,6 @@ export async function serve(
     await r?.stop();
   };
 
-  let election: LeaderElection | undefined;
   let ready: Promise<void>;
   if (cfg.leaderElect) {
     // Consecutive failed starts, for the back-off before this replica competes for the lease again.
@@ -482,12 +524,24 @@ export async function serve(
           async (err: Error) => {
             failedStarts++;
             const holdOffMs = startBackoffMs(failedStarts, cfg.leaseDurationMs);
-            metrics.leaderStartFailed();
+            const reason = err instanceof CachesNotSynced ? 'cache-sync-timeout' : 'start-failed';
+            metrics.leaderStartFailed(reason);
             // Holding the lease without acting would keep every other replica from acting: give it up,
             // and let another replica (or this one, after the back-off) try.
             log.error(
-              { err: err.message, failedStarts, retryInMs: holdOffMs },
+              { err: err.message, reason, failedStarts, retryInMs: holdOffMs },
               'could not start acting as leader; releasing the lease',
+            );
+            void events.emit(
+              {
+                apiVersion: 'coordination.k8s.io/v1',
+                kind: 'Lease',
+                namespace: releaseNamespace,
+                name: `${cfg.releaseName}-leader`,
+              },
+              'LeaseReleased',
+              `${election?.identity} could not start acting as leader and released the lease: ${err.message}`,
+              'Warning',
             );
             await election?.resign(`start failed: ${err.message}`, holdOffMs);
           },
@@ -515,6 +569,7 @@ export async function serve(
     argocdWebhook: argocd.router,
     isLeader: () => acting,
     isSynced: () => isSynced,
+    watchesFailing: () => progress.failing(WATCH_UNREADY_AFTER_MS),
     watchesProgressing: () => progress.progressing(),
     stop: async () => {
       // Stop acting first (and hand the lease over), then stop watching.

@@ -266,6 +266,13 @@ export const serveFlags: readonly FlagSpec[] = [
     help: 'Identity in the Lease; unique per process. Default: host name plus a random suffix.',
   },
   {
+    name: 'leader-cache-sync-timeout',
+    type: 'duration',
+    help: 'A replica that wins the Lease but whose watches have not all listed within this time releases the Lease (log, LeaseReleased Event, gitops_reloader_leader_start_failures_total{reason="cache-sync-timeout"}) and backs off, so a replica that can act takes over.',
+    default: '2m',
+    min: 1000,
+  },
+  {
     name: 'lease-duration',
     type: 'duration',
     help: 'How long a standby waits after the last renewal before taking over.',
@@ -396,6 +403,7 @@ export interface Config {
   stallAfterMs: number;
   reloadDeadlineMs: number;
   surgeSweepIntervalMs: number;
+  leaderCacheSyncTimeoutMs: number;
   notificationRecordMaxAgeMs: number;
   includeHelmReleaseSecrets: boolean;
   releaseNamespace?: string;
@@ -515,6 +523,7 @@ export function buildConfig(
     stallAfterMs: num(values['stall-after']),
     reloadDeadlineMs: num(values['reload-deadline']),
     surgeSweepIntervalMs: num(values['surge-sweep-interval']),
+    leaderCacheSyncTimeoutMs: num(values['leader-cache-sync-timeout']),
     notificationRecordMaxAgeMs: num(values['notification-record-max-age']),
     includeHelmReleaseSecrets: values['include-helm-release-secrets'] === true,
     releaseNamespace: str(values['release-namespace']) ?? str(env.POD_NAMESPACE),

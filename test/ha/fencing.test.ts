@@ -1,0 +1,128 @@
+// A Lease is never held by a replica that cannot act (docs/adr/0021). With the chart's two replicas:
+// a leader frozen (SIGSTOP) past its lease in the middle of a reload, its writes queued under the
+// write rate limit, sends none of them once it runs again after the standby took over: every write is
+// checked against the clock immediately before it goes out. And a new leader whose caches cannot sync
+// in bounded time gives the Lease up, and says so.
+import { describe, expect } from 'vitest';
+import { it } from '../support/kube.ts';
+import { waitForEvent, waitReadyPods } from '../support/observe.ts';
+import {
+  FAST_LEASE,
+  installRelease,
+  metric,
+  nonLeaderWrites,
+  startReplica,
+  stoppedAfterEach,
+  waitForLeader,
+} from '../support/replicas.ts';
+import { pending, waitFor } from '../support/wait-for.ts';
+import { configMap, deployment } from '../support/workloads.ts';
+
+const { releases, replicas } = stoppedAfterEach();
+const USES = { envFrom: [{ configMapRef: { name: 'app' } }] };
+
+describe('leadership fencing', () => {
+  it('a leader stopped past its lease mid-reload sends none of its queued writes after the takeover', async ({
+    kube,
+    namespace,
+  }) => {
+    await kube.core.createNamespacedConfigMap({ namespace, body: configMap('app', { k: '1' }) });
+    await kube.apps.createNamespacedDeployment({
+      namespace,
+      body: deployment('web', {
+        replicas: 6,
+        // Every pod may go at once: the reload's evictions all queue behind the write rate limit.
+        maxUnavailable: '100%',
+        maxSurge: 0,
+        annotations: { 'reloader.stakater.com/auto': 'true' },
+        container: USES,
+      }),
+    });
+    await waitReadyPods(kube, namespace, 'web', 6);
+    const release = await installRelease(namespace, {
+      watch: [namespace],
+      // One write a second: a reload of six pods keeps writes waiting for several seconds.
+      extraArgs: [...FAST_LEASE, '--debounce=0s', '--api-write-qps=1', '--api-write-burst=1'],
+    });
+    releases.push(release);
+    const a = await startReplica(kube, release, 'replica-a');
+    replicas.push(a);
+    await a.svc.waitForLog('a acts', (l) => l.msg === 'ready', 60_000);
+    const b = await startReplica(kube, release, 'replica-b');
+    replicas.push(b);
+    await b.svc.waitForLog('b synced', (l) => l.msg === 'caches synced', 60_000);
+    expect(await waitForLeader([a, b])).toBe(a);
+
+    await kube.core.replaceNamespacedConfigMap({
+      name: 'app',
+      namespace,
+      body: configMap('app', { k: '2' }),
+    });
+    const queued = await waitFor(
+      async () => {
+        const n = await metric(a, 'gitops_reloader_api_writes_waiting');
+        return n >= 3 ? n : pending(n);
+      },
+      { describe: "the leader's reload has writes queued", timeout: 30_000, interval: 50 },
+    );
+    // Frozen well past its lease (4 s): the standby takes over meanwhile.
+    a.svc.proc.kill('SIGSTOP');
+    try {
+      await waitForLeader([b], 30_000);
+      await b.svc.waitForLog('b resumes the reload', (l) => l.msg === 'reload started', 30_000);
+    } finally {
+      a.svc.proc.kill('SIGCONT');
+    }
+    await a.svc.waitForLog('a sees its term ended', (l) => l.msg === 'stopped leading; no longer acting');
+    // Every write that was queued has had its turn (and been refused) by now.
+    await waitFor(
+      async () => {
+        const n = await metric(a, 'gitops_reloader_api_writes_waiting');
+        return n === 0 ? true : pending(n);
+      },
+      { describe: "the old leader's queue drained", timeout: 30_000 },
+    );
+    expect(queued).toBeGreaterThanOrEqual(3);
+    // What the API server received: nothing from a after b held the Lease.
+    expect(nonLeaderWrites([a, b]).map((w) => `${w.replica} ${w.request.method} ${w.request.path}`)).toEqual(
+      [],
+    );
+  });
+
+  it('a new leader whose caches do not sync in time releases the Lease, and says why', async ({
+    kube,
+    namespace,
+  }) => {
+    await kube.core.createNamespacedConfigMap({ namespace, body: configMap('app', { k: '1' }) });
+    const release = await installRelease(namespace, {
+      watch: [namespace],
+      extraArgs: [...FAST_LEASE, '--leader-cache-sync-timeout=5s'],
+    });
+    releases.push(release);
+    // a's lists and watches of Secrets answer a minute late: it wins the Lease but cannot sync.
+    const a = await startReplica(kube, release, 'replica-a', [], (proxy) =>
+      proxy.lag((path) => /\/secrets\?/.test(path), 60_000),
+    );
+    replicas.push(a);
+    await a.svc.waitForLog('a wins the lease', (l) => l.msg === 'became the leader', 30_000);
+    const b = await startReplica(kube, release, 'replica-b');
+    replicas.push(b);
+
+    const gaveUp = await a.svc.waitForLog(
+      'a gives the lease up',
+      (l) => l.msg === 'could not start acting as leader; releasing the lease',
+      30_000,
+    );
+    expect(gaveUp.reason).toBe('cache-sync-timeout');
+    expect(String(gaveUp.err)).toMatch(/secrets/);
+    // b acts long before a's caches could have synced.
+    expect(await waitForLeader([b], 30_000)).toBe(b);
+    const event = await waitForEvent(kube, namespace, 'LeaseReleased', `${release.fullname}-leader`, 30_000);
+    expect(event.involvedObject.kind).toBe('Lease');
+    expect(event.message).toMatch(/replica-a .*caches not synced/);
+    expect(
+      await metric(a, 'gitops_reloader_leader_start_failures_total', { reason: 'cache-sync-timeout' }),
+    ).toBe(1);
+    expect(a.svc.logs.filter((l) => l.msg === 'ready')).toEqual([]);
+  });
+});
