@@ -4,7 +4,7 @@
 // release's pods, or anything else wearing the label, stay.
 import { describe, expect } from 'vitest';
 import { it, type Kube } from '../support/kube.ts';
-import { waitReadyPods } from '../support/observe.ts';
+import { surgePods, waitReadyPods } from '../support/observe.ts';
 import {
   FAST_LEASE,
   installRelease,
@@ -21,12 +21,6 @@ const { releases, replicas } = stoppedAfterEach();
 
 const SURGE = 'gitops-reloader.io/surge';
 const USES = { envFrom: [{ configMapRef: { name: 'app' } }] };
-
-async function surgePods(kube: Kube, namespace: string, owner?: string) {
-  return (
-    await kube.core.listNamespacedPod({ namespace, labelSelector: owner ? `${SURGE}=${owner}` : SURGE })
-  ).items.filter((p) => !p.metadata?.deletionTimestamp);
-}
 
 /** `solo`: one replica whose copies take 8 s to get Ready, so a reload can be cut while its surge pod waits. */
 async function slowDeployment(kube: Kube, namespace: string): Promise<string> {

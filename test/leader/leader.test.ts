@@ -147,6 +147,14 @@ function report(what: string, ms: number, t: LeaseTimings): void {
   );
 }
 
+/** Blocks the event loop for `ms`: a stall (a long GC pause, a CPU-bound task) during which no timer runs. */
+function stall(ms: number): void {
+  const until = performance.now() + ms;
+  while (performance.now() < until) {
+    // busy: simulates the stall itself, not a wait for a condition
+  }
+}
+
 describe('leader election on a Lease', () => {
   it('lets exactly one of two electors lead, and the Lease names it', async ({ kube, namespace, start }) => {
     const a = start('elector-a', FAST);
@@ -415,10 +423,7 @@ describe('leader election on a Lease', () => {
     const a = start('elector-a', FAST);
     await waitFor(() => leading(a), { describe: 'a to lead' });
     // A stall (a long GC pause, a CPU-bound task) longer than the renew deadline: no timer can run.
-    const until = performance.now() + FAST.renewDeadlineMs + 100;
-    while (performance.now() < until) {
-      // busy: simulates the stall itself, not a wait for a condition
-    }
+    stall(FAST.renewDeadlineMs + 100);
     expect(a.e.isLeader()).toBe(false);
     expect(reasonOf(a, 0)).toContain('renew deadline');
   });
@@ -430,34 +435,23 @@ describe('leader election on a Lease', () => {
   }) => {
     const a = start('elector-a', FAST);
     await waitFor(() => leading(a), { describe: 'a to lead' });
-    // The service's leader writes: the write gate with the Lease checked by the clock before sending.
-    let release!: () => void;
-    const turn = new Promise<void>((r) => (release = r));
-    const core = coreApi(
-      writeGatedAccess(
-        kube.kc,
-        () => turn,
-        leaderWriteFence(() => a.e),
-      ),
-    );
+    // The service's leader writes: the write gate (here: a turn the test grants) with the Lease
+    // checked by the clock immediately before sending.
+    const leaderWrites = (turn: Promise<void>) =>
+      coreApi(
+        writeGatedAccess(
+          kube.kc,
+          () => turn,
+          leaderWriteFence(() => a.e),
+        ),
+      );
     const cm = (name: string) => ({ namespace, body: { metadata: { name }, data: { k: 'v' } } });
-    release();
-    await core.createNamespacedConfigMap(cm('written-while-leading'));
+    await leaderWrites(Promise.resolve()).createNamespacedConfigMap(cm('written-while-leading'));
     // A write waiting for its turn when the process stalls past the write deadline...
     let late!: () => void;
-    const later = new Promise<void>((r) => (late = r));
-    const fenced = coreApi(
-      writeGatedAccess(
-        kube.kc,
-        () => later,
-        leaderWriteFence(() => a.e),
-      ),
-    );
+    const fenced = leaderWrites(new Promise<void>((r) => (late = r)));
     const queued = fenced.createNamespacedConfigMap(cm('queued-across-the-stall'));
-    const until = performance.now() + FAST.renewDeadlineMs + 100;
-    while (performance.now() < until) {
-      // busy: simulates the stall itself, not a wait for a condition
-    }
+    stall(FAST.renewDeadlineMs + 100);
     // ...gets its turn the moment the process runs again, before the term's timer: it is not sent.
     late();
     await expect(queued).rejects.toThrow(NotLeading);
