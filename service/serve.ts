@@ -1,14 +1,7 @@
 // `gitops-reloader serve`: watches configs and workloads, and reloads what changed.
 import type { Router } from 'express';
 import { startArgoCd } from './argocd/argocd.ts';
-import {
-  expiryIntervalMs,
-  inboxSelector,
-  isInboxRecord,
-  NotificationInbox,
-  readRecord,
-  recordName,
-} from './argocd/inbox.ts';
+import { inboxSelector, isInboxRecord, NotificationInbox, readRecord, recordName } from './argocd/inbox.ts';
 import type { SyncNotification } from './argocd/notification.ts';
 import { receiveNotification } from './argocd/receive.ts';
 import { isTerminal } from './argocd/sync-tracker.ts';
@@ -242,11 +235,18 @@ export async function serve(
   const unsynced = new Set<string>(['argocd applications']);
   void argocd.synced.then(() => unsynced.delete('argocd applications'));
   let takeAllFromInbox = () => {};
-  let inboxExpiry: ReturnType<typeof setInterval> | undefined;
+  let stopInboxExpiry = () => {};
   function watch<S>(path: string, o: Omit<Parameters<typeof startWatch<S>>[1], 'path' | 'onSynced'>) {
     let done!: () => void;
     unsynced.add(path);
-    synced.push(new Promise<void>((r) => (done = () => r(void unsynced.delete(path)))));
+    synced.push(
+      new Promise<void>((r) => {
+        done = () => {
+          unsynced.delete(path);
+          r();
+        };
+      }),
+    );
     const beat = () => progress.beat(path);
     beat();
     const w = startWatch<S>(kc, {
@@ -401,19 +401,12 @@ export async function serve(
       maxAgeMs: cfg.notificationRecordMaxAgeMs,
     });
     takeAllFromInbox = () => void takeFromInbox([...inboxWatch.store.values()]);
-    // Records whose sync never ends (its end notification lost) expire while the leader runs, not only
-    // when one starts: they must not fill the inbox up to its limit (docs/adr/0013).
-    inboxExpiry = setInterval(() => {
-      if (!acting || !inbox) return;
-      inbox.expire(inboxWatch.store.values(), Date.now()).then(
-        (gone) => {
-          if (gone.length > 0) log.info({ records: gone }, 'expired notification records deleted');
-        },
-        (err: Error) =>
-          log.warn({ err: err.message }, 'could not expire notification records; retried later'),
-      );
-    }, expiryIntervalMs(cfg.notificationRecordMaxAgeMs));
-    inboxExpiry.unref();
+    // Records whose sync never ends expire while the leader runs, not only when one starts.
+    stopInboxExpiry = inbox.expireWhile(
+      () => acting,
+      () => inboxWatch.store.values(),
+      log,
+    );
   }
 
   /** The acting leader hands recorded notifications to its gate, oldest first, and removes the ones done. */
@@ -573,7 +566,7 @@ export async function serve(
     watchesProgressing: () => progress.progressing(),
     stop: async () => {
       // Stop acting first (and hand the lease over), then stop watching.
-      clearInterval(inboxExpiry);
+      stopInboxExpiry();
       if (election) await election.stop();
       else await stopLeading();
       await argocd.stop();

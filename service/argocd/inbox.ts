@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto';
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import type { CoreApi } from '../kube/api.ts';
+import type { Logger } from '../log.ts';
 import { UNWATCHED_MAX_HOLD_MS } from './gate.ts';
 import { parseNotification, type SyncNotification } from './notification.ts';
 import { isTerminal } from './sync-tracker.ts';
@@ -154,6 +155,29 @@ export class NotificationInbox {
       gone.push(name);
     }
     return gone;
+  }
+
+  /**
+   * Every expiryIntervalMs, while `acting()`, deletes the expired ones among `records()` (the inbox
+   * watch's), so records whose sync never ends cannot fill the inbox. Returns the stop function.
+   */
+  expireWhile(
+    acting: () => boolean,
+    records: () => Iterable<{ name: string; created: number }>,
+    log: Pick<Logger, 'info' | 'warn'>,
+  ): () => void {
+    const timer = setInterval(() => {
+      if (!acting()) return;
+      this.expire(records(), Date.now()).then(
+        (gone) => {
+          if (gone.length > 0) log.info({ records: gone }, 'expired notification records deleted');
+        },
+        (err: Error) =>
+          log.warn({ err: err.message }, 'could not expire notification records; retried later'),
+      );
+    }, expiryIntervalMs(this.maxAgeMs));
+    timer.unref();
+    return () => clearInterval(timer);
   }
 
   /** Deletes a record the leader has handled (gone already is fine). */
