@@ -62,6 +62,10 @@ async function runServe(argv: string[]): Promise<number> {
     log,
     // Ready: caches synced, and no watch failing for a minute on end (its cache goes stale).
     isReady: () => svc.isSynced() && svc.watchesFailing().length === 0,
+    notReadyBecause: () =>
+      svc.isSynced()
+        ? `watches failing for a minute: ${svc.watchesFailing().join(', ')}`
+        : 'caches not synced',
     watchesProgressing: () => svc.watchesProgressing(),
   });
   if (svc.argocdWebhook) {

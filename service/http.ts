@@ -137,6 +137,8 @@ export interface HttpServerOptions {
   metrics: { readonly contentType: string; text(): Promise<string> };
   /** Readiness: caches synced and start-up decisions made. */
   isReady: () => boolean;
+  /** Why this replica is not ready, for /readyz's body (default: its caches are not synced). */
+  notReadyBecause?: () => string;
   /** Liveness: false when a watch loop has stopped cycling (see WatchProgress). Default: always true. */
   watchesProgressing?: () => boolean;
   /** Liveness fails while the event loop was blocked longer than this, recently. Default 5 s. */
@@ -216,7 +218,11 @@ export async function startHttpServer(o: HttpServerOptions): Promise<HttpServer>
   });
   app.get('/readyz', (_req, res) => {
     const ready = !draining && o.isReady();
-    const status = draining ? 'shutting down' : ready ? 'ready' : 'caches not synced';
+    const status = draining
+      ? 'shutting down'
+      : ready
+        ? 'ready'
+        : (o.notReadyBecause?.() ?? 'caches not synced');
     res
       .status(ready ? 200 : 503)
       .set('Cache-Control', 'no-store')

@@ -2,7 +2,9 @@
 // a leader frozen (SIGSTOP) past its lease in the middle of a reload, its writes queued under the
 // write rate limit, sends none of them once it runs again after the standby took over: every write is
 // checked against the clock immediately before it goes out. And a new leader whose caches cannot sync
-// in bounded time gives the Lease up, and says so.
+// in bounded time gives the Lease up, and says so. A replica whose watch keeps failing turns unready,
+// then not live; one that recovers is both again.
+import { RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { describe, expect } from 'vitest';
 import { it } from '../support/kube.ts';
 import { waitForEvent, waitReadyPods } from '../support/observe.ts';
@@ -125,4 +127,63 @@ describe('leadership fencing', () => {
     ).toBe(1);
     expect(a.svc.logs.filter((l) => l.msg === 'ready')).toEqual([]);
   });
+
+  it('a watch that keeps failing makes the replica unready, then not live, and both recover with it', async ({
+    kube,
+    namespace,
+  }) => {
+    const release = await installRelease(namespace, {
+      watch: [namespace],
+      // A relist every 5 s: the stuck limit (liveness) is 2 × 5 s + 60 s.
+      extraArgs: [...FAST_LEASE, '--relist-interval=5s'],
+    });
+    releases.push(release);
+    const a = await startReplica(kube, release, 'replica-a');
+    replicas.push(a);
+    await a.svc.waitForLog('a acts', (l) => l.msg === 'ready', 60_000);
+    const probe = async (path: string) => (await fetch(`${a.url}${path}`)).status;
+    expect([await probe('/readyz'), await probe('/healthz')]).toEqual([200, 200]);
+
+    // Secrets may no longer be listed or watched in the namespace: every relist of them fails.
+    const rbac = kube.kc.makeApiClient(RbacAuthorizationV1Api);
+    const name = `${release.fullname}-reload`;
+    const role = await rbac.readNamespacedRole({ name, namespace });
+    await rbac.replaceNamespacedRole({
+      name,
+      namespace,
+      body: {
+        ...role,
+        rules: (role.rules ?? []).map((r) =>
+          r.resources?.includes('secrets')
+            ? { ...r, resources: r.resources.filter((x) => x !== 'secrets') }
+            : r,
+        ),
+      },
+    });
+    await a.svc.waitForLog('a secrets list refused', (l) => l.msg !== undefined && l.status === 403, 30_000);
+    const unready = await waitFor(
+      async () => {
+        const res = await fetch(`${a.url}/readyz`);
+        const body = (await res.json()) as { status: string };
+        return res.status === 503 ? body : pending(res.status);
+      },
+      { describe: 'readiness fails', timeout: 120_000, interval: 1_000 },
+    );
+    expect(unready.status).toMatch(/watches failing.*secrets/);
+    await waitFor(async () => ((await probe('/healthz')) === 503 ? true : pending('live')), {
+      describe: 'liveness fails',
+      timeout: 120_000,
+      interval: 1_000,
+    });
+
+    const fixed = await rbac.readNamespacedRole({ name, namespace });
+    await rbac.replaceNamespacedRole({ name, namespace, body: { ...role, metadata: fixed.metadata } });
+    await waitFor(
+      async () => {
+        const both = [await probe('/readyz'), await probe('/healthz')];
+        return both[0] === 200 && both[1] === 200 ? true : pending(both);
+      },
+      { describe: 'ready and live again', timeout: 60_000, interval: 1_000 },
+    );
+  }, 360_000);
 });
