@@ -11,6 +11,7 @@ import { waitForEvent, waitReadyPods } from '../support/observe.ts';
 import {
   FAST_LEASE,
   installRelease,
+  leaderAndStandby,
   metric,
   nonLeaderWrites,
   startReplica,
@@ -50,12 +51,7 @@ describe('leadership fencing', () => {
       extraArgs: [...FAST_LEASE, '--debounce=0s', '--api-write-qps=1', '--api-write-burst=1'],
     });
     releases.push(release);
-    const a = await startReplica(kube, release, 'replica-a');
-    replicas.push(a);
-    await a.svc.waitForLog('a acts', (l) => l.msg === 'ready', 60_000);
-    const b = await startReplica(kube, release, 'replica-b');
-    replicas.push(b);
-    await b.svc.waitForLog('b synced', (l) => l.msg === 'caches synced', 60_000);
+    const [a, b] = await leaderAndStandby(kube, release, replicas);
     expect(await waitForLeader([a, b])).toBe(a);
 
     await kube.core.replaceNamespacedConfigMap({

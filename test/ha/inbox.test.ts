@@ -9,9 +9,9 @@ import { it, type Kube } from '../support/kube.ts';
 import {
   FAST_LEASE,
   installRelease,
+  leaderAndStandby,
   type Release,
   type Replica,
-  startReplica,
   stoppedAfterEach,
 } from '../support/replicas.ts';
 import type { LogLine } from '../support/service.ts';
@@ -44,12 +44,7 @@ async function release(kube: Kube, namespace: string, extraArgs: string[] = []) 
     extraArgs: [...FAST_LEASE, ...extraArgs],
   });
   releases.push(rel);
-  const leader = await startReplica(kube, rel, `${rel.name}-a`);
-  replicas.push(leader);
-  await leader.svc.waitForLog(`${leader.identity} acts`, (l) => l.msg === 'ready', 60_000);
-  const standby = await startReplica(kube, rel, `${rel.name}-b`);
-  replicas.push(standby);
-  await standby.svc.waitForLog(`${standby.identity} synced`, (l) => l.msg === 'caches synced', 60_000);
+  const [leader, standby] = await leaderAndStandby(kube, rel, replicas, [`${rel.name}-a`, `${rel.name}-b`]);
   return { rel, leader, standby };
 }
 
