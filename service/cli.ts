@@ -99,7 +99,12 @@ async function runServe(argv: string[]): Promise<number> {
     address: cfg.httpAddress,
     metrics,
     log,
-    isReady: () => svc.isSynced(),
+    // Ready: caches synced, and no watch failing for a minute on end (its cache goes stale).
+    isReady: () => svc.isSynced() && svc.watchesFailing().length === 0,
+    notReadyBecause: () =>
+      svc.isSynced()
+        ? `watches failing for a minute: ${svc.watchesFailing().join(', ')}`
+        : 'caches not synced',
     watchesProgressing: () => svc.watchesProgressing(),
   });
   if (svc.argocdWebhook) {

@@ -251,6 +251,31 @@ describe('WatchProgress', () => {
     expect(p.progressing()).toBe(true);
   });
 
+  it('counts a run of failures with no success in between, and forgets it at the first success', () => {
+    let now = 0;
+    const p = new WatchProgress(10_000, () => now);
+    p.beat('/api/v1/configmaps');
+    p.failed('/api/v1/configmaps');
+    now = 5_000;
+    p.failed('/api/v1/configmaps');
+    p.cycled('/api/v1/configmaps');
+    expect(p.failing(4_000)).toEqual(['/api/v1/configmaps']);
+    expect(p.progressing()).toBe(true);
+    // Still failing (and still cycling) past the stale limit: stuck, for liveness.
+    now = 10_001;
+    p.failed('/api/v1/configmaps');
+    expect(p.stale()).toEqual(['/api/v1/configmaps']);
+    p.beat('/api/v1/configmaps');
+    expect(p.failing(0)).toEqual([]);
+    expect(p.progressing()).toBe(true);
+    // One failure followed by a success counts for nothing.
+    p.failed('/api/v1/secrets');
+    now = 30_000;
+    p.beat('/api/v1/secrets');
+    p.beat('/api/v1/configmaps');
+    expect(p.failing(0)).toEqual([]);
+  });
+
   it('rejects a limit that is not positive', () => {
     expect(() => new WatchProgress(0)).toThrow(/staleAfterMs/);
   });

@@ -1,7 +1,7 @@
 // The service's one HTTP port (express): /metrics, /healthz (liveness), /readyz (readiness), and
-// routes mounted later (the Argo CD notification webhook). Liveness fails only when the process is
-// wedged: the event loop blocked, or a watch loop that stopped cycling. Anything a restart would
-// not fix (the API server down, RBAC denied) keeps /healthz green and shows in logs and metrics.
+// routes mounted later (the Argo CD notification webhook). Liveness fails when the process is wedged:
+// the event loop blocked, a watch loop that stopped cycling, or one that has failed without a single
+// success for as long as a stuck one (docs/adr/0027); a failure now and then never fails it.
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type ELDHistogram, monitorEventLoopDelay } from 'node:perf_hooks';
@@ -57,13 +57,20 @@ export class EventLoopLag {
 }
 
 /**
- * Tracks whether every watch loop is still cycling. The service calls beat(watch) from each
- * watch's handlers and failure hook. A healthy loop beats at least once per relist interval
- * (a periodic relist is reported even on a quiet resource), and a failing loop beats on every
- * retry, so silence longer than `staleAfterMs` means the loop itself is stuck.
+ * Tracks each watch loop: whether it still cycles, and whether it keeps failing (docs/adr/0027).
+ * The service calls beat(watch) when a watch makes progress (a list, an event, a relist or a
+ * reconnect: each proves the API server answers it) and failed(watch) for a failed list or watch. A
+ * healthy loop beats at least once per relist interval (a periodic relist is reported even on a quiet
+ * resource), and a failing loop reports every retry, so silence longer than `staleAfterMs` means the
+ * loop itself is stuck. A watch whose failures have gone on, with no success in between, for longer
+ * than `staleAfterMs` counts as stuck too: its cache is that old, and a restart (new connections,
+ * credentials read afresh) is the remedy left. `failing(ms)` names the watches failing for longer than
+ * `ms`, for readiness. One failure, or a few, followed by a success, count for nothing.
  */
 export class WatchProgress {
   readonly #last = new Map<string, number>();
+  /** When the current run of failures began, per watch; absent while it succeeds. */
+  readonly #failingSince = new Map<string, number>();
   readonly #staleAfterMs: number;
   readonly #now: () => number;
 
@@ -76,17 +83,38 @@ export class WatchProgress {
   /** Registers a watch (call when it starts) or records that it made progress. */
   beat(watch: string): void {
     this.#last.set(watch, this.#now());
+    this.#failingSince.delete(watch);
+  }
+
+  /** The loop cycled without proving anything either way (e.g. a handler threw, a 410 to relist from). */
+  cycled(watch: string): void {
+    this.#last.set(watch, this.#now());
+  }
+
+  /** A list or watch request failed: the loop cycles, and the run of failures goes on (or begins). */
+  failed(watch: string): void {
+    const now = this.#now();
+    this.#last.set(watch, now);
+    if (!this.#failingSince.has(watch)) this.#failingSince.set(watch, now);
   }
 
   /** A watch that was stopped on purpose. */
   forget(watch: string): void {
     this.#last.delete(watch);
+    this.#failingSince.delete(watch);
   }
 
-  /** Watches that have not made progress for staleAfterMs. */
+  /** Watches whose failures have gone on, without a success, for longer than `ms`. */
+  failing(ms: number): string[] {
+    const now = this.#now();
+    return [...this.#failingSince].filter(([, t]) => now - t > ms).map(([w]) => w);
+  }
+
+  /** Watches that have not cycled, or only failed, for staleAfterMs. */
   stale(): string[] {
     const now = this.#now();
-    return [...this.#last].filter(([, t]) => now - t > this.#staleAfterMs).map(([w]) => w);
+    const silent = [...this.#last].filter(([, t]) => now - t > this.#staleAfterMs).map(([w]) => w);
+    return [...new Set([...silent, ...this.failing(this.#staleAfterMs)])];
   }
 
   progressing(): boolean {
@@ -109,6 +137,8 @@ export interface HttpServerOptions {
   metrics: { readonly contentType: string; text(): Promise<string> };
   /** Readiness: caches synced and start-up decisions made. */
   isReady: () => boolean;
+  /** Why this replica is not ready, for /readyz's body (default: its caches are not synced). */
+  notReadyBecause?: () => string;
   /** Liveness: false when a watch loop has stopped cycling (see WatchProgress). Default: always true. */
   watchesProgressing?: () => boolean;
   /** Liveness fails while the event loop was blocked longer than this, recently. Default 5 s. */
@@ -188,7 +218,11 @@ export async function startHttpServer(o: HttpServerOptions): Promise<HttpServer>
   });
   app.get('/readyz', (_req, res) => {
     const ready = !draining && o.isReady();
-    const status = draining ? 'shutting down' : ready ? 'ready' : 'caches not synced';
+    const status = draining
+      ? 'shutting down'
+      : ready
+        ? 'ready'
+        : (o.notReadyBecause?.() ?? 'caches not synced');
     res
       .status(ready ? 200 : 503)
       .set('Cache-Control', 'no-store')

@@ -103,7 +103,8 @@ export class Metrics {
   readonly #gitPushRetries: Counter;
   readonly #gitRefused: Counter<'rule'>;
   readonly #leader: Gauge;
-  readonly #leaderStartFailures: Counter;
+  readonly #leaderStartFailures: Counter<'reason'>;
+  readonly #surgeSwept: Counter<'dry_run'>;
   readonly #keyChanges: Counter;
   readonly #stalls: Counter<'why'>;
   readonly #rebaselined: Counter;
@@ -223,7 +224,14 @@ export class Metrics {
     });
     this.#leaderStartFailures = new Counter({
       name: 'gitops_reloader_leader_start_failures_total',
-      help: 'Terms as leader that ended because starting to act failed; the Lease was released each time.',
+      help: 'Terms as leader that ended because starting to act failed (reason: start-failed, cache-sync-timeout); the Lease was released each time.',
+      labelNames: ['reason'],
+      registers,
+    });
+    this.#surgeSwept = new Counter({
+      name: 'gitops_reloader_surge_pods_swept_total',
+      help: 'Surge pods no reload needed that the sweep deleted (dry_run="true": found and reported, not deleted).',
+      labelNames: ['dry_run'],
       registers,
     });
     this.#watchFailures = new Counter({
@@ -278,7 +286,8 @@ export class Metrics {
     for (const kind of WORKLOAD_KINDS) this.#podsReplaced.inc({ kind }, 0);
     for (const result of GIT_COMMIT_RESULTS) this.#gitCommits.inc({ result }, 0);
     this.#gitPushRetries.inc(0);
-    this.#leaderStartFailures.inc(0);
+    for (const reason of ['start-failed', 'cache-sync-timeout']) this.#leaderStartFailures.inc({ reason }, 0);
+    for (const dry of ['true', 'false']) this.#surgeSwept.inc({ dry_run: dry }, 0);
     this.#keyChanges.inc(0);
     for (const why of ['blocked', 'deadline']) this.#stalls.inc({ why }, 0);
     this.#rebaselined.inc(0);
@@ -391,8 +400,13 @@ export class Metrics {
   }
 
   /** A term as leader ended because starting to act failed (the lease is released). */
-  leaderStartFailed(): void {
-    this.#leaderStartFailures.inc();
+  leaderStartFailed(reason: 'start-failed' | 'cache-sync-timeout'): void {
+    this.#leaderStartFailures.inc({ reason });
+  }
+
+  /** A surge pod no reload needed was deleted by the sweep (or, in a dry run, found). */
+  surgePodSwept(dryRun: boolean): void {
+    this.#surgeSwept.inc({ dry_run: String(dryRun) });
   }
 
   /** Set once acting as leader (start-up succeeded) and on losing the Lease; a replica without leader election sets true. */

@@ -136,19 +136,26 @@ export class Reconciler {
     this.#sweepTimer = timer;
   }
 
-  /** Surge pods no pending reload needs go (see strategies/surge-sweep.ts). */
+  /** Surge pods no pending reload needs go; in a dry run they are reported (docs/adr/0026). */
   async #cleanUpSurgePods(): Promise<void> {
     const { state, ledger } = this.#d;
-    await this.#d.strategies.sweepSurgePods(() => {
-      const pending = new Set<string>();
-      for (const t of state.workloads.values()) if (ledger.get(t.id)?.pending) pending.add(t.rec.ref.uid);
+    const pending = () => {
+      const uids = new Set<string>();
+      // A pending reload out of scope is not resumed (start() skips it): its surge pods are not needed.
+      for (const t of state.workloads.values()) {
+        if (ledger.get(t.id)?.pending && this.#d.inScope(t.rec.ref.namespace)) uids.add(t.rec.ref.uid);
+      }
       // A reload running here may have created a surge pod before its pending write landed.
       for (const id of this.#running) {
         const uid = state.workloads.get(id)?.rec.ref.uid;
-        if (uid) pending.add(uid);
+        if (uid) uids.add(uid);
       }
-      return pending;
-    }, this.#signal);
+      return uids;
+    };
+    await this.#d.strategies.sweepSurgePods(
+      { pending, reloaded: () => ledger.entries().keys() },
+      this.#signal,
+    );
   }
 
   /** A ConfigMap or Secret was added, changed or deleted after the initial sync. */

@@ -2,7 +2,7 @@
 
 import type { Router } from 'express';
 import { startArgoCd } from './argocd/argocd.ts';
-import { INBOX_SELECTOR, NotificationInbox } from './argocd/inbox.ts';
+import { inboxSelector, NotificationInbox } from './argocd/inbox.ts';
 import { type InboxRecord, inboxRecordOf, takeFromInbox } from './argocd/inbox-consumer.ts';
 import type { SyncNotification } from './argocd/notification.ts';
 import { receiveNotification } from './argocd/receive.ts';
@@ -17,7 +17,13 @@ import { type ClusterAccess, writeGatedAccess } from './kube/access.ts';
 import { appsApi, batchApi, type CoreApi, coreApi, customApi } from './kube/api.ts';
 import { EventRecorder } from './kube/events.ts';
 import { HashKeyError, readOrCreateHashKey } from './kube/hash-key-secret.ts';
-import { type LeaderElection, startLeaderElection } from './kube/leader.ts';
+import {
+  CachesNotSynced,
+  type LeaderElection,
+  leaderWriteFence,
+  startLeaderElection,
+  within,
+} from './kube/leader.ts';
 import { Ledger } from './kube/ledger.ts';
 import { CONFIG_RESOURCES, collectionPath, type Resource } from './kube/resources.ts';
 import { startWatch, type Watch, type WatchFailure } from './kube/watch.ts';
@@ -60,6 +66,12 @@ export function startBackoffMs(failedStarts: number, leaseDurationMs: number): n
 
 export { HELM_RELEASE_EXCLUDED } from './routing.ts';
 
+/**
+ * A replica whose watch has failed for this long without one success is not ready (docs/adr/0027):
+ * its cache is going stale. Longer than a retry or two, so a blip does not flap readiness.
+ */
+export const WATCH_UNREADY_AFTER_MS = 60_000;
+
 export interface RunningService {
   /** Resolves once caches are synced and start-up decisions are made. */
   ready: Promise<void>;
@@ -69,7 +81,9 @@ export interface RunningService {
   isLeader(): boolean;
   /** Every watch has listed once: the caches are warm (standbys too). */
   isSynced(): boolean;
-  /** False when a watch loop stopped cycling (liveness). */
+  /** Watches whose failures have gone on without a success for WATCH_UNREADY_AFTER_MS (readiness). */
+  watchesFailing(): string[];
+  /** False when a watch loop stopped cycling, or failed without a success for as long (liveness). */
   watchesProgressing(): boolean;
   stop(): Promise<void>;
 }
@@ -89,8 +103,19 @@ export async function serve(
     onPass: (ms) => metrics.apiWriteWaited(ms / 1000),
   });
   metrics.apiWritesWaitingFrom(() => writeGate.waiting);
-  const writes = writeGatedAccess(kc, (signal) => writeGate.pass(signal));
-  const core = coreApi(writes);
+  const pass = (signal: AbortSignal) => writeGate.pass(signal);
+  // Set below when this replica elects; undefined without leader election (nothing to fence).
+  let election: LeaderElection | undefined;
+  // Writes any replica may make (notification records, Events, the hash key at first start)...
+  const core = coreApi(writeGatedAccess(kc, pass));
+  // ...and the leader's (reloads, the ledger): each is checked against the Lease by the clock
+  // immediately before it is sent, so none goes out after the term ended (docs/adr/0027).
+  const writes = writeGatedAccess(
+    kc,
+    pass,
+    leaderWriteFence(() => election),
+  );
+  const leaderCore = coreApi(writes);
   if (!cfg.releaseNamespace) {
     throw new FlagError(
       '--release-namespace (or the POD_NAMESPACE env var) is required: it holds the ledger',
@@ -102,7 +127,7 @@ export async function serve(
 
   const state = new ClusterState(cfg.defaultStrategy, cfg.enableCsiIntegration);
   const ledger = new Ledger({
-    core,
+    core: leaderCore,
     namespace: cfg.releaseNamespace,
     prefix: cfg.releaseName,
     shards: cfg.ledgerShards,
@@ -136,7 +161,7 @@ export async function serve(
   });
   const events = new EventRecorder(core, log);
   const apis = {
-    core,
+    core: leaderCore,
     apps: appsApi(writes),
     batch: batchApi(writes),
     custom: customApi(writes),
@@ -189,7 +214,10 @@ export async function serve(
   const watches: Watch<unknown>[] = [];
   const synced: Promise<void>[] = [argocd.synced];
   const onFailure = (f: WatchFailure) => {
-    progress.beat(f.path);
+    // A failed request starts (or continues) a run of failures; a relist or reconnect ends it.
+    if (f.mode === 'list-failed' || f.mode === 'watch-failed') progress.failed(f.path);
+    else if (f.mode === 'relist' || f.mode === 'reconnect') progress.beat(f.path);
+    else progress.cycled(f.path);
     metrics.watchFailure(f.path, f.mode);
     const level = f.mode === 'relist' ? 'info' : 'warn';
     log[level](
@@ -200,9 +228,20 @@ export async function serve(
   const common = { relistIntervalMs: cfg.relistIntervalMs, idleTimeoutMs: cfg.watchIdleTimeoutMs, onFailure };
 
   const watched: Array<[string, Watch<unknown>]> = [];
+  // The watches that have not listed once yet, named when a new leader gives up waiting for them.
+  const unsynced = new Set<string>(['argocd applications']);
+  void argocd.synced.then(() => unsynced.delete('argocd applications'));
   function watch<S>(path: string, o: Omit<Parameters<typeof startWatch<S>>[1], 'path' | 'onSynced'>) {
     let done!: () => void;
-    synced.push(new Promise<void>((r) => (done = r)));
+    unsynced.add(path);
+    synced.push(
+      new Promise<void>((r) => {
+        done = () => {
+          unsynced.delete(path);
+          r();
+        };
+      }),
+    );
     const beat = () => progress.beat(path);
     beat();
     const w = startWatch<S>(kc, {
@@ -246,6 +285,7 @@ export async function serve(
   });
 
   let takeAllFromInbox = () => {};
+  let stopInboxExpiry = () => {};
   if (cfg.webhookTokenFile) {
     // The notification inbox (docs/adr/0013): every replica watches it, so a new leader finds at once
     // what was recorded while another replica led, or while none did.
@@ -257,7 +297,7 @@ export async function serve(
       notify: (n: SyncNotification) => argocd.gate.notify(n),
     };
     watch<InboxRecord>(collectionPath(CONFIG_RESOURCES[0] as Resource<string>, releaseNamespace), {
-      labelSelector: INBOX_SELECTOR,
+      labelSelector: inboxSelector(cfg.releaseName),
       transform: (raw) => inboxRecordOf(raw, Date.now()),
       onAdd: (_k, rec) => void takeFromInbox(consumer, [rec]),
       onUpdate: (_k, rec) => void takeFromInbox(consumer, [rec]),
@@ -268,8 +308,15 @@ export async function serve(
       namespace: releaseNamespace,
       prefix: cfg.releaseName,
       size: () => inboxWatch.store.size,
+      maxAgeMs: cfg.notificationRecordMaxAgeMs,
     });
     takeAllFromInbox = () => void takeFromInbox(consumer, [...inboxWatch.store.values()]);
+    // Records whose sync never ends expire while the leader runs, not only when one starts.
+    stopInboxExpiry = inbox.expireWhile(
+      () => acting,
+      () => inboxWatch.store.values(),
+      log,
+    );
   }
 
   let isSynced = false;
@@ -283,7 +330,18 @@ export async function serve(
    * acts (isLeader, the leader metric) only once that has succeeded.
    */
   const lead = async (signal?: AbortSignal) => {
-    await cachesSynced;
+    // An elected leader that cannot sync its caches gives the Lease up rather than hold it unable to
+    // act (docs/adr/0027); without election there is no one else to act, so it waits.
+    await (signal
+      ? within(
+          cachesSynced,
+          cfg.leaderCacheSyncTimeoutMs,
+          () =>
+            new CachesNotSynced(
+              `caches not synced within --leader-cache-sync-timeout (${cfg.leaderCacheSyncTimeoutMs / 1000}s): ${[...unsynced].join(', ')}`,
+            ),
+        )
+      : cachesSynced);
     if (signal?.aborted) return;
     const r = newReconciler(signal);
     reconciler = r;
@@ -307,7 +365,6 @@ export async function serve(
     await r?.stop();
   };
 
-  let election: LeaderElection | undefined;
   let ready: Promise<void>;
   if (cfg.leaderElect) {
     // Consecutive failed starts, for the back-off before this replica competes for the lease again.
@@ -328,12 +385,24 @@ export async function serve(
           async (err: Error) => {
             failedStarts++;
             const holdOffMs = startBackoffMs(failedStarts, cfg.leaseDurationMs);
-            metrics.leaderStartFailed();
+            const reason = err instanceof CachesNotSynced ? 'cache-sync-timeout' : 'start-failed';
+            metrics.leaderStartFailed(reason);
             // Holding the lease without acting would keep every other replica from acting: give it up,
             // and let another replica (or this one, after the back-off) try.
             log.error(
-              { err: err.message, failedStarts, retryInMs: holdOffMs },
+              { err: err.message, reason, failedStarts, retryInMs: holdOffMs },
               'could not start acting as leader; releasing the lease',
+            );
+            void events.emit(
+              {
+                apiVersion: 'coordination.k8s.io/v1',
+                kind: 'Lease',
+                namespace: releaseNamespace,
+                name: `${cfg.releaseName}-leader`,
+              },
+              'LeaseReleased',
+              `${election?.identity} could not start acting as leader and released the lease: ${err.message}`,
+              'Warning',
             );
             await election?.resign(`start failed: ${err.message}`, holdOffMs);
           },
@@ -361,9 +430,11 @@ export async function serve(
     argocdWebhook: argocd.router,
     isLeader: () => acting,
     isSynced: () => isSynced,
+    watchesFailing: () => progress.failing(WATCH_UNREADY_AFTER_MS),
     watchesProgressing: () => progress.progressing(),
     stop: async () => {
       // Stop acting first (and hand the lease over), then stop watching.
+      stopInboxExpiry();
       if (election) await election.stop();
       else await stopLeading();
       await argocd.stop();

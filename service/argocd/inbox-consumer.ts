@@ -4,7 +4,6 @@
 
 import type { Logger } from '../log.ts';
 import type { NotifyResult } from './gate.ts';
-import { UNWATCHED_MAX_HOLD_MS } from './gate.ts';
 import { type NotificationInbox, readRecord, recordName } from './inbox.ts';
 import type { SyncNotification } from './notification.ts';
 import { isTerminal } from './sync-tracker.ts';
@@ -67,11 +66,11 @@ export async function takeFromInbox(d: InboxConsumerDeps, recs: InboxRecord[]): 
         );
       }
       // A running sync's record stays until its end is recorded (a leader after us needs it to hold
-      // the app's changes), or until the gate would have stopped holding anyway.
+      // the app's changes), or until it is older than --notification-record-max-age (the gate would have stopped holding).
       if (isTerminal(n.phase)) {
         await inbox.done(rec.name);
         await inbox.done(recordName(d.releaseName, { ...n, phase: 'Running' }));
-      } else if (now() - rec.created > UNWATCHED_MAX_HOLD_MS) {
+      } else if (now() - rec.created > inbox.maxAgeMs) {
         await inbox.done(rec.name);
       }
     } catch (err) {

@@ -1,5 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { INBOX_LABELS, isInboxRecord, readRecord, recordBody, recordName } from './inbox.ts';
+import {
+  expiredRecords,
+  expiryIntervalMs,
+  INBOX_LABELS,
+  inboxLabels,
+  inboxSelector,
+  isInboxRecord,
+  readRecord,
+  recordBody,
+  recordName,
+} from './inbox.ts';
 import type { SyncNotification } from './notification.ts';
 
 const n = (phase: SyncNotification['phase'], startedAt = '2026-12-02T10:00:00Z'): SyncNotification => ({
@@ -38,5 +48,31 @@ describe('notification inbox records', () => {
     expect(isInboxRecord({ ...INBOX_LABELS })).toBe(true);
     expect(isInboxRecord({ 'app.kubernetes.io/component': 'notification' })).toBe(false);
     expect(isInboxRecord(undefined)).toBe(false);
+  });
+
+  it("selects one release's records only, and still tells any release's record from a config", () => {
+    expect(inboxSelector('gr-a')).toBe(
+      'app.kubernetes.io/name=gitops-reloader,app.kubernetes.io/component=notification,app.kubernetes.io/instance=gr-a',
+    );
+    expect(inboxSelector('gr-a')).not.toBe(inboxSelector('gr-b'));
+    expect(isInboxRecord(inboxLabels('gr-b'))).toBe(true);
+  });
+
+  it('expires records older than the bound, oldest first, whatever their phase', () => {
+    const now = 1_000_000;
+    const recs = [
+      { name: 'fresh', created: now - 1_000 },
+      { name: 'older', created: now - 60_001 },
+      { name: 'oldest', created: now - 90_000 },
+      { name: 'at-the-bound', created: now - 60_000 },
+    ];
+    expect(expiredRecords(recs, now, 60_000)).toEqual(['oldest', 'older']);
+    expect(expiredRecords([], now, 60_000)).toEqual([]);
+  });
+
+  it('looks for expired records often enough to stay within a tenth of the bound', () => {
+    expect(expiryIntervalMs(10 * 60_000)).toBe(30_000);
+    expect(expiryIntervalMs(60_000)).toBe(6_000);
+    expect(expiryIntervalMs(2_000)).toBe(1_000);
   });
 });

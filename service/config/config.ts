@@ -132,7 +132,7 @@ export const serveFlags: readonly FlagSpec[] = [
   {
     name: 'surge-sweep-interval',
     type: 'duration',
-    help: 'How often the leader deletes surge pods that no pending reload needs (left by a crash or a dropped reload).',
+    help: 'How often the leader deletes surge pods that no pending reload needs (left by a crash, a dropped reload, or in a namespace that left the scope); with --dry-run it only reports them.',
     default: '1m',
     min: 1000,
   },
@@ -212,6 +212,13 @@ export const serveFlags: readonly FlagSpec[] = [
     help: 'File holding the bearer token Argo CD notifications must send. Unset: the notification webhook is off.',
   },
   {
+    name: 'notification-record-max-age',
+    type: 'duration',
+    help: "Age at which the leader deletes a notification inbox record whatever it says (a sync whose end never arrived); checked continuously, so such records cannot fill the inbox's 500 places. The Argo CD gate stops holding an app's changes after 10m without an end.",
+    default: '10m',
+    min: 1000,
+  },
+  {
     name: 'webhook-url',
     type: 'string',
     help: "Instead of reloading, POST each reload's details (workload, changed configs, cutoff) as JSON to this http(s) URL. Stakater Reloader's flag of the same name.",
@@ -257,6 +264,13 @@ export const serveFlags: readonly FlagSpec[] = [
     name: 'leader-identity',
     type: 'string',
     help: 'Identity in the Lease; unique per process. Default: host name plus a random suffix.',
+  },
+  {
+    name: 'leader-cache-sync-timeout',
+    type: 'duration',
+    help: 'A replica that wins the Lease but whose watches have not all listed within this time releases the Lease (log, LeaseReleased Event, gitops_reloader_leader_start_failures_total{reason="cache-sync-timeout"}) and backs off, so a replica that can act takes over.',
+    default: '2m',
+    min: 1000,
   },
   {
     name: 'lease-duration',
@@ -394,6 +408,8 @@ export interface Config {
   stallAfterMs: number;
   reloadDeadlineMs: number;
   surgeSweepIntervalMs: number;
+  leaderCacheSyncTimeoutMs: number;
+  notificationRecordMaxAgeMs: number;
   includeHelmReleaseSecrets: boolean;
   releaseNamespace?: string;
   releaseName: string;
@@ -513,6 +529,8 @@ export function buildConfig(
     stallAfterMs: num(values['stall-after']),
     reloadDeadlineMs: num(values['reload-deadline']),
     surgeSweepIntervalMs: num(values['surge-sweep-interval']),
+    leaderCacheSyncTimeoutMs: num(values['leader-cache-sync-timeout']),
+    notificationRecordMaxAgeMs: num(values['notification-record-max-age']),
     includeHelmReleaseSecrets: values['include-helm-release-secrets'] === true,
     releaseNamespace: str(values['release-namespace']) ?? str(env.POD_NAMESPACE),
     releaseName: str(values['release-name']) as string,

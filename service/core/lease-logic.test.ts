@@ -20,6 +20,7 @@ import {
   renewRecord,
   takeRecord,
   timingProblems,
+  writeDeadline,
 } from './lease-logic.ts';
 
 const T: LeaseTimings = DEFAULT_TIMINGS;
@@ -357,5 +358,13 @@ describe('records written', () => {
       renewTime: microTime(wall),
       leaseTransitions: 3,
     });
+  });
+
+  it('fences writes at the renew deadline, and never within a tenth of the lease of its expiry', () => {
+    expect(writeDeadline(1_000, T)).toBe(leaderDeadline(1_000, T));
+    // A renew deadline set close to the lease duration leaves the margin to the fence.
+    const tight = { leaseDurationMs: 10_000, renewDeadlineMs: 9_900, retryPeriodMs: 1_000 };
+    expect(writeDeadline(0, tight)).toBe(9_000);
+    expect(writeDeadline(0, tight)).toBeLessThan(leaderDeadline(0, tight));
   });
 });

@@ -177,6 +177,24 @@ export function leaderDeadline(lastWriteSentAt: number, t: LeaseTimings): number
   return lastWriteSentAt + t.renewDeadlineMs;
 }
 
+/**
+ * The least share of the lease duration kept between a leader's last write and the earliest moment a
+ * standby may take over (docs/adr/0027): it absorbs a clock that runs slow against the standby's (NTP
+ * slews by far less than 10%) and the write's own way to the API server.
+ */
+export const WRITE_MARGIN_RATIO = 0.1;
+
+/**
+ * The local monotonic ms after which a leader must not send any write (the write fence, checked
+ * immediately before each write goes out, docs/adr/0027). A standby may take over leaseDuration after
+ * it saw our last renewal, which was after we sent it (`lastWriteSentAt`, on the same clock as the
+ * renewTime we wrote, but monotonic); we stop writing a margin before that: the renew deadline, and
+ * never later than WRITE_MARGIN_RATIO of the lease duration before the lease can expire.
+ */
+export function writeDeadline(lastWriteSentAt: number, t: LeaseTimings): number {
+  return lastWriteSentAt + Math.min(t.renewDeadlineMs, t.leaseDurationMs * (1 - WRITE_MARGIN_RATIO));
+}
+
 export type LeaderDecision =
   /** Renew now; the attempt must end within timeoutMs, when the deadline passes. */
   { kind: 'renew'; timeoutMs: number } | { kind: 'give-up' };

@@ -37,12 +37,26 @@ export type ExecResult =
   | { kind: 'unsupported'; why: string }
   | { kind: 'failed'; error: Error; errorKind: 'webhook_send' | 'update_workload' };
 
+/** What the surge sweep asks of the reconciler's state. */
+export interface SurgeOwners {
+  /** Uids of in-scope Deployments with a pending or running reload, read after the sweep's LIST. */
+  pending(): Set<string>;
+  /**
+   * The ledger's workload ids (`Kind/namespace/name`): the workloads this release reloads or reloaded.
+   * Out of scope, only their surge pods are ours (another release may reload the rest).
+   */
+  reloaded(): Iterable<string>;
+}
+
 export interface StrategiesPort {
   /** True when reloads go to --webhook-url instead of the cluster. */
   readonly notifies: boolean;
   run(req: ExecRequest): Promise<ExecResult>;
-  /** Deletes the surge pods of Deployments without a pending or running reload (`pendingOwners`, by uid). */
-  sweepSurgePods(pendingOwners: () => Set<string>, signal: AbortSignal): Promise<void>;
+  /**
+   * Deletes (in a dry run: reports) the surge pods of Deployments without a pending or running reload,
+   * including those in namespaces that left the scope (docs/adr/0026).
+   */
+  sweepSurgePods(owners: SurgeOwners, signal: AbortSignal): Promise<void>;
   /** Deletes the surge pods of one Deployment whose reload was dropped. */
   dropSurgePods(t: TrackedWorkload, signal: AbortSignal): Promise<void>;
 }

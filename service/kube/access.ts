@@ -25,18 +25,31 @@ export interface ClusterAccess {
    * (with the signal's reason) when `signal` aborts first; the write is then not sent.
    */
   beforeWrite?(signal: AbortSignal): Promise<void>;
+  /**
+   * Called for every write synchronously, immediately before its bytes go out (after beforeWrite and
+   * the connection): throws to refuse the write, which is then not sent. The leader's write fence.
+   */
+  beforeSend?(): void;
 }
 
-/** The same access, with every write first awaiting `gate` (e.g. a RateGate's turn). */
+/**
+ * The same access, with every write first awaiting `gate` (e.g. a RateGate's turn) and, when given,
+ * checked by `fence` immediately before it is sent. The fence of a leader's writes checks the Lease
+ * against the clock (kube/leader.ts, leaderWriteFence; docs/adr/0027): a write that waited for its
+ * turn, or sat in a process that was stopped, past the end of the term is refused there, whether or
+ * not any timer has noticed the term ended.
+ */
 export function writeGatedAccess(
   kc: ClusterAccess,
   gate: (signal: AbortSignal) => Promise<void>,
+  fence?: () => void,
 ): ClusterAccess {
   return {
     getCurrentCluster: () => kc.getCurrentCluster(),
     applyToHTTPSOptions: (opts) => kc.applyToHTTPSOptions(opts),
     ...(kc.observeRequest ? { observeRequest: kc.observeRequest.bind(kc) } : {}),
     beforeWrite: gate,
+    ...(fence ? { beforeSend: fence } : {}),
   };
 }
 
@@ -50,6 +63,7 @@ export function observedAccess(
     applyToHTTPSOptions: (opts) => kc.applyToHTTPSOptions(opts),
     observeRequest: observe,
     ...(kc.beforeWrite ? { beforeWrite: kc.beforeWrite.bind(kc) } : {}),
+    ...(kc.beforeSend ? { beforeSend: kc.beforeSend.bind(kc) } : {}),
   };
 }
 

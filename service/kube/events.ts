@@ -17,7 +17,9 @@ export type EventReason =
   /** Held until a maintenance window (gitops-reloader.io/restart-window) opens. */
   | 'ReloadDeferred'
   /** A Reloader annotation read with a meaning of our own (pause-period). */
-  | 'ReloadAnnotationMapped';
+  | 'ReloadAnnotationMapped'
+  /** On our Lease: a new leader could not start acting (e.g. its caches did not sync) and gave it up. */
+  | 'LeaseReleased';
 
 export interface EventTarget {
   apiVersion: string;

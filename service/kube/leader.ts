@@ -23,6 +23,7 @@ import {
   renewRecord,
   takeRecord,
   timingProblems,
+  writeDeadline,
 } from '../core/lease-logic.ts';
 import type { ClusterAccess } from './access.ts';
 import { type CoordinationApi, coordinationApi, type RequestOptions } from './api.ts';
@@ -67,6 +68,12 @@ export interface LeaderElection {
   readonly identity: string;
   /** True while this process leads; false as soon as its renew deadline passes, even before the timer runs. */
   isLeader(): boolean;
+  /**
+   * May a write go out now? True while leading and before the write fence deadline (core/lease-logic.ts,
+   * writeDeadline), judged on the clock at the call, whatever the timers have done (an event loop that
+   * stalled, a process that was stopped). Checked immediately before each leader write is sent.
+   */
+  mayWrite(): boolean;
   /** The holder last seen in the Lease ('' when free), or undefined before the first read. */
   leader(): string | undefined;
   /** Stops electing. If this process holds the lease: ends the term, awaits onStoppedLeading, then releases. */
@@ -83,6 +90,43 @@ export interface LeaderElection {
 /** The reason a term's signal carries when it aborts. */
 export class LeadershipLost extends Error {
   override name = 'LeadershipLost';
+}
+
+/** A leader write refused by the write fence: this replica does not hold the Lease by the clock. */
+export class NotLeading extends Error {
+  override name = 'NotLeading';
+}
+
+/**
+ * The write fence of a process that elects (docs/adr/0027): throws NotLeading unless `election` may
+ * write now. For writeGatedAccess's `fence`, which runs it immediately before each write goes out.
+ */
+export function leaderWriteFence(election: () => LeaderElection | undefined): () => void {
+  return () => {
+    const e = election();
+    if (e && !e.mayWrite()) {
+      throw new NotLeading(`not sent: ${e.identity} does not hold the lease (by the clock) any more`);
+    }
+  };
+}
+
+/** A new leader's caches did not sync in time (--leader-cache-sync-timeout): it releases the Lease. */
+export class CachesNotSynced extends Error {
+  override name = 'CachesNotSynced';
+}
+
+/** Resolves as `p` does, or rejects with `onTimeout()` after `ms` (the timer does not keep the process up). */
+export async function within<T>(p: Promise<T>, ms: number, onTimeout: () => Error): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(onTimeout()), ms);
+    timer.unref?.();
+  });
+  try {
+    return await Promise.race([p, late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 export function defaultIdentity(): string {
@@ -245,6 +289,12 @@ class Elector implements LeaderElection {
       return false;
     }
     return true;
+  }
+
+  mayWrite(): boolean {
+    if (!this.isLeader()) return false;
+    const term = this.#term as Term;
+    return clock() < writeDeadline(term.writeSentAt, this.#t);
   }
 
   leader(): string | undefined {

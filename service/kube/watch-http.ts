@@ -245,6 +245,15 @@ export async function requestJson(
           if (!res.complete) fail(new Error(`${verb} ${bare}: connection closed mid-body`));
         });
       });
+      if (method !== 'GET') {
+        try {
+          // The last moment before the request leaves (its headers go with end()): the write fence.
+          kc.beforeSend?.();
+        } catch (err) {
+          req.destroy(err as Error);
+          return;
+        }
+      }
       req.end(payload);
     });
     if (status < 200 || status > 299) throw statusError(verb, pathAndQuery, status, text);

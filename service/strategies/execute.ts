@@ -15,7 +15,7 @@ import {
   WebhookDeliveryError,
 } from './reload-webhook.ts';
 import { runStrategy } from './run.ts';
-import { deleteSurgePodsOf, sweepSurgePods } from './surge-sweep.ts';
+import { deleteSurgePodsOf, surgeNamespacesOf, sweepSurgePods } from './surge-sweep.ts';
 import { templateChangeCheck } from './template-change.ts';
 import { ReloadWaiting, type StrategyContext, type StrategyResult, StrategyUnsupported } from './types.ts';
 
@@ -118,13 +118,17 @@ export function strategyExecutor(d: ExecutorDeps): StrategiesPort {
         };
       }
     },
-    async sweepSurgePods(pendingOwners, signal) {
-      if (d.cfg.dryRun) return;
+    async sweepSurgePods(owners, signal) {
+      const ids = new Set(owners.reloaded());
       await sweepSurgePods({
         core: d.core,
         namespaces: d.cfg.namespaces,
+        formerNamespaces: surgeNamespacesOf(ids).filter((ns) => !d.cfg.namespaces.includes(ns)),
         inScope: d.inScope,
-        pendingOwners,
+        reloaded: (ns, name) => ids.has(`Deployment/${ns}/${name}`),
+        pendingOwners: owners.pending,
+        dryRun: d.cfg.dryRun,
+        onSwept: () => d.metrics?.surgePodSwept(d.cfg.dryRun),
         signal,
         log: d.log,
       });

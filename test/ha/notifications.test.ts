@@ -11,9 +11,9 @@ import { PodTracker, waitAllReplaced, waitForEvent, waitReadyPods } from '../sup
 import {
   FAST_LEASE,
   installRelease,
+  leaderAndStandby,
   nonLeaderWrites,
   type Replica,
-  startReplica,
   stoppedAfterEach,
   waitForLeader,
 } from '../support/replicas.ts';
@@ -71,13 +71,7 @@ async function twoReplicas(kube: Kube, namespace: string): Promise<[Replica, Rep
     extraArgs: [...FAST_LEASE, '--debounce=0s', '--min-reload-interval=0s'],
   });
   releases.push(release);
-  const a = await startReplica(kube, release, 'replica-a');
-  replicas.push(a);
-  await a.svc.waitForLog('a acts', (l) => l.msg === 'ready', 60_000);
-  const b = await startReplica(kube, release, 'replica-b');
-  replicas.push(b);
-  await b.svc.waitForLog('b synced', (l) => l.msg === 'caches synced', 60_000);
-  return [a, b];
+  return leaderAndStandby(kube, release, replicas);
 }
 
 /** The leader held the config change for the sync (it knows the sync is running). */

@@ -2,8 +2,8 @@
 // and a reload dropped after a crash (the workload opted out meanwhile) takes its surge pod with it.
 // Helm release Secrets are left out of the watch by the API server (a field selector).
 import { describe, expect } from 'vitest';
-import { it, type Kube } from '../support/kube.ts';
-import { waitReadyPods } from '../support/observe.ts';
+import { it } from '../support/kube.ts';
+import { surgePods, waitReadyPods } from '../support/observe.ts';
 import {
   FAST_LEASE,
   installRelease,
@@ -19,12 +19,6 @@ const { releases, replicas } = stoppedAfterEach();
 
 const SURGE = 'gitops-reloader.io/surge';
 const USES = { envFrom: [{ configMapRef: { name: 'app' } }] };
-
-async function surgePods(kube: Kube, namespace: string) {
-  return (await kube.core.listNamespacedPod({ namespace, labelSelector: SURGE })).items.filter(
-    (p) => !p.metadata?.deletionTimestamp,
-  );
-}
 
 describe('surge pods and memory', () => {
   it('the leader sweeps a surge pod that no pending reload needs', async ({ kube, namespace }) => {

@@ -6,12 +6,15 @@ import { fileURLToPath } from 'node:url';
 import { CoordinationV1Api, KubeConfig, type V1Lease } from '@kubernetes/client-node';
 import { describe, expect, inject } from 'vitest';
 import { DEFAULT_TIMINGS, type LeaseTimings, microTime } from '../../service/core/lease-logic.ts';
-import { type CoordinationApi, coordinationApi } from '../../service/kube/api.ts';
+import { writeGatedAccess } from '../../service/kube/access.ts';
+import { type CoordinationApi, coordinationApi, coreApi } from '../../service/kube/api.ts';
 import {
   type LeaderElection,
   type LeaderElectionOptions,
   type LeaderLog,
   LeadershipLost,
+  leaderWriteFence,
+  NotLeading,
   startLeaderElection,
 } from '../../service/kube/leader.ts';
 import { type Kube, it as kubeIt, statusOf } from '../support/kube.ts';
@@ -142,6 +145,14 @@ function report(what: string, ms: number, t: LeaseTimings): void {
   console.log(
     `[leader] ${what}: ${Math.round(ms)} ms (lease ${t.leaseDurationMs} ms, retry ${t.retryPeriodMs} ms)`,
   );
+}
+
+/** Blocks the event loop for `ms`: a stall (a long GC pause, a CPU-bound task) during which no timer runs. */
+function stall(ms: number): void {
+  const until = performance.now() + ms;
+  while (performance.now() < until) {
+    // busy: simulates the stall itself, not a wait for a condition
+  }
 }
 
 describe('leader election on a Lease', () => {
@@ -412,12 +423,41 @@ describe('leader election on a Lease', () => {
     const a = start('elector-a', FAST);
     await waitFor(() => leading(a), { describe: 'a to lead' });
     // A stall (a long GC pause, a CPU-bound task) longer than the renew deadline: no timer can run.
-    const until = performance.now() + FAST.renewDeadlineMs + 100;
-    while (performance.now() < until) {
-      // busy: simulates the stall itself, not a wait for a condition
-    }
+    stall(FAST.renewDeadlineMs + 100);
     expect(a.e.isLeader()).toBe(false);
     expect(reasonOf(a, 0)).toContain('renew deadline');
+  });
+
+  it('refuses a write queued across a stall past the write deadline, before any timer has run', async ({
+    kube,
+    namespace,
+    start,
+  }) => {
+    const a = start('elector-a', FAST);
+    await waitFor(() => leading(a), { describe: 'a to lead' });
+    // The service's leader writes: the write gate (here: a turn the test grants) with the Lease
+    // checked by the clock immediately before sending.
+    const leaderWrites = (turn: Promise<void>) =>
+      coreApi(
+        writeGatedAccess(
+          kube.kc,
+          () => turn,
+          leaderWriteFence(() => a.e),
+        ),
+      );
+    const cm = (name: string) => ({ namespace, body: { metadata: { name }, data: { k: 'v' } } });
+    await leaderWrites(Promise.resolve()).createNamespacedConfigMap(cm('written-while-leading'));
+    // A write waiting for its turn when the process stalls past the write deadline...
+    let late!: () => void;
+    const fenced = leaderWrites(new Promise<void>((r) => (late = r)));
+    const queued = fenced.createNamespacedConfigMap(cm('queued-across-the-stall'));
+    stall(FAST.renewDeadlineMs + 100);
+    // ...gets its turn the moment the process runs again, before the term's timer: it is not sent.
+    late();
+    await expect(queued).rejects.toThrow(NotLeading);
+    const names = (await kube.core.listNamespacedConfigMap({ namespace })).items.map((c) => c.metadata?.name);
+    expect(names).toContain('written-while-leading');
+    expect(names).not.toContain('queued-across-the-stall');
   });
 
   it('refuses timings that could let two leaders overlap, naming the option', async ({ kube, namespace }) => {

@@ -265,6 +265,8 @@ describe('the Helm chart', () => {
         configmaps: ['create', 'get', 'list', 'patch'],
         secrets: ['create'],
         'coordination.k8s.io/leases': ['create', 'get', 'update'],
+        // A LeaseReleased Event on the Lease when a new leader cannot act (docs/adr/0027).
+        events: ['create'],
       });
       // The webhook's notification inbox: the leader deletes the records it handled.
       expect(

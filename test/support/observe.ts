@@ -31,6 +31,14 @@ export async function livePods(kube: Kube, namespace: string, app: string): Prom
   return list.items.filter((p) => !p.metadata?.deletionTimestamp).map(view);
 }
 
+/** The surge pods (label gitops-reloader.io/surge) in `namespace` not being deleted; of one Deployment uid if given. */
+export async function surgePods(kube: Kube, namespace: string, owner?: string): Promise<V1Pod[]> {
+  const labelSelector = owner ? `gitops-reloader.io/surge=${owner}` : 'gitops-reloader.io/surge';
+  return (await kube.core.listNamespacedPod({ namespace, labelSelector })).items.filter(
+    (p) => !p.metadata?.deletionTimestamp,
+  );
+}
+
 export async function waitReadyPods(
   kube: Kube,
   namespace: string,

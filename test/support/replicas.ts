@@ -163,6 +163,25 @@ export async function startReplica(
   return { identity, svc, proxy, url: String(listening.url) };
 }
 
+/**
+ * Starts the release's leader and then its standby: the first replica acts ('ready') before the second
+ * starts, and the second has synced its caches on return. Both are pushed to `started` for clean-up.
+ */
+export async function leaderAndStandby(
+  kube: Kube,
+  release: Release,
+  started: Replica[],
+  names: [string, string] = ['replica-a', 'replica-b'],
+): Promise<[Replica, Replica]> {
+  const leader = await startReplica(kube, release, names[0]);
+  started.push(leader);
+  await leader.svc.waitForLog(`${names[0]} acts`, (l) => l.msg === 'ready', 60_000);
+  const standby = await startReplica(kube, release, names[1]);
+  started.push(standby);
+  await standby.svc.waitForLog(`${names[1]} synced`, (l) => l.msg === 'caches synced', 60_000);
+  return [leader, standby];
+}
+
 /** A metric's value from a replica's /metrics (the sum over its series matching `labels`). */
 export async function metric(r: Replica, name: string, labels: Record<string, string> = {}): Promise<number> {
   const text = await (await fetch(`${r.url}/metrics`)).text();
