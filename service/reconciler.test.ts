@@ -173,4 +173,31 @@ describe('Reconciler, step by step', () => {
     expect(w.ledger.get(ID)).toMatchObject({ configs: w.target() });
     expect(w.ledger.get(ID)?.pending).toBeUndefined();
   });
+
+  it('finding 8: the surge sweep spares in-scope pending and running reloads only, and is told every reloaded workload', async () => {
+    // Namespace b left the scope after a reload of b/api was cut: its entry (pending) is still in the ledger.
+    const w = engineWorld(['--surge-sweep-interval=1m'], { inScope: (ns) => ns !== 'b' });
+    for (const ns of ['a', 'b']) w.state.putConfig(w.putConfigMap(ns, 'cm', { k: '1' }));
+    for (const [ns, name] of [['a', 'web'], ['b', 'api']] as const) {
+      w.state.putWorkload(w.deployment(ns, name, 'cm') as NonNullable<ReturnType<typeof w.deployment>>);
+    }
+    await w.reconciler.start();
+    expect(w.strategies.sweeps[0]).toEqual({ pending: new Set(), reloaded: [ID] });
+    w.change('a', 'cm', { k: '2' });
+    await w.time.advance(w.time.clock.now + 1000);
+    await w.settle();
+    expect(w.strategies.runs).toHaveLength(1);
+    const cut = w.ledger.get(ID);
+    expect(cut?.pending).toBeDefined();
+    w.ledger.map.set('Deployment/b/api', structuredClone(cut) as NonNullable<typeof cut>);
+    await w.time.advance(w.time.clock.now + 60_000);
+    await w.settle();
+    expect(w.strategies.sweeps).toHaveLength(2);
+    // a/web runs (and is pending): spared; b/api is pending but out of scope, so it is never resumed.
+    expect(w.strategies.sweeps[1]?.pending).toEqual(new Set(['uid-web']));
+    expect(w.strategies.sweeps[1]?.reloaded.sort()).toEqual(['Deployment/a/web', 'Deployment/b/api']);
+    w.strategies.runs[0]?.end({ kind: 'done', replaced: 1, summary: 'restarted' });
+    await w.settle();
+    await w.reconciler.stop();
+  });
 });

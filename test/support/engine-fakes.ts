@@ -8,7 +8,12 @@ import type { KeyState } from '../../service/core/catch-up.ts';
 import type { LedgerEntry } from '../../service/core/ledger-entry.ts';
 import type { ConfigRecord } from '../../service/core/records.ts';
 import type { EventSink, LedgerStore } from '../../service/engine/deps.ts';
-import type { ExecRequest, ExecResult, StrategiesPort } from '../../service/engine/strategies-port.ts';
+import type {
+  ExecRequest,
+  ExecResult,
+  StrategiesPort,
+  SurgeOwners,
+} from '../../service/engine/strategies-port.ts';
 import { configRecord, workloadRecord } from '../../service/kube/to-record.ts';
 import { silentLogger } from '../../service/log.ts';
 import { Reconciler } from '../../service/reconciler.ts';
@@ -63,13 +68,18 @@ export class HandStrategies implements StrategiesPort {
     await req.begin();
     return new Promise<ExecResult>((end) => this.runs.push({ req, end }));
   }
-  async sweepSurgePods() {}
+  /** What each surge sweep was told: the owners it must spare, and the ledger's ids. */
+  readonly sweeps: Array<{ pending: Set<string>; reloaded: string[] }> = [];
+  async sweepSurgePods(owners: SurgeOwners) {
+    this.sweeps.push({ pending: owners.pending(), reloaded: [...owners.reloaded()] });
+  }
   async dropSurgePods() {}
 }
 
 const KEY = Buffer.alloc(32, 7);
 
-export function engineWorld(flags: string[] = []) {
+/** `inScope`: the namespaces the service acts in (default: all). */
+export function engineWorld(flags: string[] = [], o: { inScope?: (ns: string) => boolean } = {}) {
   const time = fakeTimers();
   time.clock.now = Date.parse('2026-01-01T00:00:00Z');
   const cfg = loadConfig(['--release-namespace=rel', '--debounce=1s', ...flags], {});
@@ -120,7 +130,7 @@ export function engineWorld(flags: string[] = []) {
     globals,
     hashKey: KEY,
     strategies,
-    inScope: () => true,
+    inScope: o.inScope ?? (() => true),
     timers: time.timers,
   });
   /** Changes a ConfigMap, as the watch reports it. */
