@@ -178,7 +178,10 @@ describe('Reconciler, step by step', () => {
     // Namespace b left the scope after a reload of b/api was cut: its entry (pending) is still in the ledger.
     const w = engineWorld(['--surge-sweep-interval=1m'], { inScope: (ns) => ns !== 'b' });
     for (const ns of ['a', 'b']) w.state.putConfig(w.putConfigMap(ns, 'cm', { k: '1' }));
-    for (const [ns, name] of [['a', 'web'], ['b', 'api']] as const) {
+    for (const [ns, name] of [
+      ['a', 'web'],
+      ['b', 'api'],
+    ] as const) {
       w.state.putWorkload(w.deployment(ns, name, 'cm') as NonNullable<ReturnType<typeof w.deployment>>);
     }
     await w.reconciler.start();
