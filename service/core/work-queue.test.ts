@@ -213,7 +213,8 @@ describe('WorkQueue fairness and bounded state', () => {
       },
     });
     // Two tenants' stuck reloads are queued first, and never finish on their own.
-    for (const w of ['tenant/a', 'tenant/b', 'tenant/c', 'stuck/p', 'stuck/q']) q.submit({ workload: w, n: 0 });
+    for (const w of ['tenant/a', 'tenant/b', 'tenant/c', 'stuck/p', 'stuck/q'])
+      q.submit({ workload: w, n: 0 });
     expect(started).toEqual(['tenant/a', 'stuck/p']);
     expect(q.active).toBe(2);
     // A third namespace's reload arrives later and runs at once, with both tenants still stuck.
