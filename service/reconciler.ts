@@ -16,9 +16,11 @@ import { configId } from './core/types.ts';
 import { WorkQueue } from './core/work-queue.ts';
 import type { ClusterAccess } from './kube/access.ts';
 import type { AppsApi, BatchApi, CoreApi, CustomApi } from './kube/api.ts';
+import { missingNeededConfigs } from './kube/config-presence.ts';
 import { apiVersionOf, type EventReason, type EventRecorder } from './kube/events.ts';
 import type { Ledger } from './kube/ledger.ts';
 import { readWorkloadAt } from './kube/read-at.ts';
+import { CONFIG_RESOURCES } from './kube/resources.ts';
 import type { Logger } from './log.ts';
 import type { Metrics } from './metrics.ts';
 import type { ClusterState, TrackedWorkload } from './state.ts';
@@ -194,13 +196,13 @@ export class Reconciler {
         });
         continue;
       }
-      const v = verdict(set, entry?.configs);
+      const v = verdict(set, entry?.configs, { reloadOnDelete: this.#d.cfg.reloadOnDelete });
       if (keyChanged && entry && v.kind === 'reload') {
         baselines.push([t.id, { ...entry, configs: set }]);
         rebaselined++;
       } else if (v.kind === 'baseline' || v.kind === 'rebaseline') {
         if (!isTracked({ digests: set, reasons: {}, skipped: {}, problems: [] })) continue;
-        baselines.push([t.id, { ...entry, configs: set }]);
+        baselines.push([t.id, { ...entry, configs: v.kind === 'rebaseline' ? v.record : set }]);
         if (v.kind === 'baseline') log.info(fields(t), 'baseline recorded');
       } else if (v.kind === 'reload') {
         log.info({ ...fields(t), configs: v.changed }, 'changed while the service was down');
@@ -402,7 +404,7 @@ export class Reconciler {
     }
     const set = this.#set(t) ?? {};
     const entry = ledger.get(t.id);
-    const v = verdict(set, entry?.configs);
+    const v = verdict(set, entry?.configs, { reloadOnDelete: this.#d.cfg.reloadOnDelete });
     try {
       switch (v.kind) {
         case 'baseline':
@@ -411,12 +413,19 @@ export class Reconciler {
           log.info(fields(t), 'baseline recorded');
           return;
         case 'rebaseline':
-          await ledger.put(t.id, { ...entry, configs: set });
+          await ledger.put(t.id, { ...entry, configs: v.record });
           log.info({ ...fields(t), added: v.added, removed: v.removed }, 'watched configs changed; recorded');
           return;
         case 'none':
           this.#d.metrics?.reloader.skipped('no_data_change');
-          log.info({ ...fields(t), configs: b.configs }, 'no reload needed');
+          log.info(
+            {
+              ...fields(t),
+              configs: b.configs,
+              ...(v.deleted.length > 0 ? { deleted: v.deleted, reloadOnDelete: false } : {}),
+            },
+            'no reload needed',
+          );
           return;
         case 'reload':
           this.#d.metrics?.reloader.workloadMatched(t.rec.ref.kind);
@@ -522,6 +531,57 @@ export class Reconciler {
     );
   }
 
+  /**
+   * Never evicts into an outage: while a config the pods need (not optional) is missing, a replaced
+   * pod could not start, so the reload is held, with a Warning Event naming the config (never its
+   * data). Nothing pending is kept: the ledger still holds the digests the pods run, so the config's
+   * return (a change event) finds the difference again and reloads as usual (docs/adr/0020).
+   */
+  async #heldForMissing(t: TrackedWorkload, a: ReloadAction): Promise<boolean> {
+    const { state, ledger, log, cfg } = this.#d;
+    let missing: string[];
+    try {
+      missing = (
+        await missingNeededConfigs(t.rec.uses, {
+          kc: this.#d.kc,
+          cached: (c) => state.get(c) !== undefined,
+          unwatched: CONFIG_RESOURCES.filter((r) =>
+            (cfg.ignoreResources as readonly string[]).includes(r.plural),
+          ).map((r) => r.kind),
+          partialCache: cfg.resourceLabelSelector !== undefined,
+          signal: this.#signal,
+        })
+      ).map((c) => `${c.kind}/${c.name}`);
+    } catch (err) {
+      log.warn(
+        { ...fields(t), err: (err as Error).message },
+        'could not tell whether the configs the pods need exist; reloading',
+      );
+      return false;
+    }
+    if (missing.length === 0) return false;
+    this.#d.metrics?.reloadHeld('config-missing');
+    log.warn(
+      { ...fields(t), configs: a.changed.map(display), missing },
+      'reload held: a config the pods need is missing',
+    );
+    const entry = ledger.get(t.id);
+    if (entry?.pending) {
+      await ledger
+        .put(t.id, { configs: entry.configs, ...(entry.reloadedAt ? { reloadedAt: entry.reloadedAt } : {}) })
+        .catch((err: Error) =>
+          log.warn({ ...fields(t), err: err.message }, 'could not clear the held reload in the ledger'),
+        );
+    }
+    await this.#event(
+      t,
+      'ReloadHeld',
+      `${a.changed.map(display).join(', ')} changed; reload held: ${missing.join(', ')} ${missing.length > 1 ? 'do' : 'does'} not exist and the pods need ${missing.length > 1 ? 'them' : 'it'} (not optional), so a replaced pod could not start. The reload runs when ${missing.length > 1 ? 'they exist' : 'it exists'} again.`,
+      'Warning',
+    );
+    return true;
+  }
+
   /** Runs one action and forgets its content once nothing more will run for it. */
   async #runTracked(a: ReloadAction): Promise<void> {
     try {
@@ -565,6 +625,7 @@ export class Reconciler {
         return;
       }
     }
+    if (await this.#heldForMissing(t, a)) return;
     const held = this.#held.get(t.id);
     if (held) {
       // A newer action runs now; it covers the held one, whose configs it names too.
