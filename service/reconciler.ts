@@ -18,6 +18,7 @@ import type { ClusterAccess } from './kube/access.ts';
 import type { AppsApi, BatchApi, CoreApi, CustomApi } from './kube/api.ts';
 import { missingNeededConfigs } from './kube/config-presence.ts';
 import { apiVersionOf, type EventReason, type EventRecorder } from './kube/events.ts';
+import { JobSpecStore } from './kube/job-spec-store.ts';
 import type { Ledger } from './kube/ledger.ts';
 import { readWorkloadAt } from './kube/read-at.ts';
 import { CONFIG_RESOURCES } from './kube/resources.ts';
@@ -25,6 +26,7 @@ import type { Logger } from './log.ts';
 import type { Metrics } from './metrics.ts';
 import type { ClusterState, TrackedWorkload } from './state.ts';
 import type { GitCommitter } from './strategies/git-commit.ts';
+import { resumeJobRecreates } from './strategies/job-recreate.ts';
 import {
   type ReloadWebhookOptions,
   redact,
@@ -119,9 +121,19 @@ export class Reconciler {
   /** When each workload's queued action was first submitted (reloader_workqueue_latency_seconds). */
   readonly #queuedAt = new Map<string, number>();
   #detachDepth: (() => void) | undefined;
+  /** Job reloads' records of the Job to create (docs/adr/0021), and the run finishing them, if any. */
+  readonly #jobSpecs: JobSpecStore;
+  #resuming: Promise<void> | undefined;
+  #resumeAgain = false;
 
   constructor(d: ReconcilerDeps) {
     this.#d = d;
+    this.#jobSpecs = new JobSpecStore({
+      core: d.core,
+      namespace: d.ledger.namespace,
+      prefix: d.ledger.prefix,
+      warn: (msg, f) => d.log.warn(f, msg),
+    });
     this.#signal = d.term ? AbortSignal.any([d.term, this.#abort.signal]) : this.#abort.signal;
     d.ledger.fence(this.#signal);
     this.#batcher = new Batcher({
@@ -227,6 +239,7 @@ export class Reconciler {
     await this.#cleanUpSurgePods();
     const gone = [...ledger.entries().keys()].filter((id) => !state.workloads.has(id));
     if (gone.length > 0) await ledger.removeMany(gone);
+    await this.#resumeJobs();
     if (this.#signal.aborted) return; // stopped (leadership lost) while starting
     this.#live = true;
     this.#starting = false;
@@ -235,6 +248,7 @@ export class Reconciler {
       this.#cleanUpSurgePods().catch((err: Error) =>
         log.warn({ err: err.message }, 'surge-pod sweep failed; the next one retries'),
       );
+      void this.#resumeJobs();
     }, this.#d.cfg.surgeSweepIntervalMs);
     this.#sweepTimer.unref?.();
   }
@@ -260,6 +274,66 @@ export class Reconciler {
       signal: this.#signal,
       log,
     });
+  }
+
+  /**
+   * Finishes the Job reloads that a crash, a leader change or a deadline cut between deleting the old
+   * Job and creating the new one (strategies/job-recreate.ts). One run at a time; a request during a
+   * run makes one more run. Never throws.
+   */
+  #resumeJobs(): Promise<void> {
+    if (this.#d.cfg.dryRun) return Promise.resolve();
+    if (this.#resuming) {
+      this.#resumeAgain = true;
+      return this.#resuming;
+    }
+    const run = async () => {
+      do {
+        this.#resumeAgain = false;
+        try {
+          const reports = await resumeJobRecreates({
+            batch: this.#d.batch,
+            store: this.#jobSpecs,
+            signal: this.#signal,
+            log: this.#d.log,
+            busy: (id) => this.#running.has(id),
+            pending: (id) => this.#d.ledger.get(id)?.pending !== undefined,
+          });
+          for (const { record: r, outcome } of reports) {
+            const target = { apiVersion: 'batch/v1', kind: 'Job', namespace: r.namespace, name: r.name };
+            if (outcome.kind === 'created' && !outcome.already) {
+              await this.#d.events.emit(
+                { ...target, ...(outcome.uid ? { uid: outcome.uid } : {}) },
+                'Reloaded',
+                `created Job ${r.name} again with the spec recorded before its old Job was deleted (the reload was interrupted)`,
+              );
+            } else if (outcome.kind === 'taken') {
+              await this.#d.events.emit(
+                target,
+                'ReloadSkipped',
+                `a Job named ${r.name} was created by someone else after the old one was deleted; none was created again`,
+              );
+            } else if (outcome.kind === 'uncertain') {
+              await this.#d.events.emit(
+                target,
+                'ReloadFailed',
+                `Job ${r.name} was deleted for a reload, and the new one may already have run and been removed by its ttlSecondsAfterFinished; it was not created again`,
+                'Warning',
+              );
+            }
+          }
+        } catch (err) {
+          this.#d.log.warn(
+            { err: (err as Error).message },
+            'Job reload records could not be read; the next sweep retries',
+          );
+        }
+      } while (this.#resumeAgain && !this.#signal.aborted);
+    };
+    this.#resuming = run().finally(() => {
+      this.#resuming = undefined;
+    });
+    return this.#resuming;
   }
 
   /** A ConfigMap or Secret was added, changed or deleted after the initial sync. */
@@ -349,6 +423,8 @@ export class Reconciler {
 
   async workloadDeleted(id: string): Promise<void> {
     this.#failures.delete(id);
+    // A Job whose reload was cut mid-wait (deadline) is created again as soon as the old one is gone.
+    if (this.#live && id.startsWith('Job/') && !this.#running.has(id)) void this.#resumeJobs();
     // A reload that deletes its workload (a Job run again) records the outcome itself.
     if (!this.#live || !this.#d.ledger.get(id) || this.#running.has(id)) return;
     await this.#d.ledger
@@ -700,6 +776,7 @@ export class Reconciler {
             custom: this.#d.custom,
             kc: this.#d.kc,
             begin,
+            jobSpecs: this.#jobSpecs,
             log,
             signal,
             stallAfterMs: cfg.stallAfterMs,
