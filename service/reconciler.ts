@@ -424,7 +424,9 @@ export class Reconciler {
   async workloadDeleted(id: string): Promise<void> {
     this.#failures.delete(id);
     // A Job whose reload was cut mid-wait (deadline) is created again as soon as the old one is gone.
-    if (this.#live && id.startsWith('Job/') && !this.#running.has(id)) void this.#resumeJobs();
+    if (this.#live && this.#d.ledger.get(id)?.pending && id.startsWith('Job/') && !this.#running.has(id)) {
+      void this.#resumeJobs();
+    }
     // A reload that deletes its workload (a Job run again) records the outcome itself.
     if (!this.#live || !this.#d.ledger.get(id) || this.#running.has(id)) return;
     await this.#d.ledger

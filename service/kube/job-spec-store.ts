@@ -91,18 +91,13 @@ export class JobSpecStore {
     }
   }
 
-  /** Marks the record `creating`, right before the new Job is created. */
+  /**
+   * Marks the record `creating`, right before the new Job is created. Written whole (created again if
+   * it went meanwhile), so the create that follows is always recorded first.
+   */
   async markCreating(r: JobSpecRecord, signal: AbortSignal): Promise<JobSpecRecord> {
     const next: JobSpecRecord = { ...r, phase: 'creating', creatingAt: new Date().toISOString() };
-    signal.throwIfAborted();
-    await this.#core.patchNamespacedConfigMap(
-      {
-        name: this.nameFor(r.namespace, r.name),
-        namespace: this.namespace,
-        body: { data: encodeRecord(next) },
-      },
-      { signal },
-    );
+    await this.save(next, signal);
     return next;
   }
 

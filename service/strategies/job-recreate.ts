@@ -275,7 +275,8 @@ export async function resumeJobRecreates(o: {
     try {
       const outcome = await finishRecreate({ batch: o.batch, store: o.store, signal: o.signal }, record);
       if (outcome.kind === 'waiting') {
-        if (!outcome.terminating && !o.pending(id)) {
+        // Not busy again: a reload may have started since, and saved this record just now.
+        if (!outcome.terminating && !o.pending(id) && !o.busy(id)) {
           await o.store.remove(record, o.signal);
           o.log.info(f, 'Job reload record removed: its Job was never deleted and no reload is pending');
           reports.push({ record, outcome: { kind: 'abandoned' } });
