@@ -6,7 +6,7 @@ import type { V1Job } from '@kubernetes/client-node';
 import { afterEach, describe, expect } from 'vitest';
 import { it, type Kube, statusOf } from '../support/kube.ts';
 import { waitForEvent } from '../support/observe.ts';
-import { hashKeyFile, killAll, serviceArgs, startService } from '../support/service.ts';
+import { hashKeyFile, killAll, type RunningService, serviceArgs, startService } from '../support/service.ts';
 import { pending, waitFor } from '../support/wait-for.ts';
 import { configMap } from '../support/workloads.ts';
 
@@ -112,6 +112,17 @@ async function expectOriginalSpec(made: V1Job, original: V1Job) {
   expect(made.spec?.backoffLimit).toBe(0);
 }
 
+/** The record went, and once the service stopped the Job made is still the Job, not deleted for a second run. */
+async function expectExactlyOne(kube: Kube, namespace: string, svc: RunningService, made: V1Job) {
+  await waitFor(async () => ((await records(kube, namespace)).length === 0 ? true : pending('a record')), {
+    describe: 'the record removed',
+  });
+  await svc.stop();
+  const after = await readJob(kube, namespace);
+  expect(after?.metadata?.uid).toBe(made.metadata?.uid);
+  expect(after?.metadata?.deletionTimestamp).toBeUndefined();
+}
+
 describe('a Job reload cut mid-wait', () => {
   it('is finished by the next process after a SIGKILL while the old Job was still stopping: exactly one new Job, with the original spec', async ({
     kube,
@@ -140,14 +151,7 @@ describe('a Job reload cut mid-wait', () => {
     await expectOriginalSpec(made, original);
     const event = await waitForEvent(kube, namespace, 'Reloaded', 'migrate');
     expect(event.involvedObject.uid).toBe(made.metadata?.uid);
-    await waitFor(async () => ((await records(kube, namespace)).length === 0 ? true : pending('a record')), {
-      describe: 'the record removed',
-    });
-    await second.stop();
-    // Exactly one: the Job made is still the Job, not being deleted for a second run.
-    const after = await readJob(kube, namespace);
-    expect(after?.metadata?.uid).toBe(made.metadata?.uid);
-    expect(after?.metadata?.deletionTimestamp).toBeUndefined();
+    await expectExactlyOne(kube, namespace, second, made);
   });
 
   it('is finished once the old Job is gone when the reload deadline cut the wait', async ({
@@ -170,12 +174,6 @@ describe('a Job reload cut mid-wait', () => {
     await svc.waitForLog('the deadline', (l) => l.msg === 'reload deadline passed; slot released, re-queued');
     const made = await waitNewJob(kube, namespace, oldUid);
     await expectOriginalSpec(made, original);
-    await waitFor(async () => ((await records(kube, namespace)).length === 0 ? true : pending('a record')), {
-      describe: 'the record removed',
-    });
-    await svc.stop();
-    const after = await readJob(kube, namespace);
-    expect(after?.metadata?.uid).toBe(made.metadata?.uid);
-    expect(after?.metadata?.deletionTimestamp).toBeUndefined();
+    await expectExactlyOne(kube, namespace, svc, made);
   });
 });
