@@ -17,13 +17,13 @@ const AUTO = { 'reloader.stakater.com/auto': 'true' };
 const SLOW_STOP = { 'kwok.gitops-reloader.io/hold': 'true', 'kwok.gitops-reloader.io/delete-after': '15s' };
 const FAST_LEASE = ['--lease-duration=3s', '--lease-renew-deadline=2s', '--lease-retry-period=500ms'];
 
-function job(): V1Job {
+function job(podAnnotations: Record<string, string> = SLOW_STOP): V1Job {
   return {
     metadata: { name: 'migrate', annotations: AUTO, labels: { team: 'db' } },
     spec: {
       backoffLimit: 0,
       template: {
-        metadata: { annotations: SLOW_STOP },
+        metadata: { annotations: podAnnotations },
         spec: {
           restartPolicy: 'Never',
           containers: [
@@ -49,8 +49,8 @@ async function readJob(kube: Kube, namespace: string): Promise<V1Job | undefined
   }
 }
 
-async function runningJob(kube: Kube, namespace: string): Promise<V1Job> {
-  const created = await kube.batch.createNamespacedJob({ namespace, body: job() });
+async function runningJob(kube: Kube, namespace: string, podAnnotations = SLOW_STOP): Promise<V1Job> {
+  const created = await kube.batch.createNamespacedJob({ namespace, body: job(podAnnotations) });
   await waitFor(
     async () => {
       const pods = await kube.core.listNamespacedPod({
@@ -101,14 +101,14 @@ const records = async (kube: Kube, namespace: string) =>
     })
   ).items;
 
-async function expectOriginalSpec(made: V1Job, original: V1Job) {
+async function expectOriginalSpec(made: V1Job, original: V1Job, podAnnotations = SLOW_STOP) {
   expect(made.metadata?.labels).toMatchObject({ team: 'db' });
   expect(made.metadata?.annotations).toMatchObject({
     ...AUTO,
     'gitops-reloader.io/reloaded-for': 'ConfigMap/app',
   });
   expect(made.spec?.template.spec?.containers).toEqual(original.spec?.template.spec?.containers);
-  expect(made.spec?.template.metadata?.annotations).toMatchObject(SLOW_STOP);
+  expect(made.spec?.template.metadata?.annotations).toMatchObject(podAnnotations);
   expect(made.spec?.backoffLimit).toBe(0);
 }
 
@@ -159,7 +159,10 @@ describe('a Job reload cut mid-wait', () => {
     namespace,
   }) => {
     await kube.core.createNamespacedConfigMap({ namespace, body: configMap('app', { k: '1' }) });
-    const original = await runningJob(kube, namespace);
+    // Attempts wait 3 s each, retried after 2, 5 and 15 s: they wait at about 0-3, 5-8, 13-16 and
+    // 31-34 s. The old Job goes at about 20 s, while none waits, so no attempt sees it go.
+    const slower = { ...SLOW_STOP, 'kwok.gitops-reloader.io/delete-after': '20s' };
+    const original = await runningJob(kube, namespace, slower);
     const oldUid = original.metadata?.uid as string;
     const svc = startService(
       serviceArgs(namespace, await hashKeyFile(), ['--debounce=0s', '--reload-deadline=3s']),
@@ -173,7 +176,7 @@ describe('a Job reload cut mid-wait', () => {
     });
     await svc.waitForLog('the deadline', (l) => l.msg === 'reload deadline passed; slot released, re-queued');
     const made = await waitNewJob(kube, namespace, oldUid);
-    await expectOriginalSpec(made, original);
+    await expectOriginalSpec(made, original, slower);
     await expectExactlyOne(kube, namespace, svc, made);
   });
 });
