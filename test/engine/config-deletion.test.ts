@@ -170,4 +170,33 @@ describe('a deleted config', () => {
     await waitForEvent(kube, namespace, 'ReloadHeld', 'single');
     expect(await uids(kube, namespace, 'single')).toEqual(before);
   });
+
+  it('with --resource-label-selector looks a needed config up by name before holding: one outside the selector exists', async ({
+    kube,
+    namespace,
+  }) => {
+    await kube.core.createNamespacedConfigMap({
+      namespace,
+      body: { ...configMap('app', { k: '1' }), metadata: { name: 'app', labels: { reload: 'yes' } } },
+    });
+    // Not labelled: never in the service's cache, yet it exists and the pods need it.
+    await kube.core.createNamespacedConfigMap({ namespace, body: configMap('plain', { k: '1' }) });
+    await kube.apps.createNamespacedDeployment({
+      namespace,
+      body: deployment('web', {
+        annotations: AUTO,
+        container: { envFrom: [{ configMapRef: { name: 'app' } }, { configMapRef: { name: 'plain' } }] },
+      }),
+    });
+    const before = await waitReadyPods(kube, namespace, 'web', 1);
+    await serve(namespace, ['--resource-label-selector=reload=yes']);
+    await kube.core.replaceNamespacedConfigMap({
+      name: 'app',
+      namespace,
+      body: { ...configMap('app', { k: '2' }), metadata: { name: 'app', labels: { reload: 'yes' } } },
+    });
+    await waitForEvent(kube, namespace, 'Reloaded', 'web');
+    await waitAllReplaced(kube, namespace, 'web', before, 1);
+    expect(await events(kube, namespace, 'ReloadHeld', 'web')).toEqual([]);
+  });
 });
