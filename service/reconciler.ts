@@ -9,6 +9,7 @@ import { type Batch, Batcher, type Change, type ChangeGate, changeObservedAt } f
 import { namespaceKey, setDigest } from './core/config-hash.ts';
 import { effectiveCutoff } from './core/cutoff.ts';
 import type { LedgerEntry } from './core/ledger-entry.ts';
+import { heldMessage } from './core/needed-configs.ts';
 import { isTracked, REQUEST, verdict, watchedSet } from './core/plan.ts';
 import { type ConfigRecord, compareResourceVersions } from './core/records.ts';
 import { windowState } from './core/restart-window.ts';
@@ -21,12 +22,11 @@ import { apiVersionOf, type EventReason, type EventRecorder } from './kube/event
 import { JobSpecStore } from './kube/job-spec-store.ts';
 import type { Ledger } from './kube/ledger.ts';
 import { readWorkloadAt } from './kube/read-at.ts';
-import { CONFIG_RESOURCES } from './kube/resources.ts';
 import type { Logger } from './log.ts';
 import type { Metrics } from './metrics.ts';
 import type { ClusterState, TrackedWorkload } from './state.ts';
 import type { GitCommitter } from './strategies/git-commit.ts';
-import { resumeJobRecreates } from './strategies/job-recreate.ts';
+import { JobResumer } from './strategies/job-resume.ts';
 import {
   type ReloadWebhookOptions,
   redact,
@@ -123,8 +123,7 @@ export class Reconciler {
   #detachDepth: (() => void) | undefined;
   /** Job reloads' records of the Job to create (docs/adr/0021), and the run finishing them, if any. */
   readonly #jobSpecs: JobSpecStore;
-  #resuming: Promise<void> | undefined;
-  #resumeAgain = false;
+  readonly #jobResumer: JobResumer;
 
   constructor(d: ReconcilerDeps) {
     this.#d = d;
@@ -136,6 +135,15 @@ export class Reconciler {
     });
     this.#signal = d.term ? AbortSignal.any([d.term, this.#abort.signal]) : this.#abort.signal;
     d.ledger.fence(this.#signal);
+    this.#jobResumer = new JobResumer({
+      batch: d.batch,
+      store: this.#jobSpecs,
+      events: d.events,
+      log: d.log,
+      signal: this.#signal,
+      busy: (id) => this.#running.has(id),
+      pending: (id) => d.ledger.get(id)?.pending !== undefined,
+    });
     this.#batcher = new Batcher({
       debounceMs: d.cfg.debounceMs,
       maxWaitMs: d.cfg.maxDebounceWaitMs,
@@ -276,64 +284,9 @@ export class Reconciler {
     });
   }
 
-  /**
-   * Finishes the Job reloads that a crash, a leader change or a deadline cut between deleting the old
-   * Job and creating the new one (strategies/job-recreate.ts). One run at a time; a request during a
-   * run makes one more run. Never throws.
-   */
+  /** Finishes Job reloads cut between the delete and the create (strategies/job-resume.ts). */
   #resumeJobs(): Promise<void> {
-    if (this.#d.cfg.dryRun) return Promise.resolve();
-    if (this.#resuming) {
-      this.#resumeAgain = true;
-      return this.#resuming;
-    }
-    const run = async () => {
-      do {
-        this.#resumeAgain = false;
-        try {
-          const reports = await resumeJobRecreates({
-            batch: this.#d.batch,
-            store: this.#jobSpecs,
-            signal: this.#signal,
-            log: this.#d.log,
-            busy: (id) => this.#running.has(id),
-            pending: (id) => this.#d.ledger.get(id)?.pending !== undefined,
-          });
-          for (const { record: r, outcome } of reports) {
-            const target = { apiVersion: 'batch/v1', kind: 'Job', namespace: r.namespace, name: r.name };
-            if (outcome.kind === 'created' && !outcome.already) {
-              await this.#d.events.emit(
-                { ...target, ...(outcome.uid ? { uid: outcome.uid } : {}) },
-                'Reloaded',
-                `created Job ${r.name} again with the spec recorded before its old Job was deleted (the reload was interrupted)`,
-              );
-            } else if (outcome.kind === 'taken') {
-              await this.#d.events.emit(
-                target,
-                'ReloadSkipped',
-                `a Job named ${r.name} was created by someone else after the old one was deleted; none was created again`,
-              );
-            } else if (outcome.kind === 'uncertain') {
-              await this.#d.events.emit(
-                target,
-                'ReloadFailed',
-                `Job ${r.name} was deleted for a reload, and the new one may already have run and been removed by its ttlSecondsAfterFinished; it was not created again`,
-                'Warning',
-              );
-            }
-          }
-        } catch (err) {
-          this.#d.log.warn(
-            { err: (err as Error).message },
-            'Job reload records could not be read; the next sweep retries',
-          );
-        }
-      } while (this.#resumeAgain && !this.#signal.aborted);
-    };
-    this.#resuming = run().finally(() => {
-      this.#resuming = undefined;
-    });
-    return this.#resuming;
+    return this.#d.cfg.dryRun ? Promise.resolve() : this.#jobResumer.run();
   }
 
   /** A ConfigMap or Secret was added, changed or deleted after the initial sync. */
@@ -623,9 +576,7 @@ export class Reconciler {
         await missingNeededConfigs(t.rec.uses, {
           kc: this.#d.kc,
           cached: (c) => state.get(c) !== undefined,
-          unwatched: CONFIG_RESOURCES.filter((r) =>
-            (cfg.ignoreResources as readonly string[]).includes(r.plural),
-          ).map((r) => r.kind),
+          ignoreResources: cfg.ignoreResources,
           partialCache: cfg.resourceLabelSelector !== undefined,
           signal: this.#signal,
         })
@@ -638,11 +589,9 @@ export class Reconciler {
       return false;
     }
     if (missing.length === 0) return false;
+    const changed = a.changed.map(display);
     this.#d.metrics?.reloadHeld('config-missing');
-    log.warn(
-      { ...fields(t), configs: a.changed.map(display), missing },
-      'reload held: a config the pods need is missing',
-    );
+    log.warn({ ...fields(t), configs: changed, missing }, 'reload held: a config the pods need is missing');
     const entry = ledger.get(t.id);
     if (entry?.pending) {
       await ledger
@@ -651,12 +600,7 @@ export class Reconciler {
           log.warn({ ...fields(t), err: err.message }, 'could not clear the held reload in the ledger'),
         );
     }
-    await this.#event(
-      t,
-      'ReloadHeld',
-      `${a.changed.map(display).join(', ')} changed; reload held: ${missing.join(', ')} ${missing.length > 1 ? 'do' : 'does'} not exist and the pods need ${missing.length > 1 ? 'them' : 'it'} (not optional), so a replaced pod could not start. The reload runs when ${missing.length > 1 ? 'they exist' : 'it exists'} again.`,
-      'Warning',
-    );
+    await this.#event(t, 'ReloadHeld', heldMessage(changed, missing), 'Warning');
     return true;
   }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { missingNeeded } from './needed-configs.ts';
+import { heldMessage, missingNeeded } from './needed-configs.ts';
 import { extractReferences } from './references.ts';
 import { type ConfigRef, configId } from './types.ts';
 
@@ -35,5 +35,14 @@ describe('missingNeeded', () => {
 
   it('never names a SecretProviderClass: the driver mounts from an external store', () => {
     expect(missingNeeded(uses, present()).some((c) => c.kind === 'SecretProviderClass')).toBe(false);
+  });
+
+  it('names the configs in the held message, in the singular or the plural', () => {
+    expect(heldMessage(['ConfigMap/other'], ['ConfigMap/app'])).toBe(
+      'ConfigMap/other changed; reload held: ConfigMap/app does not exist and the pods need it (not optional), so a replaced pod could not start. The reload runs when it exists again.',
+    );
+    expect(heldMessage(['Secret/s'], ['ConfigMap/a', 'Secret/s'])).toMatch(
+      /ConfigMap\/a, Secret\/s do not exist and the pods need them .* when they exist again\.$/,
+    );
   });
 });

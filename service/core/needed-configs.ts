@@ -17,3 +17,13 @@ export function missingNeeded(
     .filter((u) => !u.optional && u.config.kind !== 'SecretProviderClass' && !exists(u.config))
     .map((u) => u.config);
 }
+
+/** The ReloadHeld Event's text: what changed, and the configs (kind/name, never data) the pods wait for. */
+export function heldMessage(changed: readonly string[], missing: readonly string[]): string {
+  const many = missing.length > 1;
+  return (
+    `${changed.join(', ')} changed; reload held: ${missing.join(', ')} ${many ? 'do' : 'does'} not exist ` +
+    `and the pods need ${many ? 'them' : 'it'} (not optional), so a replaced pod could not start. ` +
+    `The reload runs when ${many ? 'they exist' : 'it exists'} again.`
+  );
+}

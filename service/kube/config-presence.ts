@@ -13,8 +13,8 @@ export interface PresenceOptions {
   kc: ClusterAccess;
   /** Is this config in the watch cache? */
   cached(config: ConfigRef): boolean;
-  /** Config kinds not watched (--ignore-resources, as kinds). */
-  unwatched: readonly ConfigKind[];
+  /** --ignore-resources: config kinds (by plural) not watched at all. */
+  ignoreResources: readonly string[];
   /** True when the caches hold only some configs (--resource-label-selector). */
   partialCache: boolean;
   signal: AbortSignal;
@@ -25,7 +25,8 @@ export async function missingNeededConfigs(
   uses: readonly ConfigUse[],
   o: PresenceOptions,
 ): Promise<ConfigRef[]> {
-  const suspects = missingNeeded(uses, (c) => o.unwatched.includes(c.kind) || o.cached(c));
+  const unwatched = CONFIG_RESOURCES.filter((r) => o.ignoreResources.includes(r.plural)).map((r) => r.kind);
+  const suspects = missingNeeded(uses, (c) => (unwatched as ConfigKind[]).includes(c.kind) || o.cached(c));
   if (!o.partialCache) return suspects;
   const missing: ConfigRef[] = [];
   for (const c of suspects) if (!(await existsByName(o.kc, c, o.signal))) missing.push(c);

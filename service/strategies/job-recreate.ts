@@ -13,7 +13,6 @@ import type { BatchApi } from '../kube/api.ts';
 import type { JobSpecStore } from '../kube/job-spec-store.ts';
 import { openLiveView } from '../kube/live-view.ts';
 import type { RawObject } from '../kube/watch-logic.ts';
-import type { Logger } from '../log.ts';
 import {
   type ReloadRequest,
   type StrategyContext,
@@ -242,57 +241,4 @@ function resultOf(out: FinishOutcome, name: string): StrategyResult {
     case 'waiting':
       throw new Error(`Job ${name} still exists; it is created again once it is gone`);
   }
-}
-
-/** What resumeJobRecreates reports per record it acted on. */
-export interface ResumeReport {
-  record: JobSpecRecord;
-  outcome: FinishOutcome | { kind: 'abandoned' } | { kind: 'failed'; error: string };
-}
-
-/**
- * Finishes every recorded recreate no reload is running for (after a crash, a leader change or a
- * reload's deadline): each Job is created once its old one is gone. A record whose old Job still
- * exists, not being deleted, with no reload pending for it, belongs to a reload that no longer runs
- * (dropped, opted out): it is removed, and the Job is left as it is.
- */
-export async function resumeJobRecreates(o: {
-  batch: BatchApi;
-  store: JobSpecStore;
-  signal: AbortSignal;
-  log: Logger;
-  /** True while a reload of this workload id runs here (it finishes its own record). */
-  busy(workloadId: string): boolean;
-  /** True when the ledger holds a pending reload for this workload id. */
-  pending(workloadId: string): boolean;
-}): Promise<ResumeReport[]> {
-  const reports: ResumeReport[] = [];
-  for (const { record } of await o.store.list()) {
-    if (o.signal.aborted) break;
-    const id = `Job/${record.namespace}/${record.name}`;
-    if (o.busy(id)) continue;
-    const f = { workload: `Job/${record.name}`, namespace: record.namespace };
-    try {
-      const outcome = await finishRecreate({ batch: o.batch, store: o.store, signal: o.signal }, record);
-      if (outcome.kind === 'waiting') {
-        // Not busy again: a reload may have started since, and saved this record just now.
-        if (!outcome.terminating && !o.pending(id) && !o.busy(id)) {
-          await o.store.remove(record, o.signal);
-          o.log.info(f, 'Job reload record removed: its Job was never deleted and no reload is pending');
-          reports.push({ record, outcome: { kind: 'abandoned' } });
-        }
-        continue;
-      }
-      o.log.info({ ...f, outcome: outcome.kind }, 'Job reload resumed from its record');
-      reports.push({ record, outcome });
-    } catch (err) {
-      // Never the record's content: the Job spec may hold literal env values.
-      o.log.warn(
-        { ...f, err: (err as Error).message },
-        'could not resume a Job reload; the next sweep retries',
-      );
-      reports.push({ record, outcome: { kind: 'failed', error: (err as Error).message } });
-    }
-  }
-  return reports;
 }
