@@ -106,6 +106,7 @@ export class Metrics {
   readonly #leaderStartFailures: Counter;
   readonly #keyChanges: Counter;
   readonly #stalls: Counter<'why'>;
+  readonly #held: Counter<'why'>;
   readonly #rebaselined: Counter;
   readonly #recreated: Counter<'object'>;
   readonly #caughtUp: Counter<'result'>;
@@ -199,6 +200,12 @@ export class Metrics {
       labelNames: ['why'],
       registers,
     });
+    this.#held = new Counter({
+      name: 'gitops_reloader_reloads_held_total',
+      help: 'Reloads held instead of run (a ReloadHeld Warning Event each): config-missing, a config the pods need does not exist, so a replaced pod could not start.',
+      labelNames: ['why'],
+      registers,
+    });
     this.#keyChanges = new Counter({
       name: 'gitops_reloader_key_changes_total',
       help: 'Starts that found the ledger written with another HMAC key (each re-baselines every workload).',
@@ -281,6 +288,7 @@ export class Metrics {
     this.#leaderStartFailures.inc(0);
     this.#keyChanges.inc(0);
     for (const why of ['blocked', 'deadline']) this.#stalls.inc({ why }, 0);
+    this.#held.inc({ why: 'config-missing' }, 0);
     this.#rebaselined.inc(0);
     for (const object of ['workload', 'config']) this.#recreated.inc({ object }, 0);
     for (const result of ['reload', 'current']) this.#caughtUp.inc({ result }, 0);
@@ -372,6 +380,11 @@ export class Metrics {
   /** A reload was reported stalled: blocked past --stall-after, or stopped at --reload-deadline. */
   reloadStall(why: 'blocked' | 'deadline'): void {
     this.#stalls.inc({ why });
+  }
+
+  /** A reload was held instead of run: a config its pods need is missing. */
+  reloadHeld(why: 'config-missing'): void {
+    this.#held.inc({ why });
   }
 
   /** The ledger was written with another HMAC key: `workloads` were re-baselined instead of reloaded. */

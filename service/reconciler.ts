@@ -31,11 +31,12 @@ import { configId } from './core/types.ts';
 import { WorkQueue } from './core/work-queue.ts';
 import { decide } from './engine/decide.ts';
 import type { ReconcilerDeps } from './engine/deps.ts';
-import { type Held, heldAction, recordHold } from './engine/hold.ts';
+import { type Held, heldAction, recordHold, recordMissing } from './engine/hold.ts';
 import { Recorder } from './engine/recorder.ts';
 import { changeRV, emitOn, fields, reportPolicy } from './engine/report.ts';
 import { runReload } from './engine/run-reload.ts';
 import { judgeAtStart, sameDigests as same } from './engine/startup.ts';
+import type { SweepView } from './engine/strategies-port.ts';
 import type { TrackedWorkload } from './state.ts';
 
 export type { ReloadAction } from './core/reload-action.ts';
@@ -112,7 +113,7 @@ export class Reconciler {
       changeRV: (ids) => changeRV(this.#d.state, ids),
       submit: (a) => this.#submit(a),
     });
-    await this.#cleanUpSurgePods();
+    await this.#sweep();
     const gone = [...ledger.entries().keys()].filter((id) => !state.workloads.has(id));
     if (gone.length > 0) await ledger.removeMany(gone);
     if (this.#signal.aborted) return; // stopped (leadership lost) while starting
@@ -126,7 +127,7 @@ export class Reconciler {
   #armSweep(): void {
     const timer = this.#timers.set(() => {
       if (!this.#live) return;
-      this.#cleanUpSurgePods()
+      this.#sweep()
         .catch((err: Error) =>
           this.#d.log.warn({ err: err.message }, 'surge-pod sweep failed; the next one retries'),
         )
@@ -136,19 +137,28 @@ export class Reconciler {
     this.#sweepTimer = timer;
   }
 
-  /** Surge pods no pending reload needs go (see strategies/surge-sweep.ts). */
-  async #cleanUpSurgePods(): Promise<void> {
+  /** Surge pods no pending reload needs go, and cut Job reloads finish (strategies/execute.ts). */
+  #sweep(): Promise<void> {
+    return this.#d.strategies.sweep(this.#view(), this.#signal);
+  }
+
+  /** What the sweep asks about the reloads this reconciler knows. */
+  #view(): SweepView {
     const { state, ledger } = this.#d;
-    await this.#d.strategies.sweepSurgePods(() => {
-      const pending = new Set<string>();
-      for (const t of state.workloads.values()) if (ledger.get(t.id)?.pending) pending.add(t.rec.ref.uid);
-      // A reload running here may have created a surge pod before its pending write landed.
-      for (const id of this.#running) {
-        const uid = state.workloads.get(id)?.rec.ref.uid;
-        if (uid) pending.add(uid);
-      }
-      return pending;
-    }, this.#signal);
+    return {
+      pendingOwners: () => {
+        const pending = new Set<string>();
+        for (const t of state.workloads.values()) if (ledger.get(t.id)?.pending) pending.add(t.rec.ref.uid);
+        // A reload running here may have created a surge pod before its pending write landed.
+        for (const id of this.#running) {
+          const uid = state.workloads.get(id)?.rec.ref.uid;
+          if (uid) pending.add(uid);
+        }
+        return pending;
+      },
+      running: (id) => this.#running.has(id),
+      pending: (id) => ledger.get(id)?.pending !== undefined,
+    };
   }
 
   /** A ConfigMap or Secret was added, changed or deleted after the initial sync. */
@@ -243,6 +253,10 @@ export class Reconciler {
 
   async workloadDeleted(id: string): Promise<void> {
     this.#failures.delete(id);
+    // A Job whose reload was cut mid-wait (deadline) is created again as soon as the old one is gone.
+    if (this.#live && id.startsWith('Job/') && this.#d.ledger.get(id)?.pending && !this.#running.has(id)) {
+      void this.#d.strategies.resumeJobs(this.#view(), this.#signal);
+    }
     if (!this.#running.has(id) && !this.#retrying.has(id)) {
       this.#newest.delete(id);
       this.#recorder.forget(id);
@@ -286,7 +300,7 @@ export class Reconciler {
     }
     const set = this.#set(t) ?? {};
     const entry = ledger.get(t.id);
-    const v = verdict(set, entry?.configs);
+    const v = verdict(set, entry?.configs, { reloadOnDelete: this.#d.cfg.reloadOnDelete });
     try {
       switch (v.kind) {
         case 'baseline':
@@ -295,12 +309,15 @@ export class Reconciler {
           log.info(fields(t), 'baseline recorded');
           return;
         case 'rebaseline':
-          await ledger.put(t.id, { ...entry, configs: set });
+          await ledger.put(t.id, { ...entry, configs: v.record });
           log.info({ ...fields(t), added: v.added, removed: v.removed }, 'watched configs changed; recorded');
           return;
         case 'none':
           this.#d.metrics?.reloader.skipped('no_data_change');
-          log.info({ ...fields(t), configs: b.configs }, 'no reload needed');
+          log.info(
+            { ...fields(t), configs: b.configs, ...(v.deleted.length > 0 ? { deleted: v.deleted } : {}) },
+            'no reload needed',
+          );
           return;
         case 'reload':
           this.#d.metrics?.reloader.workloadMatched(t.rec.ref.kind);
@@ -412,7 +429,7 @@ export class Reconciler {
     }
   }
 
-  /** The one place where how a run ended becomes a timer: a retry, or a hold until a window opens. */
+  /** The one place where how a run ended becomes a timer (a retry, a hold until a window opens) or a record. */
   async #settle(a: ReloadAction, o: Outcome): Promise<void> {
     switch (o.kind) {
       case 'done':
@@ -445,6 +462,12 @@ export class Reconciler {
         }, delay);
         this.#held.set(a.workload, { action, opensAt: o.until, timer });
         await recordHold(this.#d, t, { action, opensAt: o.until }, before, o.windowText);
+        return;
+      }
+      case 'config-missing': {
+        // No timer: the config's return is a change event, judged against the ledger (docs/adr/0024).
+        const t = this.#d.state.workloads.get(a.workload);
+        if (t) await recordMissing(this.#d, t, o.action, o.missing);
         return;
       }
       case 'dropped':

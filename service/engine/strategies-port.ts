@@ -37,12 +37,33 @@ export type ExecResult =
   | { kind: 'unsupported'; why: string }
   | { kind: 'failed'; error: Error; errorKind: 'webhook_send' | 'update_workload' };
 
+/** What the sweep asks of the reconciler about the reloads it knows. */
+export interface SweepView {
+  /** The uids of workloads with a reload pending or running (their surge pods stay). */
+  pendingOwners(): Set<string>;
+  /** True while a reload of this workload id runs here (it finishes its own Job record). */
+  running(id: string): boolean;
+  /** True when the ledger holds a pending reload for this workload id. */
+  pending(id: string): boolean;
+}
+
 export interface StrategiesPort {
   /** True when reloads go to --webhook-url instead of the cluster. */
   readonly notifies: boolean;
   run(req: ExecRequest): Promise<ExecResult>;
-  /** Deletes the surge pods of Deployments without a pending or running reload (`pendingOwners`, by uid). */
-  sweepSurgePods(pendingOwners: () => Set<string>, signal: AbortSignal): Promise<void>;
+  /**
+   * The configs ("ConfigMap/name") the workload's pods need (not optional) that do not exist now: a
+   * reload must not replace pods into them (docs/adr/0024). Throws when it cannot tell.
+   */
+  missingNeeded(t: TrackedWorkload, signal: AbortSignal): Promise<string[]>;
+  /**
+   * The periodic clean-up, also run when a term starts: deletes the surge pods of Deployments without
+   * a pending or running reload, and finishes Job reloads cut between the delete and the create
+   * (docs/adr/0025).
+   */
+  sweep(view: SweepView, signal: AbortSignal): Promise<void>;
+  /** A Job with a reload pending is gone: create its recorded Job now, not at the next sweep. Never throws. */
+  resumeJobs(view: SweepView, signal: AbortSignal): Promise<void>;
   /** Deletes the surge pods of one Deployment whose reload was dropped. */
   dropSurgePods(t: TrackedWorkload, signal: AbortSignal): Promise<void>;
 }
