@@ -148,7 +148,11 @@ describe('verdict', () => {
     });
   });
   it('records what pods not replaced run: a deleted config keeps its applied digest', () => {
-    expect(recordable({ a: MISSING, b: '2', n: '1' }, { a: '1', b: '1' })).toEqual({ a: '1', b: '2', n: '1' });
+    expect(recordable({ a: MISSING, b: '2', n: '1' }, { a: '1', b: '1' })).toEqual({
+      a: '1',
+      b: '2',
+      n: '1',
+    });
     expect(recordable({ a: MISSING }, { a: '1' }, { reloadOnDelete: true })).toEqual({ a: MISSING });
     expect(recordable({ a: MISSING }, undefined)).toEqual({ a: MISSING });
   });
