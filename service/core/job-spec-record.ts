@@ -1,4 +1,4 @@
-// The durable record of a Job reload in progress (docs/adr/0021): the spec of the Job to create again,
+// The durable record of a Job reload in progress (docs/adr/0025): the spec of the Job to create again,
 // written before the old Job is deleted, so a crash, a lost Lease or a deadline between the delete and
 // the create never loses the run. Pure: the ConfigMap it lives in is named, encoded and decoded here.
 // Decoding checks everything, because the ConfigMap can be edited by hand: a bad record is reported,

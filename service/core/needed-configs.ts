@@ -1,7 +1,7 @@
 // Which configs a workload's pods cannot start without. Kubernetes defaults `optional` to false: a pod
 // whose required ConfigMap or Secret is missing stays in CreateContainerConfigError (env) or
 // ContainerCreating (volume), so replacing a running pod then turns a working replica into a broken
-// one. A reload never does that: it is held until the config exists again (docs/adr/0020).
+// one. A reload never does that: it is held until the config exists again (docs/adr/0024).
 import type { ConfigRef, ConfigUse } from './types.ts';
 
 /**

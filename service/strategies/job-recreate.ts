@@ -4,7 +4,7 @@
 // two never run at once. The template is copied as it is, without the labels the API server adds
 // to it (they name the old Job's uid and are added again for the new one).
 // Between the delete and the create the new Job exists only as a record in the service's namespace
-// (core/job-spec-record.ts, docs/adr/0021), written before the delete: an attempt cut by a crash, a
+// (core/job-spec-record.ts, docs/adr/0025), written before the delete: an attempt cut by a crash, a
 // lost Lease or the deadline is finished by the next one, or by resumeJobRecreates, exactly once.
 import type { V1Job } from '@kubernetes/client-node';
 import { KEYS } from '../core/annotations.ts';

@@ -26,7 +26,7 @@ export interface StrategyContext {
    * it resumes the same reload, and one before it re-detects the change instead.
    */
   begin(targets?: readonly string[]): Promise<void>;
-  /** Where a Job reload records the Job to create before deleting the old one (docs/adr/0021). */
+  /** Where a Job reload records the Job to create before deleting the old one (docs/adr/0025). */
   jobSpecs?: JobSpecStore;
 }
 

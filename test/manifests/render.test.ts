@@ -262,7 +262,7 @@ describe('the Helm chart', () => {
         'batch/jobs': ['create', 'delete', 'get', 'list', 'watch'],
       });
       expect(verbsByResource(byDefault, 'namespace')).toEqual({
-        // delete: a Job reload's record goes once its Job is created again (docs/adr/0021).
+        // delete: a Job reload's record goes once its Job is created again (docs/adr/0025).
         configmaps: ['create', 'delete', 'get', 'list', 'patch'],
         secrets: ['create'],
         'coordination.k8s.io/leases': ['create', 'get', 'update'],
