@@ -113,9 +113,10 @@ export class Reconciler {
       changeRV: (ids) => changeRV(this.#d.state, ids),
       submit: (a) => this.#submit(a),
     });
-    await this.#sweep();
     const gone = [...ledger.entries().keys()].filter((id) => !state.workloads.has(id));
     if (gone.length > 0) await ledger.removeMany(gone);
+    // After that: a Job the sweep creates again is new, baselined, not the gone one's pending reload.
+    await this.#sweep();
     if (this.#signal.aborted) return; // stopped (leadership lost) while starting
     this.#live = true;
     this.#starting = false;
@@ -464,12 +465,9 @@ export class Reconciler {
         await recordHold(this.#d, t, { action, opensAt: o.until }, before, o.windowText);
         return;
       }
-      case 'config-missing': {
+      case 'config-missing':
         // No timer: the config's return is a change event, judged against the ledger (docs/adr/0024).
-        const t = this.#d.state.workloads.get(a.workload);
-        if (t) await recordMissing(this.#d, t, o.action, o.missing);
-        return;
-      }
+        return recordMissing(this.#d, o.action, o.missing);
       case 'dropped':
       case 'interrupted':
         return;

@@ -73,11 +73,12 @@ export async function recordHold(
  */
 export async function recordMissing(
   d: ReconcilerDeps,
-  t: TrackedWorkload,
   action: ReloadAction,
   missing: readonly string[],
 ): Promise<void> {
   const { ledger, log } = d;
+  const t = d.state.workloads.get(action.workload);
+  if (!t) return;
   const changed = action.changed.map(display);
   d.metrics?.reloadHeld('config-missing');
   log.warn({ ...fields(t), configs: changed, missing }, 'reload held: a config the pods need is missing');
