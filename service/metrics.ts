@@ -196,7 +196,7 @@ export class Metrics {
     });
     this.#stalls = new Counter({
       name: 'gitops_reloader_reload_stalls_total',
-      help: 'Reload attempts reported stalled (a ReloadStalled Event each): blocked past --stall-after, or stopped at --reload-deadline and re-queued.',
+      help: 'Reload attempts reported stalled (a ReloadStalled Event each): blocked past --stall-after, or stopped after no progress for --reload-deadline and re-queued.',
       labelNames: ['why'],
       registers,
     });
@@ -377,7 +377,7 @@ export class Metrics {
     this.#gitPushRetries.inc();
   }
 
-  /** A reload was reported stalled: blocked past --stall-after, or stopped at --reload-deadline. */
+  /** A reload was reported stalled: blocked past --stall-after, or stopped after no progress for --reload-deadline. */
   reloadStall(why: 'blocked' | 'deadline'): void {
     this.#stalls.inc({ why });
   }

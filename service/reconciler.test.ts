@@ -22,6 +22,15 @@ async function world(flags: string[], annotations: Record<string, string> = {}) 
   return { ...w, target };
 }
 
+/** A world with the given deadline, whose config changed: its reload is running, not yet ended. */
+async function runningReload(deadline: string) {
+  const w = await world(['--min-reload-interval=0s', `--reload-deadline=${deadline}`]);
+  w.change('a', 'cm', { k: '2' });
+  await w.time.advance(w.time.clock.now + 1000);
+  await w.settle();
+  return { w, run: w.strategies.runs[0], start: w.time.clock.now };
+}
+
 describe('Reconciler, step by step', () => {
   it('records a baseline at start and reloads a change once the debounce has passed', async () => {
     const w = await world([]);
@@ -129,19 +138,47 @@ describe('Reconciler, step by step', () => {
   });
 
   it('a run past --reload-deadline is cut, reported, and retried from the same change', async () => {
-    const w = await world(['--min-reload-interval=0s', '--reload-deadline=30s']);
-    w.change('a', 'cm', { k: '2' });
-    await w.time.advance(w.time.clock.now + 1000);
-    await w.settle();
-    const a1 = w.strategies.runs[0];
+    const { w, run: a1 } = await runningReload('30s');
     await w.time.advance(w.time.clock.now + 30_000);
     expect(a1?.req.signal.aborted).toBe(true);
     a1?.end({ kind: 'failed', error: new Error('aborted'), errorKind: 'update_workload' });
     await w.settle();
-    expect(w.events.find((e) => e.reason === 'ReloadStalled')?.message).toMatch(/attempt 1 did not finish/);
+    expect(w.events.find((e) => e.reason === 'ReloadStalled')?.message).toMatch(
+      /attempt 1 made no progress for 30s/,
+    );
     await w.time.advance(w.time.clock.now + 2000);
     await w.settle();
     expect(w.strategies.runs[1]?.req.action.cutoffMs).toBe(a1?.req.action.cutoffMs);
+  });
+
+  it('a run that keeps making progress is not cut at --reload-deadline, however long it takes (finding 4)', async () => {
+    const { w, run: a1, start } = await runningReload('10s');
+    // A pod replaced every 8 s for 80 s: eight deadline periods in all, never one without progress.
+    for (let t = 8_000; t <= 80_000; t += 8_000) {
+      await w.time.advance(start + t);
+      expect(a1?.req.signal.aborted).toBe(false);
+      a1?.req.onProgress();
+    }
+    a1?.end({ kind: 'done', replaced: 10, summary: 'restarted' });
+    await w.settle();
+    expect(w.events.map((e) => e.reason)).toEqual(['Reloaded']);
+    expect(w.ledger.get(ID)).toMatchObject({ configs: w.target() });
+    await w.time.advance(w.time.clock.now + 120_000);
+    await w.settle();
+    expect(w.strategies.runs).toHaveLength(1);
+  });
+
+  it('a run is cut one deadline period after its last progress', async () => {
+    const { w, run: a1, start } = await runningReload('10s');
+    await w.time.advance(start + 6_000);
+    a1?.req.onProgress();
+    await w.time.advance(start + 15_999);
+    expect(a1?.req.signal.aborted).toBe(false);
+    await w.time.advance(start + 16_000);
+    expect(a1?.req.signal.aborted).toBe(true);
+    a1?.end({ kind: 'failed', error: new Error('aborted'), errorKind: 'update_workload' });
+    await w.settle();
+    expect(w.events.find((e) => e.reason === 'ReloadStalled')?.message).toMatch(/attempt 1 made no progress/);
   });
 
   it('holds a change outside its restart window, joins a later change to it, and runs the newest once the window opens', async () => {

@@ -93,7 +93,7 @@ export const serveFlags: readonly FlagSpec[] = [
   {
     name: 'max-concurrent-reloads',
     type: 'int',
-    help: 'Reloads running at once across all workloads (each holds two watches while it runs); one namespace gets at most this minus one. The API server is protected by --api-write-qps, not by this.',
+    help: 'Reloads running at once across all workloads (each holds two watches while it runs); one namespace gets at most ⌊(this − 1) / 2⌋ of them (at least 1), so two namespaces with stuck reloads always leave a slot for a third. The API server is protected by --api-write-qps, not by this.',
     default: '20',
     min: 1,
   },
@@ -145,7 +145,7 @@ export const serveFlags: readonly FlagSpec[] = [
   {
     name: 'reload-deadline',
     type: 'duration',
-    help: 'A reload not finished after this long gives its slot back and is retried with backoff (a ReloadStalled Event each time); the pods it already replaced stay replaced.',
+    help: 'A reload that makes no progress (no pod evicted, no surge pod created) for this long gives its slot back and is retried with backoff (a ReloadStalled Event each time); the pods it already replaced stay replaced. Progress starts the period again, so a slow restart that keeps replacing pods is never cut: set it above the time one pod takes to be replaced (its shutdown and its start).',
     default: '5m',
     min: 1000,
   },

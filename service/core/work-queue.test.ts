@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { fakeTimers } from '../../test/support/fake-timers.ts';
-import { WorkQueue } from './work-queue.ts';
+import { groupShare, WorkQueue } from './work-queue.ts';
 
 interface A {
   workload: string;
@@ -192,7 +192,13 @@ describe('WorkQueue', () => {
 });
 
 describe('WorkQueue fairness and bounded state', () => {
-  it('never gives one namespace every slot, and picks the least busy namespace next', async () => {
+  it('bounds every namespace to ⌊(cap − 1) / 2⌋ slots, at least 1', () => {
+    expect([1, 2, 3, 4, 5, 6, 20].map(groupShare)).toEqual([1, 1, 1, 1, 2, 2, 9]);
+    // Any two namespaces together leave a slot free whenever the cap allows it (cap ≥ 3).
+    for (let cap = 3; cap <= 64; cap++) expect(2 * groupShare(cap)).toBeLessThanOrEqual(cap - 1);
+  });
+
+  it('two stuck namespaces leave a slot for a third, which starts at once', async () => {
     const started: string[] = [];
     const gates = new Map<string, ReturnType<typeof deferred>>();
     const q = new WorkQueue<A>({
@@ -206,21 +212,43 @@ describe('WorkQueue fairness and bounded state', () => {
         await g.promise;
       },
     });
-    // A tenant's stuck reloads are queued first.
-    for (const w of ['tenant/a', 'tenant/b', 'tenant/c', 'tenant/d']) q.submit({ workload: w, n: 0 });
-    q.submit({ workload: 'other/x', n: 0 });
+    // Two tenants' stuck reloads are queued first, and never finish on their own.
+    for (const w of ['tenant/a', 'tenant/b', 'tenant/c', 'stuck/p', 'stuck/q'])
+      q.submit({ workload: w, n: 0 });
+    expect(started).toEqual(['tenant/a', 'stuck/p']);
+    expect(q.active).toBe(2);
+    // A third namespace's reload arrives later and runs at once, with both tenants still stuck.
     q.submit({ workload: 'third/y', n: 0 });
-    expect(started).toEqual(['tenant/a', 'tenant/b', 'other/x']);
+    expect(started).toEqual(['tenant/a', 'stuck/p', 'third/y']);
+    // A freed slot goes to the least busy namespace with work waiting, within its share.
     gates.get('tenant/a')?.resolve();
     await new Promise((r) => setImmediate(r));
-    // The freed slot goes to the namespace running nothing, not to the tenant's queue.
-    expect(started).toEqual(['tenant/a', 'tenant/b', 'other/x', 'third/y']);
+    expect(started).toEqual(['tenant/a', 'stuck/p', 'third/y', 'tenant/b']);
     for (let i = 0; i < 6; i++) {
       for (const g of gates.values()) g.resolve();
       await new Promise((r) => setImmediate(r));
     }
     await q.drained();
-    expect(started.sort()).toEqual(['other/x', 'tenant/a', 'tenant/b', 'tenant/c', 'tenant/d', 'third/y']);
+    expect(started.sort()).toEqual(['stuck/p', 'stuck/q', 'tenant/a', 'tenant/b', 'tenant/c', 'third/y']);
+  });
+
+  it('holds one namespace to its share even when the other slots are idle', async () => {
+    let running = 0;
+    let most = 0;
+    const q = new WorkQueue<A>({
+      maxConcurrent: 20,
+      minIntervalMs: 0,
+      groupOf: (w) => w.split('/')[0] as string,
+      run: async () => {
+        running++;
+        most = Math.max(most, running);
+        await new Promise((r) => setImmediate(r));
+        running--;
+      },
+    });
+    for (let i = 0; i < 40; i++) q.submit({ workload: `tenant/w${i}`, n: i });
+    await q.drained();
+    expect(most).toBe(9);
   });
 
   it('forgets a workload once it is idle and its minimum interval is over', async () => {

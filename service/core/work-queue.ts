@@ -5,8 +5,9 @@
 // has more than one action queued. Submission order says nothing about which change is newer (a
 // retry resubmits an old action): the reconciler's merge keeps the newer change's action
 // (core/reload-action.ts, mergeActions); without `merge` the later submission replaces the queued one.
-// Fair across groups (namespaces): no group runs more than maxPerGroup at once, and the next action
-// comes from the group running the fewest, so one tenant's stuck reloads cannot hold every slot.
+// Fair across groups (namespaces): no group runs more than its share of the slots at once (groupShare:
+// any two groups together leave a slot free, so two tenants' stuck reloads never keep a third waiting;
+// docs/adr/0028), and the next action comes from the group running the fewest.
 // A workload's slot is dropped once it is idle and its minimum interval has passed.
 
 import { realTimers, type Timers } from './batcher.ts';
@@ -39,8 +40,20 @@ export interface WorkQueueOptions<A> {
   timers?: Timers;
   /** The group (namespace) of a workload, for fairness. Default: one group. */
   groupOf?: (workload: string) => string;
-  /** At most this many running per group. Default with groupOf: maxConcurrent − 1 (at least 1). */
+  /** At most this many running per group. Default with groupOf: groupShare(maxConcurrent). */
   maxPerGroup?: number;
+}
+
+/**
+ * The most slots one group (namespace) may hold at once: ⌊(cap − 1) / 2⌋, at least 1. Any two groups
+ * together then hold at most cap − 1 slots, so while two namespaces' reloads are stuck (a PDB that
+ * allows no eviction) a third namespace still finds a free slot at once, not after their deadlines.
+ * The bound is fixed, not relative to the namespaces active now: slots are never taken back from a
+ * running reload, so a share computed while one namespace was alone would still hold when others
+ * arrive. With a cap of 1 or 2 no share can leave room for a third namespace; the share is then 1.
+ */
+export function groupShare(maxConcurrent: number): number {
+  return Math.max(1, Math.floor((maxConcurrent - 1) / 2));
 }
 
 export class WorkQueue<A extends QueuedAction> {
@@ -57,7 +70,7 @@ export class WorkQueue<A extends QueuedAction> {
   constructor(opts: WorkQueueOptions<A>) {
     this.opts = opts;
     this.#maxPerGroup =
-      opts.maxPerGroup ?? (opts.groupOf ? Math.max(1, opts.maxConcurrent - 1) : opts.maxConcurrent);
+      opts.maxPerGroup ?? (opts.groupOf ? groupShare(opts.maxConcurrent) : opts.maxConcurrent);
   }
 
   /** Workloads with state kept (running, queued, or within their minimum interval). */

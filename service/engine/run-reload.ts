@@ -5,6 +5,7 @@
 
 import { realTimers } from '../core/batcher.ts';
 import { namespaceKey, setDigest } from '../core/config-hash.ts';
+import { ProgressDeadline } from '../core/progress-deadline.ts';
 import { type Outcome, type ReloadAction, retryDelayMs } from '../core/reload-action.ts';
 import type { TrackedWorkload } from '../state.ts';
 import type { ReconcilerDeps } from './deps.ts';
@@ -69,12 +70,12 @@ export async function runReload(c: RunContext, t: TrackedWorkload, a: ReloadActi
     });
   };
   log.info({ ...f, cutoff, resumed: a.resumed ?? false }, 'reload started');
-  // The reload's own deadline: when it passes, the slot is given back and the reload re-queued.
+  // The reload's own deadline: when it made no progress for --reload-deadline, the slot is given back
+  // and the reload re-queued. Progress (a pod evicted, a surge pod created) starts the period again,
+  // so a slow restart that keeps moving is never cut (docs/adr/0028).
   const deadline = new AbortController();
-  const timers = d.timers ?? realTimers;
-  const deadlineTimer = timers.set(
-    () => deadline.abort(new Error(`the reload did not finish within ${cfg.reloadDeadlineMs / 1000}s`)),
-    cfg.reloadDeadlineMs,
+  const progress = new ProgressDeadline(d.timers ?? realTimers, cfg.reloadDeadlineMs, () =>
+    deadline.abort(new Error(`the reload made no progress for ${cfg.reloadDeadlineMs / 1000}s`)),
   );
   const signal = AbortSignal.any([c.signal, deadline.signal]);
   let r: Exclude<ExecResult, { kind: 'done' | 'unsupported' }>;
@@ -101,6 +102,7 @@ export async function runReload(c: RunContext, t: TrackedWorkload, a: ReloadActi
           'Warning',
         );
       },
+      onProgress: () => progress.progress(),
       log,
     });
     if (res.kind === 'done') {
@@ -144,7 +146,7 @@ export async function runReload(c: RunContext, t: TrackedWorkload, a: ReloadActi
       errorKind: 'update_workload',
     };
   } finally {
-    timers.clear(deadlineTimer);
+    progress.stop();
   }
   if (c.signal.aborted) {
     metric?.finish('interrupted');
@@ -165,7 +167,7 @@ export async function runReload(c: RunContext, t: TrackedWorkload, a: ReloadActi
     await event(
       t,
       'ReloadStalled',
-      `attempt ${n} did not finish within ${cfg.reloadDeadlineMs / 1000}s; released its slot, retrying in ${retryMs / 1000}s`,
+      `attempt ${n} made no progress for ${cfg.reloadDeadlineMs / 1000}s; released its slot, retrying in ${retryMs / 1000}s`,
       'Warning',
     );
     return { kind: 'retry', action: a, afterMs: retryMs, failed: true, ...(targets ? { targets } : {}) };

@@ -20,12 +20,14 @@ export interface ExecRequest {
   configHash: string;
   /** Called once before the first write: records the pending reload, with the pods it replaces. */
   begin(snapshot?: readonly string[]): Promise<void>;
-  /** Aborts when the term ends or the reload's deadline passes. */
+  /** Aborts when the term ends or the reload's deadline passes (no progress for --reload-deadline). */
   signal: AbortSignal;
   /** Aborts only when the term ends (a webhook delivery is not cut by the reload's deadline). */
   term: AbortSignal;
   stallAfterMs: number;
   onStall(why: string): void;
+  /** The reload moved on (a pod evicted, a surge pod created): its deadline starts again. */
+  onProgress(): void;
   log: Logger;
 }
 

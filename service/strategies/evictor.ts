@@ -71,6 +71,7 @@ export class PodEvictor {
       this.#blockedSince = undefined;
       if (r.outcome === 'evicted') {
         this.evicted.add(p.uid);
+        this.#ctx.progress();
         this.#ctx.log.debug(
           { workload: this.#workload, namespace: this.#namespace, pod: p.name },
           'pod evicted',

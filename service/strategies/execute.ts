@@ -69,6 +69,7 @@ export function strategyExecutor(d: ExecutorDeps): StrategiesPort {
       signal: r.signal,
       stallAfterMs: r.stallAfterMs,
       onStall: r.onStall,
+      progress: r.onProgress,
       cutoffMs: a.cutoffMs,
       ...(a.targets ? { targets: a.targets } : {}),
       configHash: r.configHash,

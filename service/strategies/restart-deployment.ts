@@ -130,6 +130,7 @@ async function createSurgePod(
   )) as V1Pod;
   const surgeName = created.metadata?.name as string;
   mine.set(surgeName, d.metadata?.annotations?.[REVISION]);
+  ctx.progress();
   await session.untilPods((all) => all.has(surgeName), 30_000);
 }
 
@@ -250,6 +251,7 @@ export async function restartDeployment(
         evictor.evicted.add(oldUid);
         handing.delete(oldUid);
         handed++;
+        ctx.progress();
       } else if (Date.now() - h.at > HANDOVER_WAIT_MS) {
         ctx.log.warn(
           { workload: `Deployment/${name}`, namespace, pod: h.name },

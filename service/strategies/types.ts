@@ -21,6 +21,11 @@ export interface StrategyContext {
   /** Called once when a reload has been blocked for stallAfterMs (e.g. by a PodDisruptionBudget). */
   onStall(reason: string): void;
   /**
+   * Called at each step that moves the reload on (a pod evicted, a surge pod created or handed over):
+   * --reload-deadline counts from the last one, so a slow restart that keeps moving is never cut.
+   */
+  progress(): void;
+  /**
    * Records the reload as pending in the ledger, with the uids of the pods it will replace when it
    * snapshotted them. A strategy calls it once, before its first write to the cluster; a crash after
    * it resumes the same reload, and one before it re-detects the change instead.
