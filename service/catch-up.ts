@@ -11,6 +11,7 @@ import {
   recreated,
 } from './core/catch-up.ts';
 import type { LedgerEntry } from './core/ledger-entry.ts';
+import type { VerdictOptions } from './core/plan.ts';
 import { selectorString } from './core/records.ts';
 import type { CoreApi } from './kube/api.ts';
 import type { Identify } from './kube/ledger.ts';
@@ -32,6 +33,7 @@ export async function catchUp(
   set: Record<string, string>,
   entry: LedgerEntry | undefined,
   key: KeyState,
+  opts: VerdictOptions = {},
 ): Promise<CatchUp> {
   const ref = t.rec.ref;
   const where = { workload: `${ref.kind}/${ref.name}`, namespace: ref.namespace };
@@ -54,8 +56,8 @@ export async function catchUp(
       'configs are new objects of recorded names (recreated while the service was down)',
     );
   }
-  const podsCreatedMs = needsPods(ref.kind, set, entry) ? await podTimes(d, t) : undefined;
-  const c = decide({ kind: ref.kind, uid: ref.uid, set, entry, key, config, podsCreatedMs });
+  const podsCreatedMs = needsPods(ref.kind, set, entry, opts) ? await podTimes(d, t) : undefined;
+  const c = decide({ kind: ref.kind, uid: ref.uid, set, entry, key, config, podsCreatedMs, opts });
   if (c.kind === 'reload' || c.kind === 'current') d.metrics?.caughtUp(c.kind);
   if (c.kind === 'current') {
     d.log.info(

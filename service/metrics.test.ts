@@ -168,9 +168,10 @@ describe('metrics', () => {
     const fixed = await count();
     for (let i = 0; i < 500; i++) m.reloadStarted('restart', 'Deployment').finish('success', 1);
     // Reloads add no series beyond the fixed set a fresh registry already exports (at 0), and that
-    // set stays small.
+    // set stays small. (160 with issue 20's and 26's families: held reloads, swept surge pods, start
+    // failures by reason, catch-up results, recreated objects; each a closed set of label values.)
     expect(await count()).toBeLessThanOrEqual(fixed + 20);
-    expect(fixed).toBeLessThan(160);
+    expect(fixed).toBeLessThanOrEqual(170);
   });
 });
 

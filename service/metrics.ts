@@ -107,6 +107,7 @@ export class Metrics {
   readonly #surgeSwept: Counter<'dry_run'>;
   readonly #keyChanges: Counter;
   readonly #stalls: Counter<'why'>;
+  readonly #held: Counter<'why'>;
   readonly #rebaselined: Counter;
   readonly #recreated: Counter<'object'>;
   readonly #caughtUp: Counter<'result'>;
@@ -200,6 +201,12 @@ export class Metrics {
       labelNames: ['why'],
       registers,
     });
+    this.#held = new Counter({
+      name: 'gitops_reloader_reloads_held_total',
+      help: 'Reloads held instead of run (a ReloadHeld Warning Event each): config-missing, a config the pods need does not exist, so a replaced pod could not start.',
+      labelNames: ['why'],
+      registers,
+    });
     this.#keyChanges = new Counter({
       name: 'gitops_reloader_key_changes_total',
       help: 'Starts that found the ledger written with another HMAC key (each re-baselines every workload).',
@@ -290,6 +297,7 @@ export class Metrics {
     for (const dry of ['true', 'false']) this.#surgeSwept.inc({ dry_run: dry }, 0);
     this.#keyChanges.inc(0);
     for (const why of ['blocked', 'deadline']) this.#stalls.inc({ why }, 0);
+    this.#held.inc({ why: 'config-missing' }, 0);
     this.#rebaselined.inc(0);
     for (const object of ['workload', 'config']) this.#recreated.inc({ object }, 0);
     for (const result of ['reload', 'current']) this.#caughtUp.inc({ result }, 0);
@@ -381,6 +389,11 @@ export class Metrics {
   /** A reload was reported stalled: blocked past --stall-after, or stopped after no progress for --reload-deadline. */
   reloadStall(why: 'blocked' | 'deadline'): void {
     this.#stalls.inc({ why });
+  }
+
+  /** A reload was held instead of run: a config its pods need is missing. */
+  reloadHeld(why: 'config-missing'): void {
+    this.#held.inc({ why });
   }
 
   /** The ledger was written with another HMAC key: `workloads` were re-baselined instead of reloaded. */

@@ -240,4 +240,89 @@ describe('Reconciler, step by step', () => {
     await w.settle();
     await w.reconciler.stop();
   });
+
+  it('a deleted config reloads nothing by default, and records nothing for it', async () => {
+    const w = await world([]);
+    const before = w.ledger.get(ID)?.configs;
+    w.remove('a', 'cm');
+    await w.time.advance(w.time.clock.now + 1000);
+    await w.settle();
+    expect(w.strategies.runs).toHaveLength(0);
+    // No reload was planned at all (one would be held here, since the pods need the config).
+    expect(w.events.map((e) => e.reason)).not.toContain('ReloadHeld');
+    expect(w.ledger.get(ID)?.configs).toEqual(before);
+    // Back with the content the pods run: still nothing to do.
+    w.change('a', 'cm', { k: '1' });
+    await w.time.advance(w.time.clock.now + 1000);
+    await w.settle();
+    expect(w.strategies.runs).toHaveLength(0);
+  });
+
+  it('with --reload-on-delete a deletion is a change, and its reload is held while the pods need the config', async () => {
+    const w = await world(['--reload-on-delete']);
+    const before = w.ledger.get(ID)?.configs;
+    w.remove('a', 'cm');
+    await w.time.advance(w.time.clock.now + 1000);
+    await w.settle();
+    expect(w.strategies.runs).toHaveLength(0);
+    expect(w.events.find((e) => e.reason === 'ReloadHeld')?.message).toMatch(/ConfigMap\/cm does not exist/);
+    expect(w.ledger.get(ID)).toEqual({ configs: before });
+  });
+
+  it('holds a reload of another change while a needed config is missing, and runs it when the config is back', async () => {
+    const w = engineWorld([]);
+    w.state.putConfig(w.putConfigMap('a', 'cm', { k: '1' }));
+    w.state.putConfig(w.putConfigMap('a', 'db', { u: 'x' }));
+    w.state.putWorkload(
+      w.deployment('a', 'web', ['cm', 'db']) as NonNullable<ReturnType<typeof w.deployment>>,
+    );
+    await w.reconciler.start();
+    const applied = w.ledger.get(ID)?.configs;
+    w.remove('a', 'db');
+    w.change('a', 'cm', { k: '2' });
+    await w.time.advance(w.time.clock.now + 1000);
+    await w.settle();
+    expect(w.strategies.runs).toHaveLength(0);
+    const held = w.events.filter((e) => e.reason === 'ReloadHeld');
+    expect(held).toHaveLength(1);
+    expect(held[0]?.message).toMatch(/^ConfigMap\/cm changed; reload held: ConfigMap\/db does not exist/);
+    expect(w.ledger.get(ID)).toEqual({ configs: applied });
+    // The config's return is the change that plans the reload again, naming what differs (it runs
+    // once --min-reload-interval, 10 s, has passed since the held one).
+    w.change('a', 'db', { u: 'x' });
+    await w.time.advance(w.time.clock.now + 10_000);
+    await w.settle();
+    expect(w.strategies.runs).toHaveLength(1);
+    const run = w.strategies.runs[0];
+    expect(run?.req.action.changed).toEqual(['ConfigMap/a/cm']);
+    run?.end({ kind: 'done', replaced: 1, summary: 'restarted' });
+    await w.settle();
+    const t = w.state.workloads.get(ID);
+    expect(w.ledger.get(ID)?.configs).toEqual(t && watchedSet(t.rec, t.parsed, w.state, w.globals).digests);
+  });
+
+  it('at start, a config deleted while down reloads nothing unless --reload-on-delete', async () => {
+    for (const [flags, runs] of [
+      [[], 0],
+      [['--reload-on-delete'], 1],
+    ] as const) {
+      const w = engineWorld([...flags]);
+      const cm = w.putConfigMap('a', 'cm', { k: '1' });
+      w.state.putConfig(cm);
+      w.state.putWorkload(w.deployment('a', 'web', 'cm') as NonNullable<ReturnType<typeof w.deployment>>);
+      const t = w.state.workloads.get(ID);
+      if (!t) throw new Error('no workload');
+      const applied = watchedSet(t.rec, t.parsed, w.state, w.globals).digests;
+      await w.ledger.put(ID, { configs: applied });
+      w.state.deleteConfig(cm.ref);
+      await w.reconciler.start();
+      await w.time.advance(w.time.clock.now + 1000);
+      await w.settle();
+      expect(w.strategies.sweeps[0]).toBeDefined(); // the term started, and swept
+      // With the flag the reload is planned, and held: the pods need the config.
+      expect(w.events.filter((e) => e.reason === 'ReloadHeld')).toHaveLength(runs);
+      expect(w.strategies.runs).toHaveLength(0);
+      expect(w.ledger.get(ID)?.configs).toEqual(applied);
+    }
+  });
 });

@@ -31,11 +31,13 @@ import { configId } from './core/types.ts';
 import { WorkQueue } from './core/work-queue.ts';
 import { decide } from './engine/decide.ts';
 import type { ReconcilerDeps } from './engine/deps.ts';
-import { type Held, heldAction, recordHold } from './engine/hold.ts';
+import { type Held, heldAction, recordHold, recordMissing } from './engine/hold.ts';
 import { Recorder } from './engine/recorder.ts';
 import { changeRV, emitOn, fields, reportPolicy } from './engine/report.ts';
 import { runReload } from './engine/run-reload.ts';
 import { judgeAtStart, sameDigests as same } from './engine/startup.ts';
+import type { SweepView } from './engine/strategies-port.ts';
+import { sweepView } from './engine/sweep-view.ts';
 import type { TrackedWorkload } from './state.ts';
 
 export type { ReloadAction } from './core/reload-action.ts';
@@ -112,9 +114,10 @@ export class Reconciler {
       changeRV: (ids) => changeRV(this.#d.state, ids),
       submit: (a) => this.#submit(a),
     });
-    await this.#cleanUpSurgePods();
     const gone = [...ledger.entries().keys()].filter((id) => !state.workloads.has(id));
     if (gone.length > 0) await ledger.removeMany(gone);
+    // After that: a Job the sweep creates again is new, baselined, not the gone one's pending reload.
+    await this.#sweep();
     if (this.#signal.aborted) return; // stopped (leadership lost) while starting
     this.#live = true;
     this.#starting = false;
@@ -126,7 +129,7 @@ export class Reconciler {
   #armSweep(): void {
     const timer = this.#timers.set(() => {
       if (!this.#live) return;
-      this.#cleanUpSurgePods()
+      this.#sweep()
         .catch((err: Error) =>
           this.#d.log.warn({ err: err.message }, 'surge-pod sweep failed; the next one retries'),
         )
@@ -136,26 +139,14 @@ export class Reconciler {
     this.#sweepTimer = timer;
   }
 
-  /** Surge pods no pending reload needs go; in a dry run they are reported (docs/adr/0026). */
-  async #cleanUpSurgePods(): Promise<void> {
-    const { state, ledger } = this.#d;
-    const pending = () => {
-      const uids = new Set<string>();
-      // A pending reload out of scope is not resumed (start() skips it): its surge pods are not needed.
-      for (const t of state.workloads.values()) {
-        if (ledger.get(t.id)?.pending && this.#d.inScope(t.rec.ref.namespace)) uids.add(t.rec.ref.uid);
-      }
-      // A reload running here may have created a surge pod before its pending write landed.
-      for (const id of this.#running) {
-        const uid = state.workloads.get(id)?.rec.ref.uid;
-        if (uid) uids.add(uid);
-      }
-      return uids;
-    };
-    await this.#d.strategies.sweepSurgePods(
-      { pending, reloaded: () => ledger.entries().keys() },
-      this.#signal,
-    );
+  /** Surge pods no reload needs go (reported in a dry run), and cut Job reloads finish (docs/adr/0025, 0026). */
+  #sweep(): Promise<void> {
+    return this.#d.strategies.sweep(this.#view(), this.#signal);
+  }
+
+  /** What the sweep asks about the reloads this reconciler knows. */
+  #view(): SweepView {
+    return sweepView(this.#d, this.#running);
   }
 
   /** A ConfigMap or Secret was added, changed or deleted after the initial sync. */
@@ -250,6 +241,10 @@ export class Reconciler {
 
   async workloadDeleted(id: string): Promise<void> {
     this.#failures.delete(id);
+    // A Job whose reload was cut mid-wait (deadline) is created again as soon as the old one is gone.
+    if (this.#live && id.startsWith('Job/') && this.#d.ledger.get(id)?.pending && !this.#running.has(id)) {
+      void this.#d.strategies.resumeJobs(this.#view(), this.#signal);
+    }
     if (!this.#running.has(id) && !this.#retrying.has(id)) {
       this.#newest.delete(id);
       this.#recorder.forget(id);
@@ -293,7 +288,7 @@ export class Reconciler {
     }
     const set = this.#set(t) ?? {};
     const entry = ledger.get(t.id);
-    const v = verdict(set, entry?.configs);
+    const v = verdict(set, entry?.configs, { reloadOnDelete: this.#d.cfg.reloadOnDelete });
     try {
       switch (v.kind) {
         case 'baseline':
@@ -302,12 +297,15 @@ export class Reconciler {
           log.info(fields(t), 'baseline recorded');
           return;
         case 'rebaseline':
-          await ledger.put(t.id, { ...entry, configs: set });
+          await ledger.put(t.id, { ...entry, configs: v.record });
           log.info({ ...fields(t), added: v.added, removed: v.removed }, 'watched configs changed; recorded');
           return;
         case 'none':
           this.#d.metrics?.reloader.skipped('no_data_change');
-          log.info({ ...fields(t), configs: b.configs }, 'no reload needed');
+          log.info(
+            { ...fields(t), configs: b.configs, ...(v.deleted.length > 0 ? { deleted: v.deleted } : {}) },
+            'no reload needed',
+          );
           return;
         case 'reload':
           this.#d.metrics?.reloader.workloadMatched(t.rec.ref.kind);
@@ -419,7 +417,7 @@ export class Reconciler {
     }
   }
 
-  /** The one place where how a run ended becomes a timer: a retry, or a hold until a window opens. */
+  /** The one place where how a run ended becomes a timer (a retry, a hold until a window opens) or a record. */
   async #settle(a: ReloadAction, o: Outcome): Promise<void> {
     switch (o.kind) {
       case 'done':
@@ -454,6 +452,9 @@ export class Reconciler {
         await recordHold(this.#d, t, { action, opensAt: o.until }, before, o.windowText);
         return;
       }
+      case 'config-missing':
+        // No timer: the config's return is a change event, judged against the ledger (docs/adr/0024).
+        return recordMissing(this.#d, o.action, o.missing);
       case 'dropped':
       case 'interrupted':
         return;

@@ -17,6 +17,7 @@ import { type ClusterAccess, writeGatedAccess } from './kube/access.ts';
 import { appsApi, batchApi, type CoreApi, coreApi, customApi } from './kube/api.ts';
 import { EventRecorder } from './kube/events.ts';
 import { HashKeyError, readOrCreateHashKey } from './kube/hash-key-secret.ts';
+import { JobSpecStore } from './kube/job-spec-store.ts';
 import {
   CachesNotSynced,
   type LeaderElection,
@@ -191,6 +192,15 @@ export async function serve(
     metrics,
     git,
     ...(webhook ? { webhook } : {}),
+    // Job reload records live beside the ledger, in the release namespace (docs/adr/0025).
+    jobSpecs: new JobSpecStore({
+      // Leader writes: fenced by the clock like the ledger's (docs/adr/0027).
+      core: leaderCore,
+      namespace: ledger.namespace,
+      prefix: ledger.prefix,
+      warn: (msg, f) => log.warn(f, msg),
+    }),
+    events,
   });
   const newReconciler = (term?: AbortSignal) =>
     new Reconciler({
@@ -206,7 +216,7 @@ export async function serve(
       inScope,
       gate: argocd.gate,
       metrics,
-      catchUp: (t, set, entry, key) => catchUp({ core, state, log, metrics }, t, set, entry, key),
+      catchUp: (t, set, entry, key, opts) => catchUp({ core, state, log, metrics }, t, set, entry, key, opts),
     });
   // A live watch reports a relist at least every relist interval, so two intervals of silence means stuck.
   const progress = new WatchProgress(2 * cfg.relistIntervalMs + 60_000);

@@ -124,6 +124,12 @@ export const serveFlags: readonly FlagSpec[] = [
     default: '30s',
   },
   {
+    name: 'reload-on-delete',
+    type: 'bool',
+    help: "A deleted ConfigMap or Secret a workload references is a change that reloads it (Stakater Reloader's flag, same name and default). Off: a deletion changes nothing, and the config's next content is compared with the one the pods run. Either way a reload never replaces pods while a config they need (not optional) is missing: it is held, with a ReloadHeld Warning Event, until the config exists again.",
+    default: 'false',
+  },
+  {
     name: 'include-helm-release-secrets',
     type: 'bool',
     help: 'Also watch Secrets of type helm.sh/release.v1 (Helm release records, up to 1 MiB each). Off: the API server leaves them out of every LIST and watch.',
@@ -407,6 +413,8 @@ export interface Config {
   minReloadIntervalMs: number;
   stallAfterMs: number;
   reloadDeadlineMs: number;
+  /** --reload-on-delete: a deleted config a workload references is a change (Reloader's default: off). */
+  reloadOnDelete: boolean;
   surgeSweepIntervalMs: number;
   leaderCacheSyncTimeoutMs: number;
   notificationRecordMaxAgeMs: number;
@@ -528,6 +536,7 @@ export function buildConfig(
     minReloadIntervalMs: num(values['min-reload-interval']),
     stallAfterMs: num(values['stall-after']),
     reloadDeadlineMs: num(values['reload-deadline']),
+    reloadOnDelete: values['reload-on-delete'] === true,
     surgeSweepIntervalMs: num(values['surge-sweep-interval']),
     leaderCacheSyncTimeoutMs: num(values['leader-cache-sync-timeout']),
     notificationRecordMaxAgeMs: num(values['notification-record-max-age']),

@@ -64,13 +64,16 @@ describe('Reloader flags', () => {
   });
 
   it('accepts the behaviours we always have, and refuses turning them off, naming what we do instead', () => {
-    expect(
-      load('--reload-on-create=true', '--reload-on-delete=true', '--sync-after-restart').reloaderNotes,
-    ).toHaveLength(3);
+    expect(load('--reload-on-create=true', '--sync-after-restart').reloaderNotes).toHaveLength(2);
     expect(() => load('--reload-on-create=false')).toThrow(
       /--reload-on-create=false is refused: gitops-reloader always reloads on a ConfigMap or Secret .* created/,
     );
-    expect(() => load('--reload-on-delete=false')).toThrow(/--reload-on-delete=false is refused/);
+    // --reload-on-delete is our own flag with Reloader's meaning: both values, default false.
+    expect(load().reloadOnDelete).toBe(false);
+    expect(load('--reload-on-delete=false').reloadOnDelete).toBe(false);
+    expect(load('--reload-on-delete=true').reloadOnDelete).toBe(true);
+    expect(load('--reload-on-delete').reloadOnDelete).toBe(true);
+    expect(() => load('--reload-on-delete=maybe')).toThrow(/--reload-on-delete/);
     expect(() => load('--sync-after-restart=false')).toThrow(/ledger/);
   });
 

@@ -66,13 +66,6 @@ export const reloaderFlags: readonly FlagSpec[] = [
     ),
   },
   {
-    name: 'reload-on-delete',
-    type: 'string',
-    help: reloader(
-      'true is our behaviour (a deleted config a workload references is a change); false is refused.',
-    ),
-  },
-  {
     name: 'sync-after-restart',
     type: 'bool',
     help: reloader(
@@ -207,9 +200,9 @@ export function translateReloaderFlags(
     );
   }
 
+  // --reload-on-delete is our own flag (config.ts), with Reloader's meaning and default.
   for (const [name, what] of [
     ['reload-on-create', 'a ConfigMap or Secret a workload references being created'],
-    ['reload-on-delete', 'a ConfigMap or Secret a workload references being deleted'],
   ] as const) {
     if (!set(name)) continue;
     const v = str(name).toLowerCase();

@@ -9,6 +9,7 @@ import {
   newestWrite,
   recreated,
 } from './catch-up.ts';
+import { MISSING } from './config-hash.ts';
 import { REQUEST } from './plan.ts';
 
 const CFG = 'ConfigMap/ns/cfg';
@@ -91,13 +92,23 @@ describe('the catch-up rule: a change while the service was down, judged by the 
   });
 
   it('leaves equal digests, first sight and set changes to the digest verdict', () => {
-    expect(decide(input({ set: { [CFG]: 'old' } }))).toEqual({ kind: 'none' });
+    expect(decide(input({ set: { [CFG]: 'old' } }))).toEqual({ kind: 'none', deleted: [] });
     expect(decide(input({ entry: undefined }))).toEqual({ kind: 'baseline' });
     expect(decide(input({ set: { [CFG]: 'old', [SEC]: 'x' } }))).toEqual({
       kind: 'rebaseline',
       added: [SEC],
       removed: [],
+      record: { [CFG]: 'old', [SEC]: 'x' },
     });
+  });
+
+  it('takes a deleted config for no change unless --reload-on-delete, whatever the pods', () => {
+    const deleted = { set: { [CFG]: MISSING }, facts: {}, podsCreatedMs: [WRITE - 60_000] };
+    expect(decide(input(deleted))).toEqual({ kind: 'none', deleted: [CFG] });
+    expect(needsPods('Deployment', deleted.set, { configs: { [CFG]: 'old' } })).toBe(false);
+    const on = { opts: { reloadOnDelete: true } };
+    expect(decide(input({ ...deleted, ...on }))).toEqual({ kind: 'reload', changed: [CFG] });
+    expect(needsPods('Deployment', deleted.set, { configs: { [CFG]: 'old' } }, on.opts)).toBe(true);
   });
 
   it('under a key it cannot compare with, judges by the pods too (an upgrade that changed the key)', () => {

@@ -16,7 +16,7 @@
 // is, so a pod created in the same second as the write may predate it: a tie counts as "before".
 
 import type { LedgerEntry } from './ledger-entry.ts';
-import { REQUEST, type Verdict, verdict } from './plan.ts';
+import { REQUEST, type Verdict, type VerdictOptions, verdict } from './plan.ts';
 import type { WorkloadKind } from './types.ts';
 
 /**
@@ -50,6 +50,8 @@ export interface CatchUpInput {
    * needsPods() says so.
    */
   podsCreatedMs: readonly number[] | undefined;
+  /** --reload-on-delete: off, a deleted config is no change here either (core/plan.ts verdict). */
+  opts?: VerdictOptions;
 }
 
 export type CatchUp =
@@ -78,8 +80,13 @@ export function judgedByPods(kind: WorkloadKind): boolean {
 }
 
 /** Whether decide() needs the pods' creation times for this workload (listing them costs a request). */
-export function needsPods(kind: WorkloadKind, set: Record<string, string>, entry: LedgerEntry | undefined) {
-  return judgedByPods(kind) && verdict(set, entry?.configs).kind === 'reload';
+export function needsPods(
+  kind: WorkloadKind,
+  set: Record<string, string>,
+  entry: LedgerEntry | undefined,
+  opts: VerdictOptions = {},
+) {
+  return judgedByPods(kind) && verdict(set, entry?.configs, opts).kind === 'reload';
 }
 
 /** Whether a pod created at `podMs` may predate a write at `writtenMs`, at whole-second precision. */
@@ -89,7 +96,7 @@ export function createdBefore(podMs: number, writtenMs: number): boolean {
 
 /** The start-up verdict for one workload that has no reload pending. */
 export function decide(input: CatchUpInput): CatchUp {
-  const v = verdict(input.set, input.entry?.configs);
+  const v = verdict(input.set, input.entry?.configs, input.opts);
   if (v.kind !== 'reload') return v;
   const pods = input.podsCreatedMs;
   const stale = v.changed.filter((id) => {
@@ -99,8 +106,9 @@ export function decide(input: CatchUpInput): CatchUp {
     if (pods === undefined) return input.key === 'same';
     if (pods.length === 0) return false;
     const facts = input.config(id);
-    // Deleted (its digest is the unkeyed "missing", so the difference is real whatever the key), or a
-    // write time that cannot be told: assume the change came after every pod.
+    // Deleted (its digest is the unkeyed "missing", so the difference is real whatever the key; only
+    // with --reload-on-delete is a deletion in `changed` at all), or a write time that cannot be told:
+    // assume the change came after every pod.
     if (facts?.writtenAtMs === undefined) return true;
     const written = facts.writtenAtMs;
     return pods.some((p) => createdBefore(p, written));

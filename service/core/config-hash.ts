@@ -166,7 +166,7 @@ const namespaceKeys = new WeakMap<Buffer, Map<string, Buffer>>();
  * this key alone computes every value of its namespace and none of another's. It can be given to the
  * namespace's team for its CI (`gitops-reloader tenant-key`) without the service key, from which it
  * cannot be inverted. The ledger's per-workload hash stays under the service key. See docs/adr/0010
- * and 0020.
+ * and 0022.
  *
  * The same Buffer is returned for the same key and namespace, so setDigest's KeyObject cache holds.
  */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { compileGlobals, DEFAULT_GLOBALS, parseWorkloadPolicy } from './annotations.ts';
-import { hashConfig } from './config-hash.ts';
-import { type ConfigLookup, REQUEST, verdict, watchedSet } from './plan.ts';
+import { hashConfig, MISSING } from './config-hash.ts';
+import { type ConfigLookup, REQUEST, recordable, verdict, watchedSet } from './plan.ts';
 import type { ConfigRecord, WorkloadRecord } from './records.ts';
 import { type ConfigRef, configId } from './types.ts';
 
@@ -117,13 +117,47 @@ describe('verdict', () => {
       kind: 'rebaseline',
       added: ['n'],
       removed: ['gone'],
+      record: { a: '1', n: '1' },
     });
   });
   it('treats a new reload request on a known workload as a reload', () => {
     expect(verdict({ a: '1', [REQUEST]: 't1' }, { a: '1' })).toEqual({ kind: 'reload', changed: [REQUEST] });
   });
   it('does nothing when nothing changed', () => {
-    expect(verdict({ a: '1' }, { a: '1' })).toEqual({ kind: 'none' });
+    expect(verdict({ a: '1' }, { a: '1' })).toEqual({ kind: 'none', deleted: [] });
+  });
+  it('does not reload on a deletion by default, and records the digest the pods still run', () => {
+    expect(verdict({ a: MISSING, b: '1' }, { a: '1', b: '1' })).toEqual({ kind: 'none', deleted: ['a'] });
+    // A config joining the set at the same time records the set, with the deleted one as applied.
+    expect(verdict({ a: MISSING, n: '1' }, { a: '1' })).toEqual({
+      kind: 'rebaseline',
+      added: ['n'],
+      removed: [],
+      record: { a: '1', n: '1' },
+    });
+    // Another config changing reloads, naming only that one.
+    expect(verdict({ a: MISSING, b: '2' }, { a: '1', b: '1' })).toEqual({ kind: 'reload', changed: ['b'] });
+    // Re-created with the content the pods run: nothing to do; with other content: a reload.
+    expect(verdict({ a: '1' }, { a: '1' })).toEqual({ kind: 'none', deleted: [] });
+    expect(verdict({ a: '3' }, { a: '1' })).toEqual({ kind: 'reload', changed: ['a'] });
+  });
+  it('reloads on a deletion with reloadOnDelete', () => {
+    expect(verdict({ a: MISSING }, { a: '1' }, { reloadOnDelete: true })).toEqual({
+      kind: 'reload',
+      changed: ['a'],
+    });
+  });
+  it('records what pods not replaced run: a deleted config keeps its applied digest', () => {
+    expect(recordable({ a: MISSING, b: '2', n: '1' }, { a: '1', b: '1' })).toEqual({
+      a: '1',
+      b: '2',
+      n: '1',
+    });
+    expect(recordable({ a: MISSING }, { a: '1' }, { reloadOnDelete: true })).toEqual({ a: MISSING });
+    expect(recordable({ a: MISSING }, undefined)).toEqual({ a: MISSING });
+  });
+  it('reloads when a config missing at the last reload is created (reload on create)', () => {
+    expect(verdict({ a: '1' }, { a: MISSING })).toEqual({ kind: 'reload', changed: ['a'] });
   });
 });
 
@@ -148,6 +182,7 @@ describe('SecretProviderClasses in the watched set', () => {
       kind: 'rebaseline',
       added: ['SecretProviderClass/ns/vault-db'],
       removed: [],
+      record: after,
     });
   });
 
@@ -156,6 +191,6 @@ describe('SecretProviderClasses in the watched set', () => {
     const v2 = setOf(w, lookup(spc('vault-db', { 'secret/db': 'v2' }))).digests;
     const again = setOf(w, lookup(spc('vault-db', { 'secret/db': 'v1' }))).digests;
     expect(verdict(v2, v1)).toEqual({ kind: 'reload', changed: ['SecretProviderClass/ns/vault-db'] });
-    expect(verdict(again, v1)).toEqual({ kind: 'none' });
+    expect(verdict(again, v1)).toEqual({ kind: 'none', deleted: [] });
   });
 });

@@ -12,7 +12,7 @@ import {
   type ParsedWorkloadPolicy,
   rulesFor,
 } from './annotations.ts';
-import { usageDigest } from './config-hash.ts';
+import { MISSING, usageDigest } from './config-hash.ts';
 import type { ConfigRecord, WorkloadRecord } from './records.ts';
 import { type ConfigRef, type ConfigUse, configId } from './types.ts';
 
@@ -82,13 +82,28 @@ export function watchedSet(
 export type Verdict =
   | { kind: 'baseline' }
   | { kind: 'reload'; changed: string[] }
-  | { kind: 'rebaseline'; added: string[]; removed: string[] }
-  | { kind: 'none' };
+  | {
+      kind: 'rebaseline';
+      added: string[];
+      removed: string[];
+      /** What to record: the current set, but deleted configs keep their last applied digest. */
+      record: Record<string, string>;
+    }
+  | { kind: 'none'; deleted: string[] };
+
+export interface VerdictOptions {
+  /**
+   * --reload-on-delete: a config that was deleted is a change. Off (the default, as in Reloader): a
+   * deletion changes nothing the pods run, so it neither reloads nor is recorded; the config's next
+   * content is compared with the digest last applied.
+   */
+  reloadOnDelete?: boolean;
+}
 
 /**
  * Compares what the workload sees now with what was last applied.
  * - never recorded → baseline (a fresh install or a new workload restarts nothing);
- * - a watched config's digest differs → reload;
+ * - a watched config's digest differs → reload (a deletion only with reloadOnDelete);
  * - a new reload request → reload;
  * - only the set changed (a config newly referenced or dropped, e.g. with a template change,
  *   which rolls the pods by itself) → record the new set without restarting.
@@ -96,23 +111,49 @@ export type Verdict =
 export function verdict(
   current: Record<string, string>,
   applied: Record<string, string> | undefined,
+  opts: VerdictOptions = {},
 ): Verdict {
   if (applied === undefined) return { kind: 'baseline' };
   const changed: string[] = [];
   const added: string[] = [];
+  const deleted: string[] = [];
   for (const [id, digest] of Object.entries(current)) {
     if (!Object.hasOwn(applied, id)) {
       if (id === REQUEST) changed.push(id);
       else added.push(id);
     } else if (applied[id] !== digest) {
-      changed.push(id);
+      if (digest === MISSING && !opts.reloadOnDelete) deleted.push(id);
+      else changed.push(id);
     }
   }
   const removed = Object.keys(applied).filter((id) => !Object.hasOwn(current, id));
   if (changed.length > 0) return { kind: 'reload', changed: changed.sort() };
-  if (added.length > 0 || removed.length > 0)
-    return { kind: 'rebaseline', added: added.sort(), removed: removed.sort() };
-  return { kind: 'none' };
+  if (added.length > 0 || removed.length > 0) {
+    return {
+      kind: 'rebaseline',
+      added: added.sort(),
+      removed: removed.sort(),
+      record: recordable(current, applied, opts),
+    };
+  }
+  return { kind: 'none', deleted: deleted.sort() };
+}
+
+/**
+ * What to record for a workload whose pods were not replaced: the current set, except that (unless
+ * reloadOnDelete) a deleted config keeps the digest last applied, since the pods still run that.
+ */
+export function recordable(
+  current: Record<string, string>,
+  applied: Record<string, string> | undefined,
+  opts: VerdictOptions = {},
+): Record<string, string> {
+  const record = { ...current };
+  if (opts.reloadOnDelete || !applied) return record;
+  for (const [id, digest] of Object.entries(current)) {
+    if (digest === MISSING && Object.hasOwn(applied, id)) record[id] = applied[id] as string;
+  }
+  return record;
 }
 
 /** A workload takes part when something could reload it, or when the ledger already knows it. */

@@ -69,6 +69,8 @@ export function retryDelayMs(attempt: number): number {
  *  - retry: run `action` (the one that ran) again after `afterMs`, replacing the pods in `targets` when
  *    the run snapshotted them.
  *  - hold: run it again once `until` (epoch ms) is reached: its restart window opens then.
+ *  - config-missing: not run, because configs the pods need (`missing`) do not exist. No timer: the
+ *    config's return is a change, judged against the ledger like any other (docs/adr/0024).
  *  - dropped: the workload is gone, opted out or invalid, or a newer action covers this one.
  *  - interrupted: the term ended; the pending action stays in the ledger for the next leader.
  */
@@ -76,5 +78,6 @@ export type Outcome =
   | { kind: 'done' }
   | { kind: 'retry'; action: ReloadAction; afterMs: number; targets?: readonly string[]; failed: boolean }
   | { kind: 'hold'; until: number; action: ReloadAction; windowText: string }
+  | { kind: 'config-missing'; action: ReloadAction; missing: string[] }
   | { kind: 'dropped'; reason: string }
   | { kind: 'interrupted' };

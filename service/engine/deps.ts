@@ -7,6 +7,7 @@ import type { AnnotationGlobals } from '../core/annotations.ts';
 import type { ChangeGate, Timers } from '../core/batcher.ts';
 import type { CatchUp, KeyState } from '../core/catch-up.ts';
 import type { LedgerEntry } from '../core/ledger-entry.ts';
+import type { VerdictOptions } from '../core/plan.ts';
 import type { EventReason, EventTarget } from '../kube/events.ts';
 import type { Ledger } from '../kube/ledger.ts';
 import type { Logger } from '../log.ts';
@@ -57,6 +58,7 @@ export interface ReconcilerDeps {
     set: Record<string, string>,
     entry: LedgerEntry | undefined,
     key: KeyState,
+    opts: VerdictOptions,
   ): Promise<CatchUp>;
   /** The leadership term this reconciler acts for: nothing it started writes or evicts once it aborts. */
   term?: AbortSignal;

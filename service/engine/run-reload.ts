@@ -32,6 +32,9 @@ export async function runReload(c: RunContext, t: TrackedWorkload, a: ReloadActi
   const changed = a.changed.map(display);
   const f = { ...fields(t), strategy, configs: changed };
   const event = emitOn(d.events);
+  // Never into an outage: a replaced pod could not start while a config it needs is missing.
+  const missing = await missingNeeded(c, t);
+  if (missing.length > 0) return { kind: 'config-missing', action: a, missing };
   const metric = d.metrics?.reloadStarted(strategy, t.rec.ref.kind, t.rec.ref.namespace);
   if (!a.resumed) {
     const seconds = Math.max(0, now() - a.cutoffMs) / 1000;
@@ -184,4 +187,17 @@ export async function runReload(c: RunContext, t: TrackedWorkload, a: ReloadActi
   log.error({ ...f, err: r.error.message, retryInMs: retryMs }, 'reload failed');
   await event(t, 'ReloadFailed', `${r.error.message}; retrying in ${retryMs / 1000}s`, 'Warning');
   return { kind: 'retry', action: a, afterMs: retryMs, failed: true, ...(targets ? { targets } : {}) };
+}
+
+/** The configs the pods need that are missing; none when that cannot be told (the reload goes on). */
+async function missingNeeded(c: RunContext, t: TrackedWorkload): Promise<string[]> {
+  try {
+    return await c.d.strategies.missingNeeded(t, c.signal);
+  } catch (err) {
+    c.d.log.warn(
+      { ...fields(t), err: (err as Error).message },
+      'could not tell whether the configs the pods need exist; reloading',
+    );
+    return [];
+  }
 }

@@ -7,7 +7,7 @@
 import { type CatchUp, decide, type KeyState } from '../core/catch-up.ts';
 import { effectiveCutoff } from '../core/cutoff.ts';
 import type { LedgerEntry } from '../core/ledger-entry.ts';
-import { isTracked } from '../core/plan.ts';
+import { isTracked, recordable } from '../core/plan.ts';
 import type { ReloadAction } from '../core/reload-action.ts';
 import type { TrackedWorkload } from '../state.ts';
 import type { ReconcilerDeps } from './deps.ts';
@@ -37,6 +37,8 @@ export async function judgeAtStart(d: ReconcilerDeps, h: StartupHooks): Promise<
   let rebaselined = 0;
   const writes: Array<[string, LedgerEntry]> = [];
   const now = (d.timers ?? Date).now();
+  // Without --reload-on-delete a deleted config is no change, and is not recorded (docs/adr/0024).
+  const opts = { reloadOnDelete: d.cfg.reloadOnDelete };
   for (const t of state.workloads.values()) {
     if (!d.inScope(t.rec.ref.namespace)) continue;
     h.reportPolicy(t);
@@ -73,13 +75,13 @@ export async function judgeAtStart(d: ReconcilerDeps, h: StartupHooks): Promise<
       continue;
     }
     // What changed while the service was down is judged by the pods' age (docs/catch-up.md).
-    const v = await catchUp(t, set, entry, keyState);
+    const v = await catchUp(t, set, entry, keyState, opts);
     if (v.kind === 'current') {
-      writes.push([t.id, { ...entry, configs: set }]);
+      writes.push([t.id, { ...entry, configs: recordable(set, entry?.configs, opts) }]);
       if (keyChanged) rebaselined++;
     } else if (v.kind === 'baseline' || v.kind === 'rebaseline') {
       if (!isTracked({ digests: set, reasons: {}, skipped: {}, problems: [] })) continue;
-      writes.push([t.id, { ...entry, configs: set }]);
+      writes.push([t.id, { ...entry, configs: v.kind === 'rebaseline' ? v.record : set }]);
       if (v.kind === 'baseline') log.info(fields(t), 'baseline recorded');
     } else if (v.kind === 'reload') {
       log.info({ ...fields(t), configs: v.changed }, 'changed while the service was down');
@@ -107,8 +109,9 @@ export async function judgeAtStart(d: ReconcilerDeps, h: StartupHooks): Promise<
 
 /** The start-up rule with no pods to judge by: the digests decide, and only under our own key. */
 function digestsOnly(d: ReconcilerDeps): NonNullable<ReconcilerDeps['catchUp']> {
-  return async (t, set, entry, key: KeyState): Promise<CatchUp> =>
+  return async (t, set, entry, key: KeyState, opts): Promise<CatchUp> =>
     decide({
+      opts,
       kind: t.rec.ref.kind,
       uid: t.rec.ref.uid,
       set,

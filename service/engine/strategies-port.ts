@@ -39,15 +39,19 @@ export type ExecResult =
   | { kind: 'unsupported'; why: string }
   | { kind: 'failed'; error: Error; errorKind: 'webhook_send' | 'update_workload' };
 
-/** What the surge sweep asks of the reconciler's state. */
-export interface SurgeOwners {
-  /** Uids of in-scope Deployments with a pending or running reload, read after the sweep's LIST. */
-  pending(): Set<string>;
+/** What the sweep asks of the reconciler about the reloads it knows. */
+export interface SweepView {
+  /** Uids of in-scope workloads with a reload pending or running, read after the sweep's LIST (their surge pods stay). */
+  pendingOwners(): Set<string>;
   /**
    * The ledger's workload ids (`Kind/namespace/name`): the workloads this release reloads or reloaded.
    * Out of scope, only their surge pods are ours (another release may reload the rest).
    */
   reloaded(): Iterable<string>;
+  /** True while a reload of this workload id runs here (it finishes its own Job record). */
+  running(id: string): boolean;
+  /** True when the ledger holds a pending reload for this workload id. */
+  pending(id: string): boolean;
 }
 
 export interface StrategiesPort {
@@ -55,10 +59,18 @@ export interface StrategiesPort {
   readonly notifies: boolean;
   run(req: ExecRequest): Promise<ExecResult>;
   /**
-   * Deletes (in a dry run: reports) the surge pods of Deployments without a pending or running reload,
-   * including those in namespaces that left the scope (docs/adr/0026).
+   * The configs ("ConfigMap/name") the workload's pods need (not optional) that do not exist now: a
+   * reload must not replace pods into them (docs/adr/0024). Throws when it cannot tell.
    */
-  sweepSurgePods(owners: SurgeOwners, signal: AbortSignal): Promise<void>;
+  missingNeeded(t: TrackedWorkload, signal: AbortSignal): Promise<string[]>;
+  /**
+   * The periodic clean-up, also run when a term starts: deletes (in a dry run: reports) the surge pods of
+   * Deployments without a pending or running reload, including those in namespaces that left the scope
+   * (docs/adr/0026), and finishes Job reloads cut between the delete and the create (docs/adr/0025).
+   */
+  sweep(view: SweepView, signal: AbortSignal): Promise<void>;
+  /** A Job with a reload pending is gone: create its recorded Job now, not at the next sweep. Never throws. */
+  resumeJobs(view: SweepView, signal: AbortSignal): Promise<void>;
   /** Deletes the surge pods of one Deployment whose reload was dropped. */
   dropSurgePods(t: TrackedWorkload, signal: AbortSignal): Promise<void>;
 }

@@ -40,7 +40,7 @@ export interface CoreApi {
    * write rate limit (access.ts, writeGatedAccess).
    */
   createNamespacedConfigMap(a: InNamespace & { body: V1ConfigMap }, options?: unknown): Promise<V1ConfigMap>;
-  deleteNamespacedConfigMap(a: Named): Promise<unknown>;
+  deleteNamespacedConfigMap(a: Named, options?: unknown): Promise<unknown>;
   createNamespacedSecret(a: InNamespace & { body: V1Secret }): Promise<V1Secret>;
   /** A JSON merge patch (whatever options a client-node caller would add). */
   patchNamespacedConfigMap(a: Named & { body: object }, options?: unknown): Promise<V1ConfigMap>;
@@ -140,7 +140,8 @@ export function coreApi(access: ClusterAccess): CoreApi {
       call(access, 'POST', core(a.namespace, 'configmaps'), a.body, signalOf(o)),
     patchNamespacedConfigMap: (a, o) =>
       call(access, 'PATCH', core(a.namespace, 'configmaps', a.name), a.body, signalOf(o)),
-    deleteNamespacedConfigMap: (a) => call(access, 'DELETE', core(a.namespace, 'configmaps', a.name)),
+    deleteNamespacedConfigMap: (a, o) =>
+      call(access, 'DELETE', core(a.namespace, 'configmaps', a.name), undefined, signalOf(o)),
     createNamespacedSecret: (a) => call(access, 'POST', core(a.namespace, 'secrets'), a.body),
     createNamespacedEvent: (a) => call(access, 'POST', core(a.namespace, 'events'), a.body),
     readNamespacedPod: (a) => call(access, 'GET', core(a.namespace, 'pods', a.name)),

@@ -1,5 +1,5 @@
 // Records Kubernetes Events on workloads: Reloaded, ReloadSkipped, ReloadFailed,
-// ReloadConfigInvalid, ReloadStalled, ReloadDeferred, ReloadAnnotationMapped. Repeats of the same event for the same object are
+// ReloadConfigInvalid, ReloadStalled, ReloadDeferred, ReloadHeld, ReloadAnnotationMapped. Repeats of the same event for the same object are
 // suppressed for a while, so a bad annotation does not produce an Event per config change.
 import os from 'node:os';
 import type { Logger } from '../log.ts';
@@ -16,6 +16,8 @@ export type EventReason =
   | 'ReloadNotified'
   /** Held until a maintenance window (gitops-reloader.io/restart-window) opens. */
   | 'ReloadDeferred'
+  /** Held while a config the pods need (not optional) is missing (Warning). */
+  | 'ReloadHeld'
   /** A Reloader annotation read with a meaning of our own (pause-period). */
   | 'ReloadAnnotationMapped'
   /** On our Lease: a new leader could not start acting (e.g. its caches did not sync) and gave it up. */

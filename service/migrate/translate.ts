@@ -139,9 +139,12 @@ export function translate(install: ReloaderInstall, o: TranslateOptions): Transl
       'reloadOnCreate: false in Reloader: gitops-reloader always reloads when a ConfigMap or Secret a workload references is created (a missing config is a state of its own)',
     );
   }
-  if (!truthy(get('reload-on-delete'))) {
-    notes.push(
-      'reloadOnDelete: false in Reloader: gitops-reloader always reloads when a referenced config is deleted',
+  if (truthy(get('reload-on-delete'))) {
+    put(
+      'reload.reloadOnDelete',
+      true,
+      '--reload-on-delete=true',
+      'a deleted config reloads its workloads, except while a config the pods need is missing: that reload is held until it exists again',
     );
   }
   get('sync-after-restart');

@@ -1,13 +1,19 @@
 // The service's StrategiesPort: runs a reload's strategy (or sends it to --webhook-url) and reports
 // how it went as a result, not as an exception the reconciler must interpret. Expected endings
-// (ReloadWaiting, StrategyUnsupported) become results here, in one place; see docs/adr/0020.
+// (ReloadWaiting, StrategyUnsupported) become results here, in one place; see docs/adr/0020. The API
+// look-ups the engine needs answered (does a config the pods need exist, docs/adr/0024) and the
+// periodic sweep (surge pods, Job reloads cut mid-way, docs/adr/0025) are here too.
 
 import type { Config } from '../config/config.ts';
-import type { ExecRequest, ExecResult, StrategiesPort } from '../engine/strategies-port.ts';
+import type { ExecRequest, ExecResult, StrategiesPort, SweepView } from '../engine/strategies-port.ts';
+import { missingNeededConfigs } from '../kube/config-presence.ts';
+import type { EventRecorder } from '../kube/events.ts';
+import type { JobSpecStore } from '../kube/job-spec-store.ts';
 import { readWorkloadAt } from '../kube/read-at.ts';
 import type { Metrics } from '../metrics.ts';
 import type { ClusterState } from '../state.ts';
 import type { GitCommitter } from './git-commit.ts';
+import { JobResumer } from './job-resume.ts';
 import {
   type ReloadWebhookOptions,
   redact,
@@ -30,6 +36,10 @@ export interface ExecutorDeps
   git?: GitCommitter;
   /** --webhook-url: POST each reload's details there instead of reloading. */
   webhook?: ReloadWebhookOptions;
+  /** Where a Job reload records the Job to create before deleting the old one (docs/adr/0025). */
+  jobSpecs: JobSpecStore;
+  /** The Events of Job reloads the sweep finishes. */
+  events: Pick<EventRecorder, 'emit'>;
 }
 
 const fieldsOf = (r: ExecRequest) => ({
@@ -39,6 +49,10 @@ const fieldsOf = (r: ExecRequest) => ({
 
 export function strategyExecutor(d: ExecutorDeps): StrategiesPort {
   const webhook = d.webhook;
+  const jobs = new JobResumer({ batch: d.batch, store: d.jobSpecs, events: d.events, log: d.log });
+  /** Finishes Job reloads cut between the delete and the create (strategies/job-resume.ts). */
+  const resumeJobs = (v: SweepView, signal: AbortSignal) =>
+    d.cfg.dryRun ? Promise.resolve() : jobs.run({ signal, busy: v.running, pending: v.pending });
   const run = async (r: ExecRequest): Promise<StrategyResult> => {
     const t = r.workload;
     const a = r.action;
@@ -50,6 +64,7 @@ export function strategyExecutor(d: ExecutorDeps): StrategiesPort {
       custom: d.custom,
       kc: d.kc,
       begin: r.begin,
+      jobSpecs: d.jobSpecs,
       log: r.log,
       signal: r.signal,
       stallAfterMs: r.stallAfterMs,
@@ -119,21 +134,37 @@ export function strategyExecutor(d: ExecutorDeps): StrategiesPort {
         };
       }
     },
-    async sweepSurgePods(owners, signal) {
-      const ids = new Set(owners.reloaded());
-      await sweepSurgePods({
-        core: d.core,
-        namespaces: d.cfg.namespaces,
-        formerNamespaces: surgeNamespacesOf(ids).filter((ns) => !d.cfg.namespaces.includes(ns)),
-        inScope: d.inScope,
-        reloaded: (ns, name) => ids.has(`Deployment/${ns}/${name}`),
-        pendingOwners: owners.pending,
-        dryRun: d.cfg.dryRun,
-        onSwept: () => d.metrics?.surgePodSwept(d.cfg.dryRun),
+    async missingNeeded(t, signal) {
+      const missing = await missingNeededConfigs(t.rec.uses, {
+        kc: d.kc,
+        cached: (c) => d.state.get(c) !== undefined,
+        ignoreResources: d.cfg.ignoreResources,
+        partialCache: d.cfg.resourceLabelSelector !== undefined,
         signal,
-        log: d.log,
       });
+      return missing.map((c) => `${c.kind}/${c.name}`);
     },
+    async sweep(v, signal) {
+      try {
+        const ids = new Set(v.reloaded());
+        await sweepSurgePods({
+          core: d.core,
+          namespaces: d.cfg.namespaces,
+          formerNamespaces: surgeNamespacesOf(ids).filter((ns) => !d.cfg.namespaces.includes(ns)),
+          inScope: d.inScope,
+          reloaded: (ns, name) => ids.has(`Deployment/${ns}/${name}`),
+          pendingOwners: v.pendingOwners,
+          dryRun: d.cfg.dryRun,
+          onSwept: () => d.metrics?.surgePodSwept(d.cfg.dryRun),
+          signal,
+          log: d.log,
+        });
+      } finally {
+        // Whatever became of the surge pods (it never throws); nothing in a dry run.
+        await resumeJobs(v, signal);
+      }
+    },
+    resumeJobs,
     async dropSurgePods(t, signal) {
       if (t.rec.ref.kind !== 'Deployment' || d.cfg.dryRun) return;
       const f = { workload: `${t.rec.ref.kind}/${t.rec.ref.name}`, namespace: t.rec.ref.namespace };

@@ -3,6 +3,7 @@
 import type { WorkloadRecord } from '../core/records.ts';
 import type { ClusterAccess } from '../kube/access.ts';
 import type { AppsApi, BatchApi, CoreApi, CustomApi } from '../kube/api.ts';
+import type { JobSpecStore } from '../kube/job-spec-store.ts';
 import type { RawObject } from '../kube/watch-logic.ts';
 import type { Logger } from '../log.ts';
 
@@ -30,6 +31,8 @@ export interface StrategyContext {
    * it resumes the same reload, and one before it re-detects the change instead.
    */
   begin(targets?: readonly string[]): Promise<void>;
+  /** Where a Job reload records the Job to create before deleting the old one (docs/adr/0025). */
+  jobSpecs?: JobSpecStore;
 }
 
 export interface ReloadRequest {

@@ -261,7 +261,11 @@ export async function simulate(s: Schedule): Promise<string[]> {
       }
       return { kind: 'done', replaced, summary: `replaced ${replaced}` };
     },
-    async sweepSurgePods() {},
+    async missingNeeded() {
+      return [];
+    },
+    async sweep() {},
+    async resumeJobs() {},
     async dropSurgePods() {},
   };
   const aborted = (): ExecResult => ({

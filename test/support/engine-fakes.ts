@@ -6,18 +6,20 @@ import { loadConfig } from '../../service/config/config.ts';
 import { compileGlobals } from '../../service/core/annotations.ts';
 import type { KeyState } from '../../service/core/catch-up.ts';
 import type { LedgerEntry } from '../../service/core/ledger-entry.ts';
+import { missingNeeded } from '../../service/core/needed-configs.ts';
 import type { ConfigRecord } from '../../service/core/records.ts';
+import type { ConfigRef } from '../../service/core/types.ts';
 import type { EventSink, LedgerStore } from '../../service/engine/deps.ts';
 import type {
   ExecRequest,
   ExecResult,
   StrategiesPort,
-  SurgeOwners,
+  SweepView,
 } from '../../service/engine/strategies-port.ts';
 import { configRecord, workloadRecord } from '../../service/kube/to-record.ts';
 import { silentLogger } from '../../service/log.ts';
 import { Reconciler } from '../../service/reconciler.ts';
-import { ClusterState } from '../../service/state.ts';
+import { ClusterState, type TrackedWorkload } from '../../service/state.ts';
 import { fakeTimers } from './fake-timers.ts';
 
 export class MemoryLedger implements LedgerStore {
@@ -64,14 +66,25 @@ export interface PendingRun {
 export class HandStrategies implements StrategiesPort {
   readonly notifies = false;
   readonly runs: PendingRun[] = [];
+  /** Sweeps and Job resumes asked for, in order. */
   async run(req: ExecRequest): Promise<ExecResult> {
     await req.begin();
     return new Promise<ExecResult>((end) => this.runs.push({ req, end }));
   }
-  /** What each surge sweep was told: the owners it must spare, and the ledger's ids. */
+  /** What each sweep was told: the owners it must spare, and the ledger's ids. */
   readonly sweeps: Array<{ pending: Set<string>; reloaded: string[] }> = [];
-  async sweepSurgePods(owners: SurgeOwners) {
-    this.sweeps.push({ pending: owners.pending(), reloaded: [...owners.reloaded()] });
+  /** How many times a Job resume was asked for outside a sweep. */
+  resumes = 0;
+  /** Whether a config exists, as the watch cache says (the world's ClusterState). */
+  exists: (c: ConfigRef) => boolean = () => true;
+  async missingNeeded(t: TrackedWorkload) {
+    return missingNeeded(t.rec.uses, this.exists).map((c) => `${c.kind}/${c.name}`);
+  }
+  async sweep(view: SweepView) {
+    this.sweeps.push({ pending: view.pendingOwners(), reloaded: [...view.reloaded()] });
+  }
+  async resumeJobs() {
+    this.resumes++;
   }
   async dropSurgePods() {}
 }
@@ -93,6 +106,7 @@ export function engineWorld(flags: string[] = [], o: { inScope?: (ns: string) =>
     },
   };
   const strategies = new HandStrategies();
+  strategies.exists = (c) => state.get(c) !== undefined;
   let rv = 100;
   const putConfigMap = (ns: string, name: string, data: Record<string, string>): ConfigRecord => {
     const rec = configRecord(
@@ -105,7 +119,7 @@ export function engineWorld(flags: string[] = [], o: { inScope?: (ns: string) =>
   const deployment = (
     ns: string,
     name: string,
-    configMap: string,
+    configMap: string | string[],
     annotations: Record<string, string> = {},
   ) =>
     workloadRecord('Deployment', {
@@ -118,7 +132,13 @@ export function engineWorld(flags: string[] = [], o: { inScope?: (ns: string) =>
       },
       spec: {
         replicas: 1,
-        template: { spec: { containers: [{ name: 'c', envFrom: [{ configMapRef: { name: configMap } }] }] } },
+        template: {
+          spec: {
+            containers: [
+              { name: 'c', envFrom: [configMap].flat().map((cm) => ({ configMapRef: { name: cm } })) },
+            ],
+          },
+        },
       },
     });
   const reconciler = new Reconciler({
@@ -140,6 +160,11 @@ export function engineWorld(flags: string[] = [], o: { inScope?: (ns: string) =>
     reconciler.configChanged(old, rec);
     return rec;
   };
+  /** Deletes a ConfigMap, as the watch reports it. */
+  const remove = (ns: string, name: string) => {
+    const old = state.deleteConfig({ kind: 'ConfigMap', namespace: ns, name });
+    reconciler.configChanged(old, undefined);
+  };
   /** Lets pending promise callbacks run (the queue and the reconciler chain a few). */
   const settle = async () => {
     for (let i = 0; i < 20; i++) await Promise.resolve();
@@ -156,6 +181,7 @@ export function engineWorld(flags: string[] = [], o: { inScope?: (ns: string) =>
     putConfigMap,
     deployment,
     change,
+    remove,
     settle,
   };
 }
