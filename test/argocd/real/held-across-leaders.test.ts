@@ -22,8 +22,8 @@ function manifests(v: string, extra: Manifest[] = []): Manifest[] {
   ];
 }
 
-/** A PostSync hook Job whose pod fails (kwok's pod-fail stage): the operation ends Failed. */
-function failingHook(): Manifest {
+/** A PostSync hook Job whose pod fails (kwok's pod-fail stage, `fail`) or completes: the operation ends Failed or Succeeded. */
+function hook(fail: boolean): Manifest {
   return {
     apiVersion: 'batch/v1',
     kind: 'Job',
@@ -37,7 +37,7 @@ function failingHook(): Manifest {
     spec: {
       backoffLimit: 0,
       template: {
-        metadata: { annotations: { 'kwok.gitops-reloader.io/fail': 'true' } },
+        metadata: fail ? { annotations: { 'kwok.gitops-reloader.io/fail': 'true' } } : {},
         spec: { restartPolicy: 'Never', containers: [{ name: 'hook', image: 'registry.invalid/hook:1' }] },
       },
     },
@@ -46,7 +46,7 @@ function failingHook(): Manifest {
 
 const reloadsStarted = (svc: RunningService) => svc.logs.filter((l) => l.msg === 'reload started').length;
 
-describe('a held reload across leader changes, with the real Argo CD', { timeout: 420_000 }, () => {
+describe('a held reload across leader changes, with the real Argo CD', { timeout: 720_000 }, () => {
   it('a failed sync under --argocd-on-failed-sync=hold: no new leader reloads; the fixing sync reloads once', async ({
     kube,
     namespace,
@@ -89,10 +89,10 @@ describe('a held reload across leader changes, with the real Argo CD', { timeout
       // The sync applies the new configs, then its hook fails: the change is held.
       const failing = await app.commit(
         repo,
-        toFiles(manifests('2', [failingHook()])),
+        toFiles(manifests('2', [hook(true)])),
         'Change both configs of web; add a PostSync hook that fails',
       );
-      await app.waitOperation(failing, 'Failed', 180_000);
+      await app.waitOperation(failing, 'Failed', 300_000);
       await a.waitForLog(
         'held after the failure',
         (l) => l.msg.startsWith('Argo CD sync did not succeed') && Number(l.held) >= 1,
@@ -120,21 +120,19 @@ describe('a held reload across leader changes, with the real Argo CD', { timeout
       expect(restored?.workload, 'the new leader names the held reload').toBeDefined();
       await stayQuiet(10_000, quiet('after the second leader change'));
 
-      // The sync that fixes the app (the failing hook gone) succeeds: one reload, by the leader. Git now
-      // equals the live state, so the app is Synced and automated sync starts nothing: the user syncs,
-      // as `argocd app sync` does.
-      // The failed hook Job is cleaned up first: Argo CD would otherwise wait on it again.
-      await kube.batch.deleteNamespacedJob({ name: 'post', namespace, propagationPolicy: 'Background' });
-      const fixed = await app.commit(repo, toFiles(manifests('2')), 'Drop the failing hook');
+      // The sync that fixes the app (its hook fixed) succeeds: one reload, by the leader. Hooks are not
+      // compared, so the app stays Synced and automated sync starts nothing: the user syncs, as
+      // `argocd app sync` does (BeforeHookCreation replaces the failed Job).
+      const fixed = await app.commit(repo, toFiles(manifests('2', [hook(false)])), 'Fix the PostSync hook');
       await app.waitFor(
-        `${app.name} Synced at ${fixed.slice(0, 8)}`,
+        `${app.name} compared at ${fixed.slice(0, 8)}`,
         (x) => x.status?.sync?.revision === fixed,
       );
       await syncApplication(namespace, { prune: true }).catch((err: Error) => {
         // Automated sync may have started the operation first; that one is waited for below.
         if (!/in progress/i.test(err.message)) throw err;
       });
-      await app.waitOperation(fixed, 'Succeeded', 180_000);
+      await app.waitOperation(fixed, 'Succeeded', 300_000);
       const event = await waitForEvent(kube, namespace, 'Reloaded', 'web');
       for (const config of ['ConfigMap/app', 'Secret/creds']) expect(event.message).toContain(config);
       await waitAllReplaced(kube, namespace, 'web', before, 2);
