@@ -11,7 +11,7 @@ import { it } from '../../support/kube.ts';
 import { PodTracker, waitAllReplaced, waitForEvent, waitReadyPods } from '../../support/observe.ts';
 import { FAST_LEASE } from '../../support/replicas.ts';
 import { hashKeyFile, type RunningService, serviceArgs, startService } from '../../support/service.ts';
-import { cm, reloadedCount, secret, stayQuiet, web } from '../fixtures.ts';
+import { cm, postSyncHook, reloadedCount, secret, stayQuiet, web } from '../fixtures.ts';
 
 function manifests(v: string, extra: Manifest[] = []): Manifest[] {
   return [
@@ -20,28 +20,6 @@ function manifests(v: string, extra: Manifest[] = []): Manifest[] {
     web('web', { configMaps: ['app'], secrets: ['creds'], replicas: 2 }),
     ...extra,
   ];
-}
-
-/** A PostSync hook Job whose pod fails (kwok's pod-fail stage, `fail`) or completes: the operation ends Failed or Succeeded. */
-function hook(fail: boolean): Manifest {
-  return {
-    apiVersion: 'batch/v1',
-    kind: 'Job',
-    metadata: {
-      name: 'post',
-      annotations: {
-        'argocd.argoproj.io/hook': 'PostSync',
-        'argocd.argoproj.io/hook-delete-policy': 'BeforeHookCreation',
-      },
-    },
-    spec: {
-      backoffLimit: 0,
-      template: {
-        metadata: fail ? { annotations: { 'kwok.gitops-reloader.io/fail': 'true' } } : {},
-        spec: { restartPolicy: 'Never', containers: [{ name: 'hook', image: 'registry.invalid/hook:1' }] },
-      },
-    },
-  };
 }
 
 const reloadsStarted = (svc: RunningService) => svc.logs.filter((l) => l.msg === 'reload started').length;
@@ -89,7 +67,7 @@ describe('a held reload across leader changes, with the real Argo CD', { timeout
       // The sync applies the new configs, then its hook fails: the change is held.
       const failing = await app.commit(
         repo,
-        toFiles(manifests('2', [hook(true)])),
+        toFiles(manifests('2', [postSyncHook({ fail: true })])),
         'Change both configs of web; add a PostSync hook that fails',
       );
       await app.waitOperation(failing, 'Failed', 300_000);
@@ -123,7 +101,11 @@ describe('a held reload across leader changes, with the real Argo CD', { timeout
       // The sync that fixes the app (its hook fixed) succeeds: one reload, by the leader. Hooks are not
       // compared, so the app stays Synced and automated sync starts nothing: the user syncs, as
       // `argocd app sync` does (BeforeHookCreation replaces the failed Job).
-      const fixed = await app.commit(repo, toFiles(manifests('2', [hook(false)])), 'Fix the PostSync hook');
+      const fixed = await app.commit(
+        repo,
+        toFiles(manifests('2', [postSyncHook({ fail: false })])),
+        'Fix the PostSync hook',
+      );
       await app.waitFor(
         `${app.name} compared at ${fixed.slice(0, 8)}`,
         (x) => x.status?.sync?.revision === fixed,
