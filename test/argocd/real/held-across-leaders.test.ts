@@ -4,6 +4,7 @@
 // failure live takes over, then is killed in turn and a freshly started process (which only lists the
 // Application, as after the chart's rolling update) takes over: neither reloads. The sync that fixes
 // the app succeeds, and web is reloaded exactly once.
+import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { describe, expect } from 'vitest';
 import { ArgoApp, argocdEndpoints, GitRepo, type Manifest, toFiles } from '../../support/argocd.ts';
 import { syncApplication } from '../../support/argocd-api.ts';
@@ -11,6 +12,7 @@ import { it } from '../../support/kube.ts';
 import { PodTracker, waitAllReplaced, waitForEvent, waitReadyPods } from '../../support/observe.ts';
 import { FAST_LEASE } from '../../support/replicas.ts';
 import { hashKeyFile, type RunningService, serviceArgs, startService } from '../../support/service.ts';
+import { pending, waitFor } from '../../support/wait-for.ts';
 import { cm, postSyncHook, reloadedCount, secret, stayQuiet, web } from '../fixtures.ts';
 
 function manifests(v: string, extra: Manifest[] = []): Manifest[] {
@@ -98,17 +100,25 @@ describe('a held reload across leader changes, with the real Argo CD', { timeout
       expect(restored?.workload, 'the new leader names the held reload').toBeDefined();
       await stayQuiet(10_000, quiet('after the second leader change'));
 
-      // The sync that fixes the app (its hook fixed) succeeds: one reload, by the leader. Hooks are not
-      // compared, so the app stays Synced and automated sync starts nothing: the user syncs, as
-      // `argocd app sync` does (BeforeHookCreation replaces the failed Job).
-      const fixed = await app.commit(
-        repo,
-        toFiles(manifests('2', [postSyncHook({ fail: false })])),
-        'Fix the PostSync hook',
-      );
+      // The user fixes the app: the failing hook leaves git, its failed Job goes (with the finalizer
+      // Argo CD keeps on hooks), and a sync is started by hand, as `argocd app sync` does: git now
+      // equals the live state, so automated sync would start nothing. It succeeds: one reload.
+      const fixed = await app.commit(repo, toFiles(manifests('2')), 'Drop the failing hook');
       await app.waitFor(
         `${app.name} compared at ${fixed.slice(0, 8)}`,
         (x) => x.status?.sync?.revision === fixed,
+      );
+      await kube.batch.patchNamespacedJob(
+        { name: 'post', namespace, body: { metadata: { finalizers: null } } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
+      await kube.batch.deleteNamespacedJob({ name: 'post', namespace, propagationPolicy: 'Background' });
+      await waitFor(
+        async () => {
+          const jobs = await kube.batch.listNamespacedJob({ namespace });
+          return jobs.items.length === 0 ? true : pending(jobs.items.map((j) => j.metadata?.name));
+        },
+        { describe: 'the failed hook Job gone', timeout: 60_000 },
       );
       await syncApplication(namespace, { prune: true }).catch((err: Error) => {
         // Automated sync may have started the operation first; that one is waited for below.
