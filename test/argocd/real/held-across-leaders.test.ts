@@ -6,7 +6,7 @@
 // the app succeeds, and web is reloaded exactly once.
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { describe, expect } from 'vitest';
-import { ArgoApp, argocdEndpoints, GitRepo, type Manifest, toFiles } from '../../support/argocd.ts';
+import { ArgoApp, argocdEndpoints, fileOf, GitRepo, type Manifest, toFiles } from '../../support/argocd.ts';
 import { syncApplication } from '../../support/argocd-api.ts';
 import { it } from '../../support/kube.ts';
 import { PodTracker, waitAllReplaced, waitForEvent, waitReadyPods } from '../../support/observe.ts';
@@ -103,7 +103,11 @@ describe('a held reload across leader changes, with the real Argo CD', { timeout
       // The user fixes the app: the failing hook leaves git, its failed Job goes (with the finalizer
       // Argo CD keeps on hooks), and a sync is started by hand, as `argocd app sync` does: git now
       // equals the live state, so automated sync would start nothing. It succeeds: one reload.
-      const fixed = await app.commit(repo, toFiles(manifests('2')), 'Drop the failing hook');
+      const fixed = await app.commit(
+        repo,
+        { ...toFiles(manifests('2')), [fileOf(postSyncHook({ fail: true }))]: null },
+        'Drop the failing hook',
+      );
       await app.waitFor(
         `${app.name} compared at ${fixed.slice(0, 8)}`,
         (x) => x.status?.sync?.revision === fixed,
