@@ -125,6 +125,48 @@ describe('SyncGate', () => {
     expect(hold.released.map((c) => c.config)).toEqual(['ConfigMap/web/a', 'ConfigMap/web/b']);
   });
 
+  describe('at the start of a new term (the hold re-derived from the Application, docs/adr/0029)', () => {
+    it('holds a change found at start when the last sync failed under hold, until a sync succeeds', () => {
+      // A new process: its first look at the app is the failed operation Argo CD kept in its status.
+      const { gate, released, change } = setup({ onFailedSync: 'hold' });
+      gate.observe(appState('Failed'));
+      expect(gate.holdAtStart(change('a'), config('a'))).toBe(true);
+      // A later change joins, as after a failure seen live.
+      expect(gate.hold(change('b'), config('b'))).toBe(true);
+      gate.observe(appState('Running', '2026-12-02T10:10:00Z'));
+      expect(released).toEqual([]);
+      gate.observe(appState('Failed', '2026-12-02T10:10:00Z'));
+      expect(released, 'another failure keeps the hold').toEqual([]);
+      gate.observe(appState('Succeeded', '2026-12-02T10:20:00Z'));
+      expect(released.map((c) => [c.config, c.debounceMs])).toEqual([
+        ['ConfigMap/web/a', 0],
+        ['ConfigMap/web/b', 0],
+      ]);
+    });
+
+    it('lets a change found at start through after a failed sync under the default policy, after a success, or for an untracked config', () => {
+      const reload = setup();
+      reload.gate.observe(appState('Error'));
+      expect(reload.gate.holdAtStart(reload.change('a'), config('a'))).toBe(false);
+      const ok = setup({ onFailedSync: 'hold' });
+      ok.gate.observe(appState('Succeeded'));
+      expect(ok.gate.holdAtStart(ok.change('a'), config('a'))).toBe(false);
+      expect(ok.gate.holdAtStart(ok.change('b'), config('b', ''))).toBe(false);
+      // An app in a namespace we do not watch: its status is not ours to read.
+      const other = setup({ onFailedSync: 'hold' });
+      other.gate.observe(appState('Failed', '2026-12-02T10:00:00Z', 'elsewhere'));
+      expect(other.gate.holdAtStart(other.change('a'), config('a', 'shop', 'elsewhere'))).toBe(false);
+    });
+
+    it('holds a change found at start while the app syncs, and releases it when the sync ends', () => {
+      const { gate, released, change } = setup();
+      gate.observe(appState('Running'));
+      expect(gate.holdAtStart(change('a'), config('a'))).toBe(true);
+      gate.observe(appState('Succeeded'));
+      expect(released.map((c) => c.config)).toEqual(['ConfigMap/web/a']);
+    });
+  });
+
   it('releases what it held when the Application is deleted', () => {
     const { gate, released, change } = setup();
     gate.observe(appState('Running'));

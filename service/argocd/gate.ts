@@ -103,7 +103,8 @@ export class SyncGate implements ChangeGate {
     return this.#held.get(key)?.changes.size ?? 0;
   }
 
-  hold(change: Change, config: ConfigRecord): boolean {
+  /** The Application that tracks this config, if any (an ignored tracking annotation is logged once). */
+  #appOf(config: ConfigRecord): AppKey | undefined {
     const t = trackedBy(
       {
         group: '',
@@ -115,12 +116,44 @@ export class SyncGate implements ChangeGate {
       },
       this.#o.tracking,
     );
-    if (!t.app) {
-      if (t.ignored) this.#reportIgnored(configId(config.ref), t.ignored);
-      return false;
+    if (!t.app && t.ignored) this.#reportIgnored(configId(config.ref), t.ignored);
+    return t.app;
+  }
+
+  /**
+   * A change a new term found at start (its digests differ from the ledger's). The hold a previous
+   * term kept in memory is re-derived from the Application's status, which Argo CD keeps until its
+   * next operation (docs/adr/0029): a sync that runs now holds the change as at any time, and under
+   * --argocd-on-failed-sync=hold a last sync that did not succeed holds it until one does.
+   */
+  holdAtStart(change: Change, config: ConfigRecord): boolean {
+    const app = this.#appOf(config);
+    if (!app) return false;
+    const key = appKeyString(app);
+    const last = this.tracker.get(key)?.operation;
+    if (
+      this.#o.onFailedSync === 'hold' &&
+      this.#o.watched(app.namespace) &&
+      last &&
+      isTerminal(last.phase) &&
+      last.phase !== 'Succeeded' &&
+      !this.#held.get(key)?.failedAt
+    ) {
+      const held = this.#bucket(key);
+      held.failedAt = last.startedAt;
+      this.#o.log.warn(
+        { app: key, phase: last.phase, startedAt: last.startedAt, revision: last.revision },
+        "the Application's last sync did not succeed: changes to its configs stay held until one does (--argocd-on-failed-sync=hold)",
+      );
     }
-    const key = appKeyString(t.app);
-    const watched = this.#o.watched(t.app.namespace);
+    return this.hold(change, config);
+  }
+
+  hold(change: Change, config: ConfigRecord): boolean {
+    const app = this.#appOf(config);
+    if (!app) return false;
+    const key = appKeyString(app);
+    const watched = this.#o.watched(app.namespace);
     // After a failed sync under --argocd-on-failed-sync=hold, later changes join what is held.
     if (!this.#held.get(key)?.failedAt) {
       if (watched) {

@@ -36,6 +36,11 @@ export interface ChangeGate {
   detach(sink: ChangeSink): void;
   /** True when the gate took the change and will release it later. */
   hold(change: Change, config: ConfigRecord): boolean;
+  /**
+   * Like hold, for a change a new term's start found: a hold the previous term kept in memory is
+   * re-derived from a durable source (the Application's status), so a leader change releases nothing.
+   */
+  holdAtStart?(change: Change, config: ConfigRecord): boolean;
 }
 
 export interface Batch {

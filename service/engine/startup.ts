@@ -19,6 +19,11 @@ export interface StartupHooks {
   reportPolicy(t: TrackedWorkload): void;
   changeRV(ids: string[]): string;
   submit(a: ReloadAction): void;
+  /**
+   * True when the Argo CD gate holds every one of these changes (a sync runs, or the last one failed
+   * under --argocd-on-failed-sync=hold): the gate, not this start, reloads when the hold ends.
+   */
+  heldByGate?(t: TrackedWorkload, changed: string[], observedAt: number): boolean;
 }
 
 const withoutPending = (e: LedgerEntry): LedgerEntry => ({
@@ -84,6 +89,12 @@ export async function judgeAtStart(d: ReconcilerDeps, h: StartupHooks): Promise<
       writes.push([t.id, { ...entry, configs: v.kind === 'rebaseline' ? v.record : set }]);
       if (v.kind === 'baseline') log.info(fields(t), 'baseline recorded');
     } else if (v.kind === 'reload') {
+      // A hold of the previous term (a sync running, or one that failed) is still a hold: the next
+      // successful sync releases it, not this leader change (docs/adr/0029).
+      if (h.heldByGate?.(t, v.changed, now)) {
+        log.info({ ...fields(t), configs: v.changed }, 'changed, and held until the Argo CD sync ends');
+        continue;
+      }
       log.info({ ...fields(t), configs: v.changed }, 'changed while the service was down');
       h.submit({
         workload: t.id,

@@ -18,6 +18,31 @@ export function secret(name: string, data: Record<string, string>): Manifest {
   return { apiVersion: 'v1', kind: 'Secret', metadata: { name }, type: 'Opaque', data: b64 };
 }
 
+/**
+ * A PostSync hook Job named `post`. Its pod completes, or with `fail` fails (kwok's pod-fail stage,
+ * test/cluster/kwok/stages.yaml), so the operation ends Succeeded or Failed after the configs applied.
+ */
+export function postSyncHook(o: { fail: boolean }): Manifest {
+  return {
+    apiVersion: 'batch/v1',
+    kind: 'Job',
+    metadata: {
+      name: 'post',
+      annotations: {
+        'argocd.argoproj.io/hook': 'PostSync',
+        'argocd.argoproj.io/hook-delete-policy': 'BeforeHookCreation',
+      },
+    },
+    spec: {
+      backoffLimit: 0,
+      template: {
+        metadata: o.fail ? { annotations: { 'kwok.gitops-reloader.io/fail': 'true' } } : {},
+        spec: { restartPolicy: 'Never', containers: [{ name: 'hook', image: 'registry.invalid/hook:1' }] },
+      },
+    },
+  };
+}
+
 /** A Deployment that reads each ConfigMap by envFrom and each Secret as a volume. */
 export function web(
   name: string,

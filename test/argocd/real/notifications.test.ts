@@ -32,7 +32,7 @@ import { PodTracker, waitAllReplaced, waitForEvent, waitReadyPods } from '../../
 import { restrictedKubeConfigFile } from '../../support/restricted-service-account.ts';
 import { hashKeyFile, type LogLine, type RunningService, startService } from '../../support/service.ts';
 import { pending, waitFor } from '../../support/wait-for.ts';
-import { cm, reloadedCount, secret, stayQuiet, web } from '../fixtures.ts';
+import { cm, postSyncHook, reloadedCount, secret, stayQuiet, web } from '../fixtures.ts';
 
 afterAll(async () => {
   await uninstallNotifications(clients(adminKubeConfig()));
@@ -168,28 +168,6 @@ function manifests(v: string, extra: Manifest[] = []): Manifest[] {
   ];
 }
 
-/** A PostSync hook Job whose pod fails (kwok's pod-fail stage), so the operation ends Failed. */
-function failingHook(): Manifest {
-  return {
-    apiVersion: 'batch/v1',
-    kind: 'Job',
-    metadata: {
-      name: 'post',
-      annotations: {
-        'argocd.argoproj.io/hook': 'PostSync',
-        'argocd.argoproj.io/hook-delete-policy': 'BeforeHookCreation',
-      },
-    },
-    spec: {
-      backoffLimit: 0,
-      template: {
-        metadata: { annotations: { 'kwok.gitops-reloader.io/fail': 'true' } },
-        spec: { restartPolicy: 'Never', containers: [{ name: 'hook', image: 'registry.invalid/hook:1' }] },
-      },
-    },
-  };
-}
-
 // Not concurrent: the tests share argocd-notifications-cm (tests of one file run one at a time).
 describe('notifications from the real Argo CD to a service that cannot read Applications', {
   timeout: 360_000,
@@ -255,7 +233,7 @@ describe('notifications from the real Argo CD to a service that cannot read Appl
 
       const sha = await app.commit(
         repo,
-        toFiles(manifests('2', [failingHook()])),
+        toFiles(manifests('2', [postSyncHook({ fail: true })])),
         'Change both configs of web; add a PostSync hook that fails',
       );
       const failed = await app.waitOperation(sha, 'Failed', 180_000);
