@@ -35,7 +35,7 @@ import { type Held, heldAction, recordHold, recordMissing } from './engine/hold.
 import { Recorder } from './engine/recorder.ts';
 import { changeRV, emitOn, fields, reportPolicy } from './engine/report.ts';
 import { runReload } from './engine/run-reload.ts';
-import { judgeAtStart, sameDigests as same } from './engine/startup.ts';
+import { heldAtStart, judgeAtStart, sameDigests as same } from './engine/startup.ts';
 import type { SweepView } from './engine/strategies-port.ts';
 import { sweepView } from './engine/sweep-view.ts';
 import type { TrackedWorkload } from './state.ts';
@@ -113,7 +113,7 @@ export class Reconciler {
       reportPolicy: (t) => reportPolicy(this.#d, t),
       changeRV: (ids) => changeRV(this.#d.state, ids),
       submit: (a) => this.#submit(a),
-      heldByGate: (t, changed, observedAt) => this.#heldAtStart(t, changed, observedAt),
+      heldByGate: (t, changed, observedAt) => heldAtStart(this.#d, t, changed, observedAt),
     });
     const gone = [...ledger.entries().keys()].filter((id) => !state.workloads.has(id));
     if (gone.length > 0) await ledger.removeMany(gone);
@@ -124,21 +124,6 @@ export class Reconciler {
     this.#starting = false;
     for (const replay of this.#buffered.splice(0)) replay();
     this.#armSweep();
-  }
-
-  /** Offers a change found at start to the gate; true when it holds every one (docs/adr/0029). */
-  #heldAtStart(t: TrackedWorkload, changed: string[], observedAt: number): boolean {
-    const gate = this.#d.gate;
-    if (!gate?.holdAtStart || changed.length === 0) return false;
-    let all = true;
-    for (const config of changed) {
-      const rec = this.#d.state.configs.get(config);
-      const change = { workload: t.id, config, observedAt, debounceMs: t.parsed.policy.debounceMs };
-      // Each is offered (a held one is released with the sync); one not held means a reload now,
-      // which carries the held ones too, as a change of an untracked config does at any time.
-      if (!rec || !gate.holdAtStart(change, rec)) all = false;
-    }
-    return all;
   }
 
   /** The periodic surge-pod sweep, on the injected timers like every other wait. */

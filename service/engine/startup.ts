@@ -144,3 +144,23 @@ function sorted(m: Record<string, string>): Array<[string, string]> {
 export function sameDigests(a: Record<string, string>, b: Record<string, string>): boolean {
   return JSON.stringify(sorted(a)) === JSON.stringify(sorted(b));
 }
+
+/** Offers a change found at start to the gate; true when it holds every one (docs/adr/0029). */
+export function heldAtStart(
+  d: Pick<ReconcilerDeps, 'gate' | 'state'>,
+  t: TrackedWorkload,
+  changed: string[],
+  observedAt: number,
+): boolean {
+  const gate = d.gate;
+  if (!gate?.holdAtStart || changed.length === 0) return false;
+  let all = true;
+  for (const config of changed) {
+    const rec = d.state.configs.get(config);
+    const change = { workload: t.id, config, observedAt, debounceMs: t.parsed.policy.debounceMs };
+    // Each is offered (a held one is released with the sync); one not held means a reload now,
+    // which carries the held ones too, as a change of an untracked config does at any time.
+    if (!rec || !gate.holdAtStart(change, rec)) all = false;
+  }
+  return all;
+}
