@@ -9,8 +9,10 @@
 //  - pods with creationTimestamp in whole seconds (as the API server serializes it), a Ready
 //    condition that turns True some time after creation (never, for a pod the environment broke),
 //    and graceful deletion: deletionTimestamp at once, gone after the pod's shutdown time;
-//  - the Eviction API (policy/v1): the uid precondition (409 on a mismatch, 404 when gone), dry
-//    runs, and a PodDisruptionBudget check that refuses with 429 and a DisruptionBudget cause;
+//  - the Eviction API (policy/v1, as pkg/registry/core/pod/storage/eviction.go has it): the uid and
+//    resourceVersion preconditions (409 on a mismatch, 404 when gone), dry runs, no PDB check for a
+//    Pending or terminating pod, and a PodDisruptionBudget check that refuses with 429 and a
+//    DisruptionBudget cause (a pod that is not Ready: IfHealthyBudget);
 //  - merge patches of a pod's metadata with a uid in the body: 409 when it differs (the store's
 //    "Precondition failed: UID in precondition" conflict); null deletes a key;
 //  - POST of a pod with generateName;
@@ -51,6 +53,7 @@ type Obj = {
     annotations?: Record<string, string>;
     ownerReferences?: Array<{ apiVersion: string; kind: string; name: string; uid: string; controller?: boolean }>;
     generateName?: string;
+    managedFields?: Array<{ manager: string; operation: string; time: string }>;
   };
   spec?: Json;
   status?: Json;
@@ -88,11 +91,13 @@ export interface ModelHooks {
   /** ms from creation to Ready for a new pod; undefined: the environment broke it, never Ready. */
   startMs(): number | undefined;
   /** Called for every write of the service that the model accepted, before it acts on it. */
-  onWrite(sender: Sender, method: string, path: string): void;
+  onWrite(sender: Sender, method: string, path: string, body: string | undefined): void;
   /** A violation the model itself saw (the floor, a template write, a pod replaced twice). */
   violation(msg: string): void;
   /** Whether evicting (or deleting by handover) this pod now replaces it a second time for one change. */
   replacedTwice(deployment: string, createdMs: number): string | undefined;
+  /** What the model's controllers and kubelet did, for the trace. */
+  note?(msg: string): void;
 }
 
 export interface DeploymentSpec {
@@ -202,6 +207,9 @@ export class ApiModel {
   #write(resource: Resource, type: Change['type'], o: Obj, old: Obj | undefined): Obj {
     this.rv++;
     o.metadata.resourceVersion = String(this.rv);
+    // The time of the last write, as the API server keeps it in managedFields (catch-up reads it).
+    if (resource === 'configmaps' && type !== 'DELETED')
+      o.metadata.managedFields = [{ manager: 'user', operation: 'Update', time: stamp(this.now()) }];
     if (type === 'DELETED') this.objs[resource].delete(o.metadata.name);
     else this.objs[resource].set(o.metadata.name, o);
     const c: Change = { rv: this.rv, resource, type, object: clone(o), old: old && clone(old) };
@@ -242,14 +250,16 @@ export class ApiModel {
   #startPod(p: Obj): void {
     p.status = { phase: 'Pending', conditions: [{ type: 'Ready', status: 'False' }] };
     const ms = this.hooks.startMs();
-    if (ms === undefined) return; // broken by the environment: never Ready (until healed)
-    setTimeout(() => this.#markReady(p.metadata.name, p.metadata.uid), ms);
+    // Broken by the environment: it runs, and never becomes Ready (until healed).
+    if (ms === undefined) p.status.phase = 'Running';
+    else setTimeout(() => this.#markReady(p.metadata.name, p.metadata.uid), ms);
   }
 
   #markReady(name: string, uid: string): void {
     const cur = this.objs.pods.get(name);
     if (!cur || cur.metadata.uid !== uid || cur.metadata.deletionTimestamp) return;
     const old = clone(cur);
+    this.hooks.note?.(`${name} Ready`);
     cur.status = {
       phase: 'Running',
       conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: stamp(this.now()) }],
@@ -448,6 +458,7 @@ export class ApiModel {
       p.metadata.ownerReferences = [
         { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: rs.metadata.name, uid: rs.metadata.uid, controller: true },
       ];
+      this.hooks.note?.(`${rs.metadata.name} adopts ${p.metadata.name}`);
       this.update('pods', p, old);
     }
     const owned = this.#owned(rs);
@@ -480,10 +491,13 @@ export class ApiModel {
           readySince(b) - readySince(a) ||
           (this.createdMs.get(b.metadata.uid) ?? 0) - (this.createdMs.get(a.metadata.uid) ?? 0),
       );
-      // The excess is the service's doing when a pod it created was adopted in: a handover.
-      const handover = owned.some((p) => this.ours.has(p.metadata.uid));
+      // The excess is the service's doing for as many pods as it had adopted in (a handover); beyond
+      // that, the Deployment controller scaled the ReplicaSet down (a rollout of the user's).
+      let handed = owned.filter((p) => this.ours.has(p.metadata.uid)).length;
       for (const p of ranked.slice(0, owned.length - want)) {
+        const handover = handed-- > 0;
         if (handover && !this.ours.has(p.metadata.uid)) this.#checkTaking(p, 'handover');
+        this.hooks.note?.(`${rs.metadata.name} deletes ${p.metadata.name} (excess${handover ? ', handover' : ''})`);
         this.deletePod(p);
       }
     }
@@ -539,7 +553,7 @@ export class ApiModel {
     // A round trip takes a little time; the write lands at its end.
     await new Promise((r) => setTimeout(r, 5));
     if (signal.aborted) throw signal.reason;
-    if (method !== 'GET') this.hooks.onWrite(sender, method, path);
+    if (method !== 'GET') this.hooks.onWrite(sender, method, path, payload);
     const answer = this.#serve(method, path, q, payload === undefined ? undefined : (JSON.parse(payload) as Json));
     if (fault.kind === 'hang') return hang();
     return answer;
@@ -626,17 +640,34 @@ export class ApiModel {
 
   #evict(name: string, p: Obj | undefined, body: Json): { status: number; text: string } {
     if (!p) return status(404, 'NotFound', `pods "${name}" not found`);
-    const opts = (body.deleteOptions ?? {}) as { preconditions?: { uid?: string }; dryRun?: string[] };
+    const opts = (body.deleteOptions ?? {}) as {
+      preconditions?: { uid?: string; resourceVersion?: string };
+      dryRun?: string[];
+    };
     const uid = opts.preconditions?.uid;
     if (uid !== undefined && uid !== p.metadata.uid)
       return status(
         409,
         'Conflict',
-        `Operation cannot be fulfilled on pods "${name}": Precondition failed: UID in precondition: ${uid}, UID in object meta: ${p.metadata.uid}`,
+        `Operation cannot be fulfilled on Pod "${name}": the UID in the precondition (${uid}) does not match the UID in record (${p.metadata.uid}). The object might have been deleted and then recreated`,
+      );
+    const rv = opts.preconditions?.resourceVersion;
+    if (rv !== undefined && rv !== p.metadata.resourceVersion)
+      return status(
+        409,
+        'Conflict',
+        `Operation cannot be fulfilled on Pod "${name}": the ResourceVersion in the precondition (${rv}) does not match the ResourceVersion in record (${p.metadata.resourceVersion}). The object might have been modified`,
       );
     const accepted = () => ok({ kind: 'Status', apiVersion: 'v1', status: 'Success' }, 201);
-    // A terminating pod is evicted again without a PDB check (it is going anyway).
-    if (p.metadata.deletionTimestamp) return accepted();
+    // canIgnorePDB: a terminating or Pending pod is deleted without a PDB check.
+    const dryRun = opts.dryRun?.includes('All');
+    if (p.metadata.deletionTimestamp || p.status?.phase === 'Pending') {
+      if (!dryRun && !p.metadata.deletionTimestamp) {
+        this.#checkTaking(p, 'eviction');
+        this.deletePod(p);
+      }
+      return accepted();
+    }
     const app = this.deploymentOf(p);
     const spec = app ? this.specs.get(app) : undefined;
     if (spec?.pdbMinAvailable !== undefined) {
@@ -655,7 +686,7 @@ export class ApiModel {
           ],
         });
     }
-    if (opts.dryRun?.includes('All')) return accepted();
+    if (dryRun) return accepted();
     this.#checkTaking(p, 'eviction');
     this.deletePod(p);
     return accepted();

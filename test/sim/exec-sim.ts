@@ -27,6 +27,7 @@ import { JobSpecStore } from '../../service/kube/job-spec-store.ts';
 import { type LeaderElection, leaderWriteFence } from '../../service/kube/leader.ts';
 import { configRecord, workloadRecord } from '../../service/kube/to-record.ts';
 import { silentLogger } from '../../service/log.ts';
+import { catchUp } from '../../service/catch-up.ts';
 import { Reconciler } from '../../service/reconciler.ts';
 import { ClusterState } from '../../service/state.ts';
 import { strategyExecutor } from '../../service/strategies/execute.ts';
@@ -162,14 +163,15 @@ async function run(s: ExecSchedule): Promise<ExecRun> {
     },
     lag: () => Math.floor(r() * 300),
     startMs: () => (Date.now() < brokenUntil ? undefined : 500 + Math.floor(r() * 4_000)),
-    onWrite(sender, method, path) {
-      trace.push(`t=${t()} ${sender.identity} ${method} ${path}`);
+    onWrite(sender, method, path, body) {
+      trace.push(`t=${t()} ${sender.identity} ${method} ${path} ${body ?? ''}`);
       if (path.endsWith('/eviction')) stats.evictions++;
       else if (method === 'POST') stats.surgePods++;
       else if (method === 'PATCH' && !path.includes('/deployments/')) stats.handovers++;
       checkLease(sender.identity, `${method} ${path}`);
     },
     violation: (msg) => violations.push(`t=${t()}: ${msg}`),
+    note: (msg) => trace.push(`t=${t()} model: ${msg}`),
     replacedTwice(deployment, createdMs) {
       const spec = s.deployments.find((d) => d.name === deployment) as DeploymentSpec;
       const newest = Math.max(...spec.uses.map((c) => changedAt.get(c) ?? -Infinity));
@@ -271,7 +273,7 @@ async function run(s: ExecSchedule): Promise<ExecRun> {
       },
     );
 
-  const startTerm = async (rep: Replica) => {
+  const startTerm = (rep: Replica) => {
     stats.terms++;
     trace.push(`t=${t()} ${rep.id} leads`);
     const ctl = new AbortController();
@@ -307,24 +309,29 @@ async function run(s: ExecSchedule): Promise<ExecRun> {
       inScope: (ns) => ns === NS,
       timers: { now: () => Date.now(), set: (fn, ms) => setTimeout(fn, ms), clear: (h) => clearTimeout(h as never) },
       term: ctl.signal,
+      // The start-up judgement serve.ts gives the reconciler: it lists the pods (docs/catch-up.md).
+      catchUp: (w, set, entry, key, opts) => catchUp({ core, state, log: silentLogger }, w, set, entry, key, opts),
     });
     rep.term = { ctl, reconciler, state, lastRenewMs: Date.now() };
-    await reconciler.start().catch(async (err: Error) => {
+    // The elector goes on renewing while the term starts (onStartedLeading is not awaited by it).
+    void reconciler.start().catch((err: Error) => {
       // As serve.ts does: a leader that cannot start releases the Lease and holds off (resign).
       trace.push(`t=${t()} ${rep.id} start failed: ${err.message}`);
-      await endTerm(rep);
+      if (rep.term?.ctl !== ctl) return;
+      endTerm(rep);
       if (lease.holder === rep.id) lease.holder = '';
       rep.partitionedUntil = Math.max(rep.partitionedUntil, Date.now() + 5_000);
     });
   };
 
-  const endTerm = async (rep: Replica) => {
+  const stopping: Promise<void>[] = [];
+  const endTerm = (rep: Replica) => {
     const term = rep.term;
     if (!term) return;
     trace.push(`t=${t()} ${rep.id} stops leading`);
     term.ctl.abort(new Error('leadership lost'));
     rep.term = undefined;
-    await term.reconciler.stop();
+    stopping.push(term.reconciler.stop());
   };
 
   // The informers: every change the model makes reaches each term's state and reconciler at once.
@@ -345,7 +352,7 @@ async function run(s: ExecSchedule): Promise<ExecRun> {
 
   // The election: the holder renews every retry period unless partitioned; it notices a loss at its
   // renew deadline (plus a stall); a free or expired Lease goes to the first replica that can reach it.
-  const elect = async () => {
+  const elect = () => {
     const now = Date.now();
     for (const rep of replicas) {
       const term = rep.term;
@@ -353,21 +360,22 @@ async function run(s: ExecSchedule): Promise<ExecRun> {
       if (now >= rep.partitionedUntil && lease.holder === rep.id) {
         lease.renewMs = now;
         term.lastRenewMs = now;
-      } else if (now >= term.lastRenewMs + T.renewDeadlineMs + rep.noticeMs) await endTerm(rep);
+      } else if (now >= term.lastRenewMs + T.renewDeadlineMs + rep.noticeMs) endTerm(rep);
     }
     if (lease.holder === '' || now >= lease.renewMs + T.leaseDurationMs) {
       const next = replicas.find((x) => !x.term && now >= x.partitionedUntil);
       if (next) {
         lease.holder = next.id;
         lease.renewMs = now;
-        await startTerm(next);
+        startTerm(next);
       }
     }
   };
   let electing = true;
   const tick = () => {
     if (!electing) return;
-    void elect().finally(() => setTimeout(tick, T.retryPeriodMs));
+    elect();
+    setTimeout(tick, T.retryPeriodMs);
   };
   tick();
 
@@ -425,7 +433,9 @@ async function run(s: ExecSchedule): Promise<ExecRun> {
   }
   for (const w of model.templateWrites) violations.push(`a pod-template write in restart mode: ${w}`);
   for (const u of new Set(model.unserved)) violations.push(`the model does not serve ${u}`);
-  for (const rep of replicas) await endTerm(rep);
+  for (const rep of replicas) endTerm(rep);
+  await vi.advanceTimersByTimeAsync(60_000);
+  await Promise.all(stopping);
   return { violations, trace, stats };
 }
 
