@@ -68,10 +68,11 @@ export async function judgeAtStart(d: ReconcilerDeps, h: StartupHooks): Promise<
     if (entry?.pending) {
       // After a key change the targets always differ; the reload in progress goes on as it was.
       const same = keyChanged || sameDigests(entry.pending.target, set);
+      const unapplied = Object.keys(set).filter((id) => set[id] !== entry.configs[id]);
       h.submit({
         workload: t.id,
         changed: entry.pending.changed,
-        cutoffMs: same ? Date.parse(entry.pending.cutoff) : effectiveCutoff(now),
+        cutoffMs: same ? Date.parse(entry.pending.cutoff) : cutoffAtStart(d, unapplied, now),
         target: set,
         changeRV: h.changeRV(Object.keys(set)),
         resumed: same,
@@ -99,7 +100,7 @@ export async function judgeAtStart(d: ReconcilerDeps, h: StartupHooks): Promise<
       h.submit({
         workload: t.id,
         changed: v.changed,
-        cutoffMs: effectiveCutoff(now),
+        cutoffMs: cutoffAtStart(d, v.changed, now),
         target: set,
         changeRV: h.changeRV(v.changed),
       });
@@ -116,6 +117,25 @@ export async function judgeAtStart(d: ReconcilerDeps, h: StartupHooks): Promise<
         : 'the ledger does not name the HMAC key it was written with: workloads whose pods are newer than their configs re-baselined, not reloaded',
     );
   }
+}
+
+/**
+ * The cutoff of a reload decided at start-up, for changes this term did not see happen: the newest
+ * write of the configs not yet applied (their managedFields time, the fact the catch-up rule judges
+ * pods by, on the API server's clock like creationTimestamp). A pod created after it already reads
+ * every one of them, so it is not replaced again (I3): a template rollout that ran while no replica
+ * acted, or the replacements of a reload the last term left pending. Now, when a write time is
+ * unknown (a deleted config, cleared managedFields, a requested reload) or later than now.
+ */
+function cutoffAtStart(d: ReconcilerDeps, ids: readonly string[], now: number): number {
+  const latest = effectiveCutoff(now);
+  let newest: number | undefined;
+  for (const id of ids) {
+    const written = d.state.configs.get(id)?.writtenAtMs;
+    if (written === undefined) return latest;
+    newest = Math.max(newest ?? written, written);
+  }
+  return newest === undefined ? latest : Math.min(effectiveCutoff(newest), latest);
 }
 
 /** The start-up rule with no pods to judge by: the digests decide, and only under our own key. */

@@ -51,7 +51,13 @@ type Obj = {
     deletionTimestamp?: string;
     labels?: Record<string, string>;
     annotations?: Record<string, string>;
-    ownerReferences?: Array<{ apiVersion: string; kind: string; name: string; uid: string; controller?: boolean }>;
+    ownerReferences?: Array<{
+      apiVersion: string;
+      kind: string;
+      name: string;
+      uid: string;
+      controller?: boolean;
+    }>;
     generateName?: string;
     managedFields?: Array<{ manager: string; operation: string; time: string }>;
   };
@@ -149,10 +155,23 @@ function parseSelector(s: string | null): Array<(l: Record<string, string>) => b
   });
 }
 
-function status(code: number, reason: string, message: string, details?: Json): { status: number; text: string } {
+function status(
+  code: number,
+  reason: string,
+  message: string,
+  details?: Json,
+): { status: number; text: string } {
   return {
     status: code,
-    text: JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', code, reason, message, details }),
+    text: JSON.stringify({
+      kind: 'Status',
+      apiVersion: 'v1',
+      status: 'Failure',
+      code,
+      reason,
+      message,
+      details,
+    }),
   };
 }
 
@@ -396,7 +415,13 @@ export class ApiModel {
           labels: { app: d.metadata.name, 'pod-template-hash': hash },
           annotations: { [REV]: String(revision) },
           ownerReferences: [
-            { apiVersion: 'apps/v1', kind: 'Deployment', name: d.metadata.name, uid: d.metadata.uid, controller: true },
+            {
+              apiVersion: 'apps/v1',
+              kind: 'Deployment',
+              name: d.metadata.name,
+              uid: d.metadata.uid,
+              controller: true,
+            },
           ],
         },
         spec: {
@@ -456,7 +481,13 @@ export class ApiModel {
       if (!Object.entries(sel).every(([k, v]) => p.metadata.labels?.[k] === v)) continue;
       const old = clone(p);
       p.metadata.ownerReferences = [
-        { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: rs.metadata.name, uid: rs.metadata.uid, controller: true },
+        {
+          apiVersion: 'apps/v1',
+          kind: 'ReplicaSet',
+          name: rs.metadata.name,
+          uid: rs.metadata.uid,
+          controller: true,
+        },
       ];
       this.hooks.note?.(`${rs.metadata.name} adopts ${p.metadata.name}`);
       this.update('pods', p, old);
@@ -464,7 +495,8 @@ export class ApiModel {
     const owned = this.#owned(rs);
     const want = (rs.spec as { replicas: number }).replicas;
     if (owned.length < want) {
-      const tpl = (rs.spec as { template: { metadata: { labels: Record<string, string> }; spec: Json } }).template;
+      const tpl = (rs.spec as { template: { metadata: { labels: Record<string, string> }; spec: Json } })
+        .template;
       for (let i = owned.length; i < want; i++) {
         this.create('pods', {
           apiVersion: 'v1',
@@ -475,7 +507,13 @@ export class ApiModel {
             resourceVersion: '',
             labels: { ...tpl.metadata.labels, ...sel },
             ownerReferences: [
-              { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: rs.metadata.name, uid: rs.metadata.uid, controller: true },
+              {
+                apiVersion: 'apps/v1',
+                kind: 'ReplicaSet',
+                name: rs.metadata.name,
+                uid: rs.metadata.uid,
+                controller: true,
+              },
             ],
           },
           spec: clone(tpl.spec),
@@ -497,7 +535,9 @@ export class ApiModel {
       for (const p of ranked.slice(0, owned.length - want)) {
         const handover = handed-- > 0;
         if (handover && !this.ours.has(p.metadata.uid)) this.#checkTaking(p, 'handover');
-        this.hooks.note?.(`${rs.metadata.name} deletes ${p.metadata.name} (excess${handover ? ', handover' : ''})`);
+        this.hooks.note?.(
+          `${rs.metadata.name} deletes ${p.metadata.name} (excess${handover ? ', handover' : ''})`,
+        );
         this.deletePod(p);
       }
     }
@@ -546,7 +586,8 @@ export class ApiModel {
         signal.addEventListener('abort', () => reject(signal.reason), { once: true });
       });
     if (fault.kind === 'status') {
-      const reason = { 500: 'InternalError', 429: 'TooManyRequests', 409: 'Conflict' }[fault.status] ?? 'Unknown';
+      const reason =
+        { 500: 'InternalError', 429: 'TooManyRequests', 409: 'Conflict' }[fault.status] ?? 'Unknown';
       return status(fault.status, reason, `modelled ${fault.status}`);
     }
     if (fault.kind === 'hang' && !fault.applied) return hang();
@@ -554,12 +595,22 @@ export class ApiModel {
     await new Promise((r) => setTimeout(r, 5));
     if (signal.aborted) throw signal.reason;
     if (method !== 'GET') this.hooks.onWrite(sender, method, path, payload);
-    const answer = this.#serve(method, path, q, payload === undefined ? undefined : (JSON.parse(payload) as Json));
+    const answer = this.#serve(
+      method,
+      path,
+      q,
+      payload === undefined ? undefined : (JSON.parse(payload) as Json),
+    );
     if (fault.kind === 'hang') return hang();
     return answer;
   }
 
-  #serve(method: string, path: string, q: URLSearchParams, body: Json | undefined): { status: number; text: string } {
+  #serve(
+    method: string,
+    path: string,
+    q: URLSearchParams,
+    body: Json | undefined,
+  ): { status: number; text: string } {
     const m =
       /^\/(?:api\/v1|apis\/apps\/v1)(?:\/namespaces\/([^/]+))?\/(pods|deployments|replicasets|configmaps)(?:\/([^/]+))?(?:\/(eviction))?$/.exec(
         path,
@@ -568,7 +619,13 @@ export class ApiModel {
       this.unserved.push(`${method} ${path}`);
       return status(404, 'NotFound', `the model does not serve ${path}`);
     }
-    const [, ns, res, name, sub] = m as unknown as [string, string | undefined, Resource, string | undefined, string | undefined];
+    const [, ns, res, name, sub] = m as unknown as [
+      string,
+      string | undefined,
+      Resource,
+      string | undefined,
+      string | undefined,
+    ];
     const inNs = ns === undefined || ns === NS;
     const store = this.objs[res];
     if (method === 'GET' && name === undefined) {
@@ -582,7 +639,7 @@ export class ApiModel {
     if (res === 'pods' && sub === 'eviction') return this.#evict(name as string, cur, body ?? {});
     if (!cur) return status(404, 'NotFound', `${res} "${name}" not found`);
     if (method === 'PATCH') {
-      const meta = ((body ?? {}).metadata ?? {}) as Json;
+      const meta = (body?.metadata ?? {}) as Json;
       if (meta.uid !== undefined && meta.uid !== cur.metadata.uid)
         return status(
           409,
@@ -608,14 +665,19 @@ export class ApiModel {
     const field = q.get('fieldSelector');
     const byName = field?.startsWith('metadata.name=') ? field.slice('metadata.name='.length) : undefined;
     return [...this.objs[res].values()]
-      .filter((o) => (byName === undefined || o.metadata.name === byName) && labels.every((f) => f(o.metadata.labels ?? {})))
+      .filter(
+        (o) =>
+          (byName === undefined || o.metadata.name === byName) &&
+          labels.every((f) => f(o.metadata.labels ?? {})),
+      )
       .map(clone);
   }
 
   /** A LIST at an exact past resourceVersion, from the change log; 410 once compacted. */
   #readAt(res: Resource, q: URLSearchParams): { status: number; text: string } {
     const at = Number(q.get('resourceVersion'));
-    if (at <= this.compacted) return status(410, 'Expired', `too old resource version: ${at} (${this.compacted})`);
+    if (at <= this.compacted)
+      return status(410, 'Expired', `too old resource version: ${at} (${this.compacted})`);
     const field = q.get('fieldSelector') ?? '';
     const byName = field.startsWith('metadata.name=') ? field.slice('metadata.name='.length) : undefined;
     const state = new Map<string, Obj>();
@@ -633,7 +695,10 @@ export class ApiModel {
     const meta = body.metadata;
     const name = meta.name ?? `${meta.generateName ?? 'pod-'}${(++this.#name).toString(36).padStart(5, '0')}`;
     if (this.objs.pods.has(name)) return status(409, 'AlreadyExists', `pods "${name}" already exists`);
-    const p = this.create('pods', { ...clone(body), metadata: { ...clone(meta), name, uid: '', resourceVersion: '' } });
+    const p = this.create('pods', {
+      ...clone(body),
+      metadata: { ...clone(meta), name, uid: '', resourceVersion: '' },
+    });
     this.ours.add(p.metadata.uid);
     return ok(p, 201);
   }
@@ -677,14 +742,19 @@ export class ApiModel {
       // when the budget is met; a Ready one only when one disruption is allowed.
       const allowed = ready(p) ? healthy - desired > 0 : healthy >= desired;
       if (!allowed)
-        return status(429, 'TooManyRequests', "Cannot evict pod as it would violate the pod's disruption budget.", {
-          causes: [
-            {
-              reason: 'DisruptionBudget',
-              message: `The disruption budget ${spec.name}-pdb needs ${desired} healthy pods and has ${healthy} currently`,
-            },
-          ],
-        });
+        return status(
+          429,
+          'TooManyRequests',
+          "Cannot evict pod as it would violate the pod's disruption budget.",
+          {
+            causes: [
+              {
+                reason: 'DisruptionBudget',
+                message: `The disruption budget ${spec.name}-pdb needs ${desired} healthy pods and has ${healthy} currently`,
+              },
+            ],
+          },
+        );
     }
     if (dryRun) return accepted();
     this.#checkTaking(p, 'eviction');
@@ -709,7 +779,9 @@ export class ApiModel {
     const field = q.get('fieldSelector') ?? '';
     const byName = field.startsWith('metadata.name=') ? field.slice('metadata.name='.length) : undefined;
     const matches = (o: Obj | undefined) =>
-      o !== undefined && (byName === undefined || o.metadata.name === byName) && labels.every((f) => f(o.metadata.labels ?? {}));
+      o !== undefined &&
+      (byName === undefined || o.metadata.name === byName) &&
+      labels.every((f) => f(o.metadata.labels ?? {}));
     return new Promise((resolve, reject) => {
       let deliverAt = this.now();
       let closed = false;
@@ -755,11 +827,28 @@ export class ApiModel {
         for (const o of this.#select(res, q)) send({ type: 'ADDED', object: o });
         send({
           type: 'BOOKMARK',
-          object: { kind: 'Pod', apiVersion: 'v1', metadata: { resourceVersion: String(this.rv), annotations: { 'k8s.io/initial-events-end': 'true' } } },
+          object: {
+            kind: 'Pod',
+            apiVersion: 'v1',
+            metadata: {
+              resourceVersion: String(this.rv),
+              annotations: { 'k8s.io/initial-events-end': 'true' },
+            },
+          },
         });
       } else if (from) {
         if (Number(from) < this.compacted) {
-          send({ type: 'ERROR', object: { kind: 'Status', apiVersion: 'v1', status: 'Failure', code: 410, reason: 'Expired', message: `too old resource version: ${from} (${this.compacted})` } });
+          send({
+            type: 'ERROR',
+            object: {
+              kind: 'Status',
+              apiVersion: 'v1',
+              status: 'Failure',
+              code: 410,
+              reason: 'Expired',
+              message: `too old resource version: ${from} (${this.compacted})`,
+            },
+          });
           const t = setTimeout(end, deliverAt - this.now() + 1);
           timers.add(t);
           return;
@@ -775,9 +864,9 @@ const REV = 'deployment.kubernetes.io/revision';
 const COST = 'controller.kubernetes.io/pod-deletion-cost';
 
 function readyCondition(p: Obj): { status?: string; lastTransitionTime?: string } | undefined {
-  return (p.status?.conditions as Array<{ type: string; status: string; lastTransitionTime?: string }> | undefined)?.find(
-    (c) => c.type === 'Ready',
-  );
+  return (
+    p.status?.conditions as Array<{ type: string; status: string; lastTransitionTime?: string }> | undefined
+  )?.find((c) => c.type === 'Ready');
 }
 
 export function ready(p: Obj): boolean {

@@ -13,7 +13,10 @@
 //  - nothing lost: every running pod was created after the newest change of each config it reads;
 //  - no write (to the API or the ledger) by a replica that does not hold the Lease;
 //  - no request the model does not serve (a gap in the model, not a defect: widen the model).
+
+import pino from 'pino';
 import { vi } from 'vitest';
+import { catchUp } from '../../service/catch-up.ts';
 import { loadConfig } from '../../service/config/config.ts';
 import { compileGlobals } from '../../service/core/annotations.ts';
 import { effectiveCutoff } from '../../service/core/cutoff.ts';
@@ -26,8 +29,7 @@ import { appsApi, batchApi, coreApi, customApi } from '../../service/kube/api.ts
 import { JobSpecStore } from '../../service/kube/job-spec-store.ts';
 import { type LeaderElection, leaderWriteFence } from '../../service/kube/leader.ts';
 import { configRecord, workloadRecord } from '../../service/kube/to-record.ts';
-import { silentLogger } from '../../service/log.ts';
-import { catchUp } from '../../service/catch-up.ts';
+import { type Logger, silentLogger } from '../../service/log.ts';
 import { Reconciler } from '../../service/reconciler.ts';
 import { ClusterState } from '../../service/state.ts';
 import { strategyExecutor } from '../../service/strategies/execute.ts';
@@ -86,7 +88,13 @@ export function randomExecSchedule(seed: number): ExecSchedule {
     else if (x < 0.67) steps.push({ at, kind: 'template', deployment: pick(deployments).name });
     else if (x < 0.77) steps.push({ at, kind: 'break', ms: 5_000 + Math.floor(r() * 60_000) });
     else if (x < 0.89) steps.push({ at, kind: 'drop', compact: r() < 0.5 });
-    else steps.push({ at, kind: 'partition', ms: 5_000 + Math.floor(r() * 40_000), noticeMs: Math.floor(r() * 20_000) });
+    else
+      steps.push({
+        at,
+        kind: 'partition',
+        ms: 5_000 + Math.floor(r() * 40_000),
+        noticeMs: Math.floor(r() * 20_000),
+      });
   }
   return {
     seed,
@@ -132,7 +140,15 @@ export interface ExecRun {
 export async function simulateExec(s: ExecSchedule): Promise<ExecRun> {
   vi.useFakeTimers({
     now: START,
-    toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'setImmediate', 'clearImmediate', 'Date'],
+    toFake: [
+      'setTimeout',
+      'clearTimeout',
+      'setInterval',
+      'clearInterval',
+      'setImmediate',
+      'clearImmediate',
+      'Date',
+    ],
   });
   try {
     return await run(s);
@@ -196,6 +212,13 @@ async function run(s: ExecSchedule): Promise<ExecRun> {
   const origin = Date.now();
   const at = (ms: number) => origin + ms;
 
+  // SIM_LOG=1: the service's own log lines go into the trace (slower; for reading a failing seed).
+  const log: Logger = process.env.SIM_LOG
+    ? pino(
+        { level: 'debug', base: null, timestamp: false },
+        { write: (line: string) => void trace.push(`t=${t()} log ${line.trim()}`) },
+      )
+    : silentLogger;
   const cfg = {
     ...loadConfig(['--release-namespace=rel', '--debounce=1s', '--default-strategy=restart'], {}),
     reloadDeadlineMs: 60_000,
@@ -288,29 +311,38 @@ async function run(s: ExecSchedule): Promise<ExecRun> {
       cfg,
       state,
       inScope: (ns) => ns === NS,
-      jobSpecs: new JobSpecStore({ core, namespace: 'rel', prefix: 'gitops-reloader', warn: () => undefined }),
+      jobSpecs: new JobSpecStore({
+        core,
+        namespace: 'rel',
+        prefix: 'gitops-reloader',
+        warn: () => undefined,
+      }),
       events: { async emit() {} },
       core,
       apps: appsApi(kc),
       batch: batchApi(kc),
       custom: customApi(kc),
       kc,
-      log: silentLogger,
+      log,
     });
     const reconciler = new Reconciler({
       cfg,
       state,
       ledger: fencedLedger(rep),
       events: { async emit() {} },
-      log: silentLogger,
+      log,
       globals,
       hashKey: KEY,
       strategies: executor,
       inScope: (ns) => ns === NS,
-      timers: { now: () => Date.now(), set: (fn, ms) => setTimeout(fn, ms), clear: (h) => clearTimeout(h as never) },
+      timers: {
+        now: () => Date.now(),
+        set: (fn, ms) => setTimeout(fn, ms),
+        clear: (h) => clearTimeout(h as never),
+      },
       term: ctl.signal,
       // The start-up judgement serve.ts gives the reconciler: it lists the pods (docs/catch-up.md).
-      catchUp: (w, set, entry, key, opts) => catchUp({ core, state, log: silentLogger }, w, set, entry, key, opts),
+      catchUp: (w, set, entry, key, opts) => catchUp({ core, state, log }, w, set, entry, key, opts),
     });
     rep.term = { ctl, reconciler, state, lastRenewMs: Date.now() };
     // The elector goes on renewing while the term starts (onStartedLeading is not awaited by it).
@@ -344,7 +376,9 @@ async function run(s: ExecSchedule): Promise<ExecRun> {
         const old = term.state.putConfig(rec);
         term.reconciler.configChanged(old, rec);
       } else if (c.resource === 'deployments' && c.type !== 'DELETED') {
-        const { now, old } = term.state.putWorkload(workloadRecord('Deployment', c.object as never) as WorkloadRecord);
+        const { now, old } = term.state.putWorkload(
+          workloadRecord('Deployment', c.object as never) as WorkloadRecord,
+        );
         term.reconciler.workloadChanged(old, now);
       }
     }
