@@ -94,6 +94,8 @@ export interface ModelHooks {
   fault(method: string, path: string): Fault;
   /** Watch delivery lag, ms. */
   lag(): number;
+  /** The longest lag() gives, ms. */
+  readonly maxLagMs: number;
   /** ms from creation to Ready for a new pod; undefined: the environment broke it, never Ready. */
   startMs(): number | undefined;
   /** Called for every write of the service that the model accepted, before it acts on it. */
@@ -206,6 +208,8 @@ export class ApiModel {
   readonly templateWrites: string[] = [];
   /** Requests the model does not serve (a gap in the model, reported as a violation). */
   readonly unserved: string[] = [];
+  /** Ready pods a scale-down of the Deployment controller deleted, and when. */
+  readonly #lostByOthers: Array<{ app: string; at: number }> = [];
   readonly #watchers = new Set<(c: Change) => void>();
   readonly #enders = new Set<() => void>();
   #uid = 0;
@@ -329,7 +333,13 @@ export class ApiModel {
     this.replacedByUs.add(p.metadata.uid);
     if (!ready(p)) return;
     const floor = spec.replicas - bounds(spec).unavailable;
-    const left = this.readyOf(name).filter((x) => x !== p).length;
+    // Ready pods another controller took away so recently that no watch could have shown it yet
+    // count as still there: the service cannot see them go, and no API arbitrates between two
+    // controllers spending one budget (a PodDisruptionBudget would; a known limit, see README).
+    const unseen = this.#lostByOthers.filter(
+      (l) => l.app === name && this.now() - l.at <= this.hooks.maxLagMs + 200,
+    ).length;
+    const left = this.readyOf(name).filter((x) => x !== p).length + unseen;
     if (left < floor)
       this.hooks.violation(
         `floor: ${how} of Ready pod ${p.metadata.name} left ${left} Ready pods of ${name}, under the floor ${floor}`,
@@ -535,6 +545,8 @@ export class ApiModel {
       for (const p of ranked.slice(0, owned.length - want)) {
         const handover = handed-- > 0;
         if (handover && !this.ours.has(p.metadata.uid)) this.#checkTaking(p, 'handover');
+        else if (!handover && ready(p))
+          this.#lostByOthers.push({ app: rs.metadata.labels?.app ?? '', at: this.now() });
         this.hooks.note?.(
           `${rs.metadata.name} deletes ${p.metadata.name} (excess${handover ? ', handover' : ''})`,
         );

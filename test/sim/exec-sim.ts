@@ -54,6 +54,8 @@ export interface ExecSchedule {
   p500: number;
   p429: number;
   pHang: number;
+  /** The longest a watch event takes to arrive (a busy API server: seconds). */
+  maxLagMs: number;
   faultsUntil: number;
   /** Test only: wire the writes without the leader's fence, to show the Lease check can fail. */
   noFence?: boolean;
@@ -104,6 +106,7 @@ export function randomExecSchedule(seed: number): ExecSchedule {
     p500: r() * 0.15,
     p429: r() * 0.15,
     pHang: r() * 0.05,
+    maxLagMs: r() < 0.3 ? 3_000 : 300,
     faultsUntil: at + 20_000,
   };
 }
@@ -134,7 +137,8 @@ export interface ExecRun {
   /** Every write the model accepted and every schedule step, in order: equal for equal seeds. */
   trace: string[];
   /** What ran, for a reader who wonders whether anything did. */
-  stats: { evictions: number; surgePods: number; handovers: number; refused: number; terms: number };
+  /** Eviction requests (dry runs too), surge pods created, pod patches (cost, handover), writes the fence refused, terms. */
+  stats: { evictions: number; surgePods: number; podPatches: number; refused: number; terms: number };
 }
 
 export async function simulateExec(s: ExecSchedule): Promise<ExecRun> {
@@ -161,7 +165,7 @@ export async function simulateExec(s: ExecSchedule): Promise<ExecRun> {
 async function run(s: ExecSchedule): Promise<ExecRun> {
   const violations: string[] = [];
   const trace: string[] = [];
-  const stats = { evictions: 0, surgePods: 0, handovers: 0, refused: 0, terms: 0 };
+  const stats = { evictions: 0, surgePods: 0, podPatches: 0, refused: 0, terms: 0 };
   const r = prng(s.seed ^ 0x5bd1e995);
   const t = () => Date.now() - START;
   const faults = () => t() < s.faultsUntil;
@@ -177,13 +181,14 @@ async function run(s: ExecSchedule): Promise<ExecRun> {
       if (r() < s.p500) return { kind: 'status', status: 500 };
       return { kind: 'none' };
     },
-    lag: () => Math.floor(r() * 300),
+    lag: () => Math.floor(r() * s.maxLagMs),
+    maxLagMs: s.maxLagMs,
     startMs: () => (Date.now() < brokenUntil ? undefined : 500 + Math.floor(r() * 4_000)),
     onWrite(sender, method, path, body) {
       trace.push(`t=${t()} ${sender.identity} ${method} ${path} ${body ?? ''}`);
       if (path.endsWith('/eviction')) stats.evictions++;
       else if (method === 'POST') stats.surgePods++;
-      else if (method === 'PATCH' && !path.includes('/deployments/')) stats.handovers++;
+      else if (method === 'PATCH' && path.includes('/pods/')) stats.podPatches++;
       checkLease(sender.identity, `${method} ${path}`);
     },
     violation: (msg) => violations.push(`t=${t()}: ${msg}`),
