@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { type ExecSchedule, randomExecSchedule, shrinkExec, simulateExec } from './exec-sim.ts';
 
 const replay = process.env.SIM_SEED ? [Number(process.env.SIM_SEED)] : undefined;
-const count = Number(process.env.SIM_EXEC_SCHEDULES ?? 3000);
+const count = Number(process.env.SIM_EXEC_SCHEDULES ?? 2000);
 const first = Number(process.env.SIM_FIRST_SEED ?? 1);
 
 /** Shortened schedules of defects the simulation found; each failed before its fix (README). */
