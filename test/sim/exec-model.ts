@@ -66,7 +66,7 @@ type Obj = {
   data?: Record<string, string>;
 };
 
-type Resource = 'pods' | 'deployments' | 'replicasets' | 'configmaps';
+type Resource = 'pods' | 'deployments' | 'replicasets' | 'statefulsets' | 'configmaps';
 
 export interface Change {
   rv: number;
@@ -109,6 +109,8 @@ export interface ModelHooks {
 }
 
 export interface DeploymentSpec {
+  /** Default Deployment. A StatefulSet has no surge: maxSurge is ignored, maxUnavailable is 1. */
+  kind?: 'Deployment' | 'StatefulSet';
   name: string;
   replicas: number;
   maxSurge: number | string;
@@ -139,6 +141,8 @@ export function resolve(v: number | string, total: number, roundUp: boolean): nu
 
 /** maxSurge and maxUnavailable resolved; both 0 would make no progress, so unavailable becomes 1. */
 export function bounds(d: DeploymentSpec): { surge: number; unavailable: number } {
+  // A StatefulSet's rolling update (and the restart's default) takes one pod at a time.
+  if (d.kind === 'StatefulSet') return { surge: 0, unavailable: 1 };
   const surge = resolve(d.maxSurge, d.replicas, true);
   let unavailable = resolve(d.maxUnavailable, d.replicas, false);
   if (surge === 0 && unavailable === 0) unavailable = 1;
@@ -192,6 +196,7 @@ export class ApiModel {
     pods: new Map(),
     deployments: new Map(),
     replicasets: new Map(),
+    statefulsets: new Map(),
     configmaps: new Map(),
   };
   /** The change log watches resume from; entries at or below `compacted` are gone (410). */
@@ -353,6 +358,7 @@ export class ApiModel {
     this.#syncAt = setTimeout(() => {
       this.#syncAt = undefined;
       for (const d of [...this.objs.deployments.values()]) this.#syncDeployment(d);
+      for (const set of [...this.objs.statefulsets.values()]) this.#syncStatefulSet(set);
       for (const rs of [...this.objs.replicasets.values()]) this.#syncReplicaSet(rs);
       for (const d of [...this.objs.deployments.values()]) this.#deploymentStatus(d);
     }, 100 + this.hooks.lag());
@@ -360,6 +366,29 @@ export class ApiModel {
 
   addDeployment(spec: DeploymentSpec): void {
     this.specs.set(spec.name, spec);
+    if (spec.kind === 'StatefulSet') {
+      this.create('statefulsets', {
+        apiVersion: 'apps/v1',
+        kind: 'StatefulSet',
+        metadata: {
+          name: spec.name,
+          uid: '',
+          resourceVersion: '',
+          generation: 1,
+          annotations: { 'reloader.stakater.com/auto': 'true' },
+        },
+        spec: {
+          replicas: spec.replicas,
+          serviceName: spec.name,
+          podManagementPolicy: 'OrderedReady',
+          selector: { matchLabels: { app: spec.name } },
+          updateStrategy: { type: 'RollingUpdate', rollingUpdate: { partition: 0 } },
+          template: podTemplate(spec),
+        },
+        status: {},
+      });
+      return;
+    }
     this.create('deployments', {
       apiVersion: 'apps/v1',
       kind: 'Deployment',
@@ -377,14 +406,7 @@ export class ApiModel {
           type: 'RollingUpdate',
           rollingUpdate: { maxSurge: spec.maxSurge, maxUnavailable: spec.maxUnavailable },
         },
-        template: {
-          metadata: { labels: { app: spec.name } },
-          spec: {
-            containers: [
-              { name: 'c', image: 'app:1', envFrom: spec.uses.map((name) => ({ configMapRef: { name } })) },
-            ],
-          },
-        },
+        template: podTemplate(spec),
       },
       status: {},
     });
@@ -392,13 +414,79 @@ export class ApiModel {
 
   /** "The user" changes a Deployment's pod template (a new image): the Deployment controller rolls it out. */
   userTemplateChange(name: string): void {
-    const d = this.objs.deployments.get(name) as Obj;
+    const resource = this.specs.get(name)?.kind === 'StatefulSet' ? 'statefulsets' : 'deployments';
+    const d = this.objs[resource].get(name) as Obj;
     const old = clone(d);
     const tpl = (d.spec as { template: { spec: { containers: Array<{ image: string }> } } }).template;
     const c = tpl.spec.containers[0] as { image: string };
     c.image = `app:${Number(c.image.split(':')[1]) + 1}`;
     d.metadata.generation = (d.metadata.generation ?? 1) + 1;
-    this.update('deployments', d, old);
+    this.update(resource, d, old);
+  }
+
+  /**
+   * The StatefulSet controller, OrderedReady with RollingUpdate: pod <name>-<i> for each ordinal,
+   * created (again, under the same name, once the old one is gone) only when every lower ordinal is
+   * Ready; a template change replaces the pods not on the update revision, highest ordinal first, one
+   * at a time, each once the others are Ready.
+   */
+  #syncStatefulSet(set: Obj): void {
+    const name = set.metadata.name;
+    const spec = set.spec as {
+      replicas: number;
+      template: { metadata: { labels: Record<string, string> }; spec: Json };
+    };
+    const revision = `${name}-${templateHash(spec.template)}`;
+    const pods = Array.from({ length: spec.replicas }, (_, i) => this.objs.pods.get(`${name}-${i}`));
+    for (let i = 0; i < spec.replicas; i++) {
+      const p = pods[i];
+      if (p) {
+        if (!ready(p) || p.metadata.deletionTimestamp) break;
+        continue;
+      }
+      this.create('pods', {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: {
+          name: `${name}-${i}`,
+          uid: '',
+          resourceVersion: '',
+          labels: {
+            ...spec.template.metadata.labels,
+            'controller-revision-hash': revision,
+            'statefulset.kubernetes.io/pod-name': `${name}-${i}`,
+            'apps.kubernetes.io/pod-index': String(i),
+          },
+          ownerReferences: [
+            { apiVersion: 'apps/v1', kind: 'StatefulSet', name, uid: set.metadata.uid, controller: true },
+          ],
+        },
+        spec: clone(spec.template.spec),
+      });
+      break;
+    }
+    const settled = pods.every((p) => p && ready(p) && !p.metadata.deletionTimestamp);
+    const outdated = pods.filter((p) => p && p.metadata.labels?.['controller-revision-hash'] !== revision);
+    const highest = outdated[outdated.length - 1];
+    if (settled && highest) {
+      if (ready(highest)) this.#lostByOthers.push({ app: name, at: this.now() });
+      this.deletePod(highest);
+    }
+    const live = pods.filter((p): p is Obj => p !== undefined && !p.metadata.deletionTimestamp);
+    const updated = live.filter((p) => p.metadata.labels?.['controller-revision-hash'] === revision).length;
+    const prev = (set.status ?? {}) as { currentRevision?: string };
+    const st = {
+      observedGeneration: set.metadata.generation,
+      replicas: live.length,
+      readyReplicas: live.filter(ready).length,
+      updatedReplicas: updated,
+      currentRevision: updated === spec.replicas ? revision : (prev.currentRevision ?? revision),
+      updateRevision: revision,
+    };
+    if (JSON.stringify(st) === JSON.stringify(set.status)) return;
+    const old = clone(set);
+    set.status = st;
+    this.update('statefulsets', set, old);
   }
 
   #rsOf(d: Obj): Obj[] {
@@ -624,7 +712,7 @@ export class ApiModel {
     body: Json | undefined,
   ): { status: number; text: string } {
     const m =
-      /^\/(?:api\/v1|apis\/apps\/v1)(?:\/namespaces\/([^/]+))?\/(pods|deployments|replicasets|configmaps)(?:\/([^/]+))?(?:\/(eviction))?$/.exec(
+      /^\/(?:api\/v1|apis\/apps\/v1)(?:\/namespaces\/([^/]+))?\/(pods|deployments|replicasets|statefulsets|configmaps)(?:\/([^/]+))?(?:\/(eviction))?$/.exec(
         path,
       );
     if (!m) {
@@ -658,7 +746,10 @@ export class ApiModel {
           'Conflict',
           `Operation cannot be fulfilled on ${res} "${name}": StorageError: invalid object, Code: 4, Precondition failed: UID in precondition: ${String(meta.uid)}, UID in object meta: ${cur.metadata.uid}`,
         );
-      if (res === 'deployments' && (body?.spec as Json | undefined)?.template !== undefined)
+      if (
+        (res === 'deployments' || res === 'statefulsets') &&
+        (body?.spec as Json | undefined)?.template !== undefined
+      )
         this.templateWrites.push(`PATCH ${path}`);
       const old = clone(cur);
       mergePatch(cur as unknown as Json, body ?? {});
@@ -781,7 +872,7 @@ export class ApiModel {
   ): Promise<{ status: number; text: string } | undefined> {
     const [path = '', query = ''] = pathAndQuery.split('?');
     const q = new URLSearchParams(query);
-    const m = /\/namespaces\/([^/]+)\/(pods|deployments)$/.exec(path);
+    const m = /\/namespaces\/([^/]+)\/(pods|deployments|statefulsets)$/.exec(path);
     if (!m || m[1] !== NS) {
       this.unserved.push(`WATCH ${path}`);
       return status(404, 'NotFound', `the model does not watch ${path}`);
@@ -873,6 +964,18 @@ export class ApiModel {
 }
 
 const REV = 'deployment.kubernetes.io/revision';
+
+/** The pod template of a modelled workload: one container reading its configs. */
+function podTemplate(spec: DeploymentSpec): Json {
+  return {
+    metadata: { labels: { app: spec.name } },
+    spec: {
+      containers: [
+        { name: 'c', image: 'app:1', envFrom: spec.uses.map((name) => ({ configMapRef: { name } })) },
+      ],
+    },
+  };
+}
 const COST = 'controller.kubernetes.io/pod-deletion-cost';
 
 function readyCondition(p: Obj): { status?: string; lastTransitionTime?: string } | undefined {

@@ -10,6 +10,27 @@ const first = Number(process.env.SIM_FIRST_SEED ?? 1);
 
 /** Shortened schedules of defects the simulation found; each failed before its fix (README). */
 const found: Record<string, ExecSchedule> = {
+  'an eviction of a pod seen not Ready, Ready by then, under the floor (seed 270)': {
+    seed: 270,
+    configs: ['cm0', 'cm1'],
+    deployments: [
+      {
+        kind: 'StatefulSet',
+        name: 'web0',
+        replicas: 4,
+        maxSurge: '25%',
+        maxUnavailable: 1,
+        graceMs: 22821,
+        uses: ['cm0', 'cm1'],
+      },
+    ],
+    steps: [{ at: 406, kind: 'config', config: 'cm1' }],
+    p500: 0.12221524383639916,
+    p429: 0.06453390649985521,
+    pHang: 0.04002116927877069,
+    maxLagMs: 3000,
+    faultsUntil: 47391,
+  },
   'a new leader replacing the pods of a template rollout made after the change (seed 115)': {
     seed: 115,
     configs: ['cm0'],

@@ -72,6 +72,7 @@ export function randomExecSchedule(seed: number): ExecSchedule {
     const replicas = 1 + Math.floor(r() * 4);
     const uses = configs.filter(() => r() < 0.7);
     return {
+      ...(r() < 0.3 ? { kind: 'StatefulSet' as const } : {}),
       name: `web${i}`,
       replicas,
       maxSurge: pick(MAX_SURGE),
@@ -310,6 +311,8 @@ async function run(s: ExecSchedule): Promise<ExecRun> {
       state.putConfig(configRecord('ConfigMap', c as never, KEY) as ConfigRecord);
     for (const d of model.objs.deployments.values())
       state.putWorkload(workloadRecord('Deployment', d as never) as WorkloadRecord);
+    for (const set of model.objs.statefulsets.values())
+      state.putWorkload(workloadRecord('StatefulSet', set as never) as WorkloadRecord);
     const kc = access(rep);
     const core = coreApi(kc);
     const executor = strategyExecutor({
@@ -380,9 +383,10 @@ async function run(s: ExecSchedule): Promise<ExecRun> {
         const rec = configRecord('ConfigMap', c.object as never, KEY) as ConfigRecord;
         const old = term.state.putConfig(rec);
         term.reconciler.configChanged(old, rec);
-      } else if (c.resource === 'deployments' && c.type !== 'DELETED') {
+      } else if ((c.resource === 'deployments' || c.resource === 'statefulsets') && c.type !== 'DELETED') {
+        const kind = c.resource === 'deployments' ? 'Deployment' : 'StatefulSet';
         const { now, old } = term.state.putWorkload(
-          workloadRecord('Deployment', c.object as never) as WorkloadRecord,
+          workloadRecord(kind, c.object as never) as WorkloadRecord,
         );
         term.reconciler.workloadChanged(old, now);
       }
