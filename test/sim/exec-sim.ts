@@ -34,7 +34,8 @@ import { Reconciler } from '../../service/reconciler.ts';
 import { ClusterState } from '../../service/state.ts';
 import { strategyExecutor } from '../../service/strategies/execute.ts';
 import { MemoryLedger } from '../support/engine-fakes.ts';
-import { ApiModel, type DeploymentSpec, type Fault, NS } from './exec-model.ts';
+import { ApiModel } from './exec-api.ts';
+import { type DeploymentSpec, type Fault, NS } from './exec-model.ts';
 import { prng } from './sim.ts';
 
 export type Step =
