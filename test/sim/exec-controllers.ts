@@ -28,34 +28,18 @@ export class ControlledModel extends ClusterModel {
     }, 100 + this.hooks.lag());
   }
 
+  /** Creates the workload of `spec`, opted in to reloads, with one container reading its configs. */
   addDeployment(spec: DeploymentSpec): void {
     this.specs.set(spec.name, spec);
-    if (spec.kind === 'StatefulSet') {
-      this.create('statefulsets', {
-        apiVersion: 'apps/v1',
-        kind: 'StatefulSet',
-        metadata: {
-          name: spec.name,
-          uid: '',
-          resourceVersion: '',
-          generation: 1,
-          annotations: { 'reloader.stakater.com/auto': 'true' },
-        },
-        spec: {
-          replicas: spec.replicas,
-          serviceName: spec.name,
-          podManagementPolicy: 'OrderedReady',
-          selector: { matchLabels: { app: spec.name } },
-          updateStrategy: { type: 'RollingUpdate', rollingUpdate: { partition: 0 } },
-          template: podTemplate(spec),
-        },
-        status: {},
-      });
-      return;
-    }
-    this.create('deployments', {
+    const sts = spec.kind === 'StatefulSet';
+    const common = {
+      replicas: spec.replicas,
+      selector: { matchLabels: { app: spec.name } },
+      template: podTemplate(spec),
+    };
+    this.create(sts ? 'statefulsets' : 'deployments', {
       apiVersion: 'apps/v1',
-      kind: 'Deployment',
+      kind: sts ? 'StatefulSet' : 'Deployment',
       metadata: {
         name: spec.name,
         uid: '',
@@ -63,15 +47,20 @@ export class ControlledModel extends ClusterModel {
         generation: 1,
         annotations: { 'reloader.stakater.com/auto': 'true' },
       },
-      spec: {
-        replicas: spec.replicas,
-        selector: { matchLabels: { app: spec.name } },
-        strategy: {
-          type: 'RollingUpdate',
-          rollingUpdate: { maxSurge: spec.maxSurge, maxUnavailable: spec.maxUnavailable },
-        },
-        template: podTemplate(spec),
-      },
+      spec: sts
+        ? {
+            ...common,
+            serviceName: spec.name,
+            podManagementPolicy: 'OrderedReady',
+            updateStrategy: { type: 'RollingUpdate', rollingUpdate: { partition: 0 } },
+          }
+        : {
+            ...common,
+            strategy: {
+              type: 'RollingUpdate',
+              rollingUpdate: { maxSurge: spec.maxSurge, maxUnavailable: spec.maxUnavailable },
+            },
+          },
       status: {},
     });
   }
