@@ -54,6 +54,8 @@ export interface ExecSchedule {
   steps: Step[];
   p500: number;
   p429: number;
+  /** A conflict on a write (a concurrent update the server gave up retrying). */
+  p409?: number;
   pHang: number;
   /** The longest a watch event takes to arrive (a busy API server: seconds). */
   maxLagMs: number;
@@ -107,6 +109,7 @@ export function randomExecSchedule(seed: number): ExecSchedule {
     steps,
     p500: r() * 0.15,
     p429: r() * 0.15,
+    p409: r() * 0.05,
     pHang: r() * 0.05,
     maxLagMs: r() < 0.3 ? 3_000 : 300,
     faultsUntil: at + 20_000,
@@ -181,6 +184,7 @@ async function run(s: ExecSchedule): Promise<ExecRun> {
       if (r() < s.pHang) return { kind: 'hang', applied: method !== 'GET' && r() < 0.5 };
       if (path.endsWith('/eviction') && r() < s.p429) return { kind: 'status', status: 429 };
       if (r() < s.p500) return { kind: 'status', status: 500 };
+      if (method !== 'GET' && s.p409 !== undefined && r() < s.p409) return { kind: 'status', status: 409 };
       return { kind: 'none' };
     },
     lag: () => Math.floor(r() * s.maxLagMs),
