@@ -5,12 +5,12 @@ import {
   bounds,
   ClusterModel,
   clone,
-  type DeploymentSpec,
   type Json,
   type Obj,
   ready,
   readyCondition,
   templateHash,
+  type WorkloadSpec,
 } from './exec-model.ts';
 
 export class ControlledModel extends ClusterModel {
@@ -29,7 +29,7 @@ export class ControlledModel extends ClusterModel {
   }
 
   /** Creates the workload of `spec`, opted in to reloads, with one container reading its configs. */
-  addDeployment(spec: DeploymentSpec): void {
+  addDeployment(spec: WorkloadSpec): void {
     this.specs.set(spec.name, spec);
     const sts = spec.kind === 'StatefulSet';
     const common = {
@@ -149,7 +149,7 @@ export class ControlledModel extends ClusterModel {
   }
 
   #syncDeployment(d: Obj): void {
-    const spec = this.specs.get(d.metadata.name) as DeploymentSpec;
+    const spec = this.specs.get(d.metadata.name) as WorkloadSpec;
     const template = (d.spec as { template: unknown }).template;
     const hash = templateHash(template);
     const sets = this.#rsOf(d);
@@ -318,7 +318,7 @@ export class ControlledModel extends ClusterModel {
 const REV = 'deployment.kubernetes.io/revision';
 
 /** The pod template of a modelled workload: one container reading its configs. */
-function podTemplate(spec: DeploymentSpec): Json {
+function podTemplate(spec: WorkloadSpec): Json {
   return {
     metadata: { labels: { app: spec.name } },
     spec: {

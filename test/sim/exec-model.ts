@@ -110,7 +110,7 @@ export interface ModelHooks {
   note?(msg: string): void;
 }
 
-export interface DeploymentSpec {
+export interface WorkloadSpec {
   /** Default Deployment. A StatefulSet has no surge: maxSurge is ignored, maxUnavailable is 1. */
   kind?: 'Deployment' | 'StatefulSet';
   name: string;
@@ -143,7 +143,7 @@ export function resolve(v: number | string, total: number, roundUp: boolean): nu
 }
 
 /** maxSurge and maxUnavailable resolved; both 0 would make no progress, so unavailable becomes 1. */
-export function bounds(d: DeploymentSpec): { surge: number; unavailable: number } {
+export function bounds(d: WorkloadSpec): { surge: number; unavailable: number } {
   // A StatefulSet's rolling update (and the restart's default) takes one pod at a time.
   if (d.kind === 'StatefulSet') return { surge: 0, unavailable: 1 };
   const surge = resolve(d.maxSurge, d.replicas, true);
@@ -211,7 +211,7 @@ export class ClusterModel {
   compacted = 0;
   /** Exact creation ms of each pod uid (the API shows whole seconds). */
   readonly createdMs = new Map<string, number>();
-  readonly specs = new Map<string, DeploymentSpec>();
+  readonly specs = new Map<string, WorkloadSpec>();
   /** Pods the service created (surge pods), by uid: their adoption is a handover. */
   readonly ours = new Set<string>();
   /** Pods the service evicted or had the ReplicaSet delete, by uid. */
@@ -341,7 +341,7 @@ export class ClusterModel {
   protected checkTaking(p: Obj, how: string): void {
     const name = this.deploymentOf(p);
     if (!name) return;
-    const spec = this.specs.get(name) as DeploymentSpec;
+    const spec = this.specs.get(name) as WorkloadSpec;
     const twice = this.hooks.replacedTwice(name, this.createdMs.get(p.metadata.uid) ?? 0);
     if (twice) this.hooks.violation(`${how} of ${p.metadata.name}: ${twice}`);
     this.replacedByUs.add(p.metadata.uid);

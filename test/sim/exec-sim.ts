@@ -1,10 +1,16 @@
 // The execution-level simulation: the real engine (Reconciler) and the real strategies port
-// (strategies/execute.ts: RestartSession, the Deployment restart, PodEvictor, evictPod, the live
-// views) against a model of the API server and its controllers (exec-model.ts), on vitest's fake
+// (strategies/execute.ts: RestartSession, the Deployment and StatefulSet restarts, PodEvictor,
+// evictPod, the live views, the catch-up at a term's start) against a model of the API server and its
+// controllers (exec-model.ts, exec-controllers.ts, exec-api.ts), on vitest's fake
 // clock, with a seeded schedule of config changes, template changes by "the user", API faults, watch
 // drops and 410s, pods the environment breaks, slow shutdowns and leader changes. Two replicas share
 // the model; each reaches it through the service's own write path: writeGatedAccess with the real
 // leaderWriteFence, so a deposed leader's write is refused exactly where the service refuses it.
+//
+// node:timers/promises is not faked; the code it runs here does not use it (evictPod sleeps with it
+// only when given a deadline, which the strategies never give; the real elector is not run: its
+// fence is, over a modelled election). The Ledger is a MemoryLedger whose writes go through the same
+// fence function.
 //
 // Checked while it runs (the model sees every write) and at quiescence:
 //  - no pod-template write in restart mode;
@@ -35,7 +41,7 @@ import { ClusterState } from '../../service/state.ts';
 import { strategyExecutor } from '../../service/strategies/execute.ts';
 import { MemoryLedger } from '../support/engine-fakes.ts';
 import { ApiModel } from './exec-api.ts';
-import { type DeploymentSpec, type Fault, NS } from './exec-model.ts';
+import { type Fault, NS, type WorkloadSpec } from './exec-model.ts';
 import { prng } from './sim.ts';
 
 export type Step =
@@ -50,7 +56,7 @@ export type Step =
 export interface ExecSchedule {
   seed: number;
   configs: string[];
-  deployments: DeploymentSpec[];
+  deployments: WorkloadSpec[];
   steps: Step[];
   p500: number;
   p429: number;
@@ -71,7 +77,7 @@ export function randomExecSchedule(seed: number): ExecSchedule {
   const r = prng(seed);
   const pick = <T>(xs: readonly T[]) => xs[Math.floor(r() * xs.length)] as T;
   const configs = Array.from({ length: 1 + Math.floor(r() * 2) }, (_, i) => `cm${i}`);
-  const deployments: DeploymentSpec[] = Array.from({ length: 1 + Math.floor(r() * 2) }, (_, i) => {
+  const deployments: WorkloadSpec[] = Array.from({ length: 1 + Math.floor(r() * 2) }, (_, i) => {
     const replicas = 1 + Math.floor(r() * 4);
     const uses = configs.filter(() => r() < 0.7);
     return {
@@ -200,7 +206,7 @@ async function run(s: ExecSchedule): Promise<ExecRun> {
     violation: (msg) => violations.push(`t=${t()}: ${msg}`),
     note: (msg) => trace.push(`t=${t()} model: ${msg}`),
     replacedTwice(deployment, createdMs) {
-      const spec = s.deployments.find((d) => d.name === deployment) as DeploymentSpec;
+      const spec = s.deployments.find((d) => d.name === deployment) as WorkloadSpec;
       const newest = Math.max(...spec.uses.map((c) => changedAt.get(c) ?? -Infinity));
       if (newest === -Infinity || createdMs < effectiveCutoff(newest)) return undefined;
       return `replaced twice: created at t=${createdMs - START}, after the cutoff of the newest change (t=${newest - START})`;
