@@ -301,6 +301,33 @@ describe('Reconciler, step by step', () => {
     expect(w.ledger.get(ID)?.configs).toEqual(t && watchedSet(t.rec, t.parsed, w.state, w.globals).digests);
   });
 
+  it('a reload held for a missing config while an older one waits for its retry is planned again when the config returns (simulation seed 407)', async () => {
+    // A1 runs; A2 (a newer change) queues behind it; the config is deleted; A1 fails and will be
+    // retried; A2 runs and is held, its config missing. A1's pending retry must not leave A2's content
+    // marked as under way, or the config's return, the change that plans A2 again, is taken for a
+    // duplicate and dropped: the pods would keep the old data until an unrelated restart.
+    const w = await world(['--min-reload-interval=0s']);
+    w.change('a', 'cm', { k: '2' });
+    await w.time.advance(w.time.clock.now + 1000);
+    await w.settle();
+    w.change('a', 'cm', { k: '3' });
+    await w.time.advance(w.time.clock.now + 1000); // A2 planned, queued behind the running A1
+    await w.settle();
+    w.remove('a', 'cm');
+    w.strategies.runs[0]?.end({ kind: 'failed', error: new Error('boom'), errorKind: 'update_workload' });
+    await w.settle();
+    expect(w.strategies.runs).toHaveLength(1);
+    expect(w.events.filter((e) => e.reason === 'ReloadHeld')).toHaveLength(1);
+    await w.time.advance(w.time.clock.now + 5000); // A1's retry fires and finds itself superseded
+    await w.settle();
+    expect(w.strategies.runs).toHaveLength(1);
+    w.change('a', 'cm', { k: '3' }); // the config comes back with the data A2 was for
+    await w.time.advance(w.time.clock.now + 1000);
+    await w.settle();
+    expect(w.strategies.runs).toHaveLength(2);
+    expect(w.strategies.runs[1]?.req.action.target).toEqual(w.target());
+  });
+
   it('at start, a config deleted while down reloads nothing unless --reload-on-delete', async () => {
     for (const [flags, runs] of [
       [[], 0],

@@ -356,16 +356,22 @@ export class Reconciler {
   /** Runs one action and forgets its content once nothing more will run for it. */
   async #runTracked(a: ReloadAction): Promise<void> {
     this.#running.add(a.workload);
+    // Only this run's own retry keeps its content in flight: an older action's retry timer (it will
+    // find itself superseded) must not, or this content would count as under way forever.
+    let retried = false;
     try {
       const outcome = await this.#step(a);
+      retried = outcome.kind === 'retry';
       await this.#settle(a, outcome);
     } finally {
       this.#running.delete(a.workload);
-      const current = this.#inFlight.get(a.workload);
-      if (!this.#retrying.has(a.workload) && current && same(current, a.target)) {
-        this.#inFlight.delete(a.workload);
-      }
+      if (!retried) this.#forgetContent(a.workload, a.target);
     }
+  }
+
+  #forgetContent(workload: string, target: Record<string, string>): void {
+    const current = this.#inFlight.get(workload);
+    if (current && same(current, target)) this.#inFlight.delete(workload);
   }
 
   /** Decides what the action the queue handed over does, and runs it when it runs. */
@@ -431,7 +437,8 @@ export class Reconciler {
           this.#retryTimers.delete(timer);
           this.#retrying.delete(a.workload);
           // A newer change was submitted meanwhile: it covers this one, whose target is older.
-          if (isOlder(o.action, this.#newest.get(a.workload))) return;
+          if (isOlder(o.action, this.#newest.get(a.workload)))
+            return this.#forgetContent(a.workload, a.target);
           this.#submit({ ...o.action, resumed: true, ...(o.targets ? { targets: o.targets } : {}) });
         }, o.afterMs);
         this.#retryTimers.add(timer);
