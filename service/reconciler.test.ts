@@ -328,6 +328,34 @@ describe('Reconciler, step by step', () => {
     expect(w.strategies.runs[1]?.req.action.target).toEqual(w.target());
   });
 
+  it('a reload that began and was held for a missing config resumes with its cutoff when the config returns (simulation seed 4)', async () => {
+    // Its pods replaced before the config went were created after the change: a fresh cutoff at the
+    // config's return would replace them a second time for the same change (I3).
+    const w = await world(['--min-reload-interval=0s']);
+    w.change('a', 'cm', { k: '2' });
+    await w.time.advance(w.time.clock.now + 1000);
+    await w.settle();
+    const first = w.strategies.runs[0];
+    const cutoff = first?.req.action.cutoffMs;
+    expect(w.ledger.get(ID)?.pending?.cutoff).toBe(new Date(cutoff as number).toISOString());
+    w.remove('a', 'cm');
+    first?.end({ kind: 'failed', error: new Error('boom'), errorKind: 'update_workload' });
+    await w.settle();
+    await w.time.advance(w.time.clock.now + 5000); // the retry finds the config missing: held
+    await w.settle();
+    expect(w.events.filter((e) => e.reason === 'ReloadHeld')).toHaveLength(1);
+    expect(w.ledger.get(ID)?.pending?.cutoff).toBe(new Date(cutoff as number).toISOString());
+    w.change('a', 'cm', { k: '2' }); // back, with the data the reload was for
+    await w.time.advance(w.time.clock.now + 1000);
+    await w.settle();
+    expect(w.strategies.runs).toHaveLength(2);
+    expect(w.strategies.runs[1]?.req.action).toMatchObject({
+      cutoffMs: cutoff,
+      resumed: true,
+      target: w.target(),
+    });
+  });
+
   it('at start, a config deleted while down reloads nothing unless --reload-on-delete', async () => {
     for (const [flags, runs] of [
       [[], 0],

@@ -31,7 +31,7 @@ import { configId } from './core/types.ts';
 import { WorkQueue } from './core/work-queue.ts';
 import { decide } from './engine/decide.ts';
 import type { ReconcilerDeps } from './engine/deps.ts';
-import { type Held, heldAction, recordHold, recordMissing } from './engine/hold.ts';
+import { type Held, heldAction, recordHold, recordMissing, resumeHeld } from './engine/hold.ts';
 import { Recorder } from './engine/recorder.ts';
 import { changeRV, emitOn, fields, reportPolicy } from './engine/report.ts';
 import { runReload } from './engine/run-reload.ts';
@@ -316,6 +316,8 @@ export class Reconciler {
             cutoffMs: effectiveCutoff(changeObservedAt(b, v.changed)),
             target: set,
             changeRV: changeRV(this.#d.state, v.changed),
+            // The same content as a held pending reload: that one goes on, with its cutoff and pods.
+            ...(this.#inFlight.has(t.id) ? {} : resumeHeld(entry, set)),
           });
       }
     } catch (err) {
