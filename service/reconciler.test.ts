@@ -356,6 +356,21 @@ describe('Reconciler, step by step', () => {
     });
   });
 
+  it('a workload deleted while its reload runs leaves no ledger entry behind (simulation seed 8)', async () => {
+    // Kept, the entry would outlive the workload, and a new workload of the same name would be judged
+    // against it: reloaded for configs its new pods already read (issue 26).
+    const w = await world(['--min-reload-interval=0s']);
+    w.change('a', 'cm', { k: '2' });
+    await w.time.advance(w.time.clock.now + 1000);
+    await w.settle();
+    w.state.deleteWorkload(ID);
+    await w.reconciler.workloadDeleted(ID);
+    expect(w.ledger.get(ID)).toBeDefined(); // the run is still going: it records its own outcome
+    w.strategies.runs[0]?.end({ kind: 'done', replaced: 0, summary: 'nothing left' });
+    await w.settle();
+    expect(w.ledger.get(ID)).toBeUndefined();
+  });
+
   it('at start, a config deleted while down reloads nothing unless --reload-on-delete', async () => {
     for (const [flags, runs] of [
       [[], 0],

@@ -32,7 +32,7 @@ import { WorkQueue } from './core/work-queue.ts';
 import { decide } from './engine/decide.ts';
 import type { ReconcilerDeps } from './engine/deps.ts';
 import { type Held, heldAction, recordHold, recordMissing, resumeHeld } from './engine/hold.ts';
-import { Recorder } from './engine/recorder.ts';
+import { forgetIfGone, Recorder } from './engine/recorder.ts';
 import { changeRV, emitOn, fields, reportPolicy } from './engine/report.ts';
 import { runReload } from './engine/run-reload.ts';
 import { heldAtStart, judgeAtStart, sameDigests as same } from './engine/startup.ts';
@@ -368,6 +368,7 @@ export class Reconciler {
     } finally {
       this.#running.delete(a.workload);
       if (!retried) this.#forgetContent(a.workload, a.target);
+      await forgetIfGone(this.#d, a.workload);
     }
   }
 

@@ -5,7 +5,7 @@
 // watches from then on.
 
 import { isOlder, type Recency, type ReloadAction } from '../core/reload-action.ts';
-import type { LedgerStore } from './deps.ts';
+import type { LedgerStore, ReconcilerDeps } from './deps.ts';
 
 export class Recorder {
   readonly #ledger: LedgerStore;
@@ -49,4 +49,16 @@ export class Recorder {
   forget(workload: string): void {
     this.#recorded.delete(workload);
   }
+}
+
+/**
+ * Forgets the entry of a workload deleted while its reload ran: the run recorded it after the delete
+ * event, which left it alone then (a Job run again records its own outcome). Kept, it would outlive the
+ * workload, and a new workload of the same name would be judged against it (issue 26). A Job's entry,
+ * or one still pending (a retry, or a Job to resume, settles it), stays.
+ */
+export async function forgetIfGone(d: Pick<ReconcilerDeps, 'state' | 'ledger'>, id: string): Promise<void> {
+  const entry = d.ledger.get(id);
+  if (!entry || entry.pending || id.startsWith('Job/') || d.state.workloads.has(id)) return;
+  await d.ledger.remove(id).catch(() => undefined);
 }
