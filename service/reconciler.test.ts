@@ -371,6 +371,21 @@ describe('Reconciler, step by step', () => {
     expect(w.ledger.get(ID)).toBeUndefined();
   });
 
+  it('the periodic sweep removes the entry of a workload whose removal failed when it was deleted (simulation seed 12)', async () => {
+    const w = await world(['--surge-sweep-interval=1m']);
+    w.state.deleteWorkload(ID);
+    const remove = w.ledger.remove.bind(w.ledger);
+    w.ledger.remove = async () => {
+      throw new Error('HTTP 500');
+    };
+    await w.reconciler.workloadDeleted(ID);
+    w.ledger.remove = remove;
+    expect(w.ledger.get(ID)).toBeDefined();
+    await w.time.advance(w.time.clock.now + 60_000);
+    await w.settle();
+    expect(w.ledger.get(ID)).toBeUndefined();
+  });
+
   it('at start, a config deleted while down reloads nothing unless --reload-on-delete', async () => {
     for (const [flags, runs] of [
       [[], 0],

@@ -32,7 +32,7 @@ import { WorkQueue } from './core/work-queue.ts';
 import { decide } from './engine/decide.ts';
 import type { ReconcilerDeps } from './engine/deps.ts';
 import { type Held, heldAction, recordHold, recordMissing, resumeHeld } from './engine/hold.ts';
-import { forgetIfGone, Recorder } from './engine/recorder.ts';
+import { forgetGone, forgetIfGone, Recorder } from './engine/recorder.ts';
 import { changeRV, emitOn, fields, reportPolicy } from './engine/report.ts';
 import { runReload } from './engine/run-reload.ts';
 import { heldAtStart, judgeAtStart, sameDigests as same } from './engine/startup.ts';
@@ -140,9 +140,11 @@ export class Reconciler {
     this.#sweepTimer = timer;
   }
 
-  /** Surge pods no reload needs go (reported in a dry run), and cut Job reloads finish (docs/adr/0025, 0026). */
+  /** Entries of gone workloads go; surge pods no reload needs go (reported in a dry run), and cut Job reloads finish (docs/adr/0025, 0026). */
   #sweep(): Promise<void> {
-    return this.#d.strategies.sweep(this.#view(), this.#signal);
+    return forgetGone(this.#d, this.#running).then(() =>
+      this.#d.strategies.sweep(this.#view(), this.#signal),
+    );
   }
 
   /** What the sweep asks about the reloads this reconciler knows. */

@@ -62,3 +62,25 @@ export async function forgetIfGone(d: Pick<ReconcilerDeps, 'state' | 'ledger'>, 
   if (!entry || entry.pending || id.startsWith('Job/') || d.state.workloads.has(id)) return;
   await d.ledger.remove(id).catch(() => undefined);
 }
+
+/**
+ * Forgets the entries of workloads that are gone, at every sweep: a removal that failed when the
+ * workload was deleted (the API refused it) is not retried otherwise until the next term. The entries
+ * of a running reload, and of a Job with a reload pending (to resume), stay. Never throws.
+ */
+export async function forgetGone(
+  d: Pick<ReconcilerDeps, 'state' | 'ledger' | 'log'>,
+  running: ReadonlySet<string>,
+): Promise<void> {
+  const gone = [...d.ledger.entries()]
+    .filter(
+      ([id, e]) => !(e.pending && id.startsWith('Job/')) && !running.has(id) && !d.state.workloads.has(id),
+    )
+    .map(([id]) => id);
+  if (gone.length === 0) return;
+  await d.ledger
+    .removeMany(gone)
+    .catch((err: Error) =>
+      d.log.warn({ err: err.message, workloads: gone }, 'ledger remove failed; the next sweep retries'),
+    );
+}
