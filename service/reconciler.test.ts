@@ -328,31 +328,39 @@ describe('Reconciler, step by step', () => {
     expect(w.strategies.runs[1]?.req.action.target).toEqual(w.target());
   });
 
-  it('a reload that began and was held for a missing config resumes with its cutoff when the config returns (simulation seed 4)', async () => {
-    // Its pods replaced before the config went were created after the change: a fresh cutoff at the
-    // config's return would replace them a second time for the same change (I3).
-    const w = await world(['--min-reload-interval=0s']);
+  it('a reload that began and was held for a missing config resumes with its pod snapshot when the config returns (simulation seeds 4, 255)', async () => {
+    // The pods it replaced before the config went were created after the change: a reload planned
+    // afresh at the config's return would replace them a second time for the same change (I3). And
+    // the reload planned while the config was missing (held, newer) must not supersede it.
+    const w = engineWorld(['--min-reload-interval=0s']);
+    w.state.putConfig(w.putConfigMap('a', 'cm', { k: '1' }));
+    w.state.putConfig(w.putConfigMap('a', 'db', { u: 'x' }));
+    w.state.putWorkload(
+      w.deployment('a', 'web', ['cm', 'db']) as NonNullable<ReturnType<typeof w.deployment>>,
+    );
+    await w.reconciler.start();
     w.change('a', 'cm', { k: '2' });
     await w.time.advance(w.time.clock.now + 1000);
     await w.settle();
     const first = w.strategies.runs[0];
-    const cutoff = first?.req.action.cutoffMs;
-    expect(w.ledger.get(ID)?.pending?.cutoff).toBe(new Date(cutoff as number).toISOString());
-    w.remove('a', 'cm');
+    const target = first?.req.action.target;
+    await first?.req.begin(['old-pod-1', 'old-pod-2']); // the snapshot, recorded as the run began
     first?.end({ kind: 'failed', error: new Error('boom'), errorKind: 'update_workload' });
     await w.settle();
-    await w.time.advance(w.time.clock.now + 5000); // the retry finds the config missing: held
+    w.remove('a', 'db'); // a newer reload is planned (db now reads "missing"), and held
+    await w.time.advance(w.time.clock.now + 5000); // the older one's retry is superseded
     await w.settle();
+    expect(w.strategies.runs).toHaveLength(1);
     expect(w.events.filter((e) => e.reason === 'ReloadHeld')).toHaveLength(1);
-    expect(w.ledger.get(ID)?.pending?.cutoff).toBe(new Date(cutoff as number).toISOString());
-    w.change('a', 'cm', { k: '2' }); // back, with the data the reload was for
+    expect(w.ledger.get(ID)?.pending?.targets).toEqual(['old-pod-1', 'old-pod-2']);
+    w.change('a', 'db', { u: 'x' }); // back, with the data the first reload was for
     await w.time.advance(w.time.clock.now + 1000);
     await w.settle();
     expect(w.strategies.runs).toHaveLength(2);
     expect(w.strategies.runs[1]?.req.action).toMatchObject({
-      cutoffMs: cutoff,
       resumed: true,
-      target: w.target(),
+      targets: ['old-pod-1', 'old-pod-2'],
+      target,
     });
   });
 

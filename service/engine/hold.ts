@@ -72,8 +72,8 @@ export async function recordHold(
  * could not start, so the reload is held, with a Warning Event naming the config (never its data).
  * No timer: the config's return is a change event, judged against the ledger. A pending entry (the run
  * began, and replaced some pods, before the config went) is kept: when the config returns with the
- * content it was for, the reload resumes with its cutoff and snapshot (resumeHeld), so the pods it
- * already replaced are not replaced again for the same change (invariant I3).
+ * content it was for, the reload resumes with its snapshot (resumeHeld), so the pods it already
+ * replaced are not replaced again for the same change (invariant I3).
  */
 export async function recordMissing(
   d: ReconcilerDeps,
@@ -91,13 +91,16 @@ export async function recordMissing(
 
 /**
  * How a reload planned for `target` resumes the pending one of the ledger, when that is for the same
- * content (held while a config was missing, or for a restart window): its cutoff and its pods.
+ * content (held while a config was missing, or for a restart window) and snapshotted its pods: it
+ * replaces those pods only, not the ones created since (by itself, before it was held). Its cutoff is
+ * the new one: a newer action may have been planned meanwhile (the one that was held), and an older
+ * cutoff would be taken for an older change and superseded.
  */
 export function resumeHeld(
   entry: LedgerEntry | undefined,
   target: Record<string, string>,
-): Pick<ReloadAction, 'cutoffMs' | 'resumed' | 'targets'> | undefined {
+): Pick<ReloadAction, 'resumed' | 'targets'> | undefined {
   const p = entry?.pending;
-  if (!p || !sameDigests(p.target, target)) return undefined;
-  return { cutoffMs: Date.parse(p.cutoff), resumed: true, ...(p.targets ? { targets: p.targets } : {}) };
+  if (!p?.targets || !sameDigests(p.target, target)) return undefined;
+  return { resumed: true, targets: p.targets };
 }
