@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { engineWorld, MemoryLedger } from '../../test/support/engine-fakes.ts';
 import type { CatchUp, KeyState } from '../core/catch-up.ts';
 import { MISSING } from '../core/config-hash.ts';
+import { effectiveCutoff } from '../core/cutoff.ts';
 import type { LedgerEntry } from '../core/ledger-entry.ts';
 import { watchedSet } from '../core/plan.ts';
 import type { ReloadAction } from '../core/reload-action.ts';
@@ -27,13 +28,18 @@ class KeyedLedger extends MemoryLedger {
 /** A Deployment reading ConfigMap cm (absent: deleted), a ledger holding `entry`, and what catchUp says. */
 function setup(o: {
   data?: Record<string, string>;
+  writtenAtMs?: number;
   entry: LedgerEntry;
   key?: KeyState;
   catchUp?: CatchUp;
   held?: boolean;
 }) {
   const w = engineWorld([]);
-  if (o.data) w.state.putConfig(w.putConfigMap('a', 'cm', o.data));
+  if (o.data)
+    w.state.putConfig({
+      ...w.putConfigMap('a', 'cm', o.data),
+      ...(o.writtenAtMs !== undefined ? { writtenAtMs: o.writtenAtMs } : {}),
+    });
   w.state.putWorkload(w.deployment('a', 'web', 'cm') as NonNullable<ReturnType<typeof w.deployment>>);
   const ledger = new KeyedLedger();
   ledger.key = o.key ?? 'same';
@@ -122,5 +128,29 @@ describe('judgeAtStart', () => {
     expect(s.submitted).toEqual([]);
     expect(s.ledger.get(ID)?.configs).toEqual({});
     expect(s.ledger.keyState()).toBe('same');
+  });
+
+  it('a change found at start reloads the pods older than the newest write of the config, not every pod older than the start (simulation seed 83)', async () => {
+    // A pod created after the write (a rollout while down, or a reload cut by the leader change)
+    // already reads the data: the cutoff is the write's, plus the clock margin.
+    const written = Date.parse('2026-01-01T00:00:00Z') - 600_000;
+    const s = setup({
+      data: { k: '2' },
+      writtenAtMs: written,
+      entry: { configs: { [CM]: 'd1' } },
+      catchUp: { kind: 'reload', changed: [CM] },
+    });
+    await s.run();
+    expect(s.submitted).toMatchObject([{ changed: [CM], cutoffMs: effectiveCutoff(written) }]);
+  });
+
+  it('a change found at start whose write time cannot be told takes the start as its cutoff', async () => {
+    const s = setup({
+      data: { k: '2' },
+      entry: { configs: { [CM]: 'd1' } },
+      catchUp: { kind: 'reload', changed: [CM] },
+    });
+    await s.run();
+    expect(s.submitted).toMatchObject([{ cutoffMs: effectiveCutoff(s.w.time.clock.now) }]);
   });
 });

@@ -113,7 +113,7 @@ export async function judgeAtStart(d: ReconcilerDeps, h: StartupHooks): Promise<
       h.submit({
         workload: t.id,
         changed: v.changed,
-        cutoffMs: effectiveCutoff(now),
+        cutoffMs: effectiveCutoff(changedBy(d, v.changed, now)),
         target: set,
         changeRV: h.changeRV(v.changed),
       });
@@ -130,6 +130,22 @@ export async function judgeAtStart(d: ReconcilerDeps, h: StartupHooks): Promise<
         : 'the ledger does not name the HMAC key it was written with: workloads whose pods are newer than their configs re-baselined, not reloaded',
     );
   }
+}
+
+/**
+ * When the changes found at start were made at the latest: the newest write of the changed configs (an
+ * upper bound of their data change, docs/catch-up.md), or now when one cannot be told (a reload request,
+ * a config without write times). A pod created after it already reads the data: the reload's cutoff
+ * leaves it alone, as a live change's cutoff spares pods a template rollout created after it.
+ */
+function changedBy(d: Pick<ReconcilerDeps, 'state'>, changed: readonly string[], now: number): number {
+  let newest = Number.NEGATIVE_INFINITY;
+  for (const id of changed) {
+    const written = d.state.configs.get(id)?.writtenAtMs;
+    if (written === undefined) return now;
+    newest = Math.max(newest, written);
+  }
+  return Math.min(newest, now);
 }
 
 /** The start-up rule with no pods to judge by: the digests decide, and only under our own key. */
