@@ -394,6 +394,59 @@ describe('Reconciler, step by step', () => {
     expect(w.ledger.get(ID)).toBeUndefined();
   });
 
+  it('a batch of something else does not roll out a change the Argo CD gate holds (simulation seed 2231)', async () => {
+    // db's change is held while its app syncs; a metadata-only edit of cm (a relevant annotation) makes
+    // a batch whose verdict finds db's digest changed. The held change must wait for its release.
+    const DB = 'ConfigMap/a/db';
+    const gate = {
+      attach() {},
+      detach() {},
+      hold: (c: { config: string }) => c.config === DB,
+      holding: (_w: string, c: string) => c === DB,
+    };
+    const w = engineWorld([], { gate });
+    const cm = w.putConfigMap('a', 'cm', { k: '1' });
+    w.state.putConfig(cm);
+    w.state.putConfig(w.putConfigMap('a', 'db', { u: 'x' }));
+    w.state.putWorkload(
+      w.deployment('a', 'web', ['cm', 'db']) as NonNullable<ReturnType<typeof w.deployment>>,
+    );
+    await w.reconciler.start();
+    w.change('a', 'db', { u: 'y' }); // held by the gate
+    const edited = { ...cm, annotations: { 'argocd.argoproj.io/sync-wave': '1' } };
+    w.reconciler.configChanged(w.state.putConfig(edited), edited);
+    await w.time.advance(w.time.clock.now + 5000);
+    await w.settle();
+    expect(w.strategies.runs).toHaveLength(0);
+  });
+
+  it('a reload planned before a completed one applied its content runs nothing, and records no deletion (simulation seed 860)', async () => {
+    // A1 (cm changed) runs; db is deleted meanwhile, so A2 is planned against the old record with the
+    // same content and db "missing". Once A1 is recorded, A2 has nothing to do: a deletion alone is no
+    // change, and its pods (A1's, created after the change) must not be replaced again.
+    const w = engineWorld(['--min-reload-interval=0s']);
+    w.state.putConfig(w.putConfigMap('a', 'cm', { k: '1' }));
+    w.state.putConfig(w.putConfigMap('a', 'db', { u: 'x' }));
+    w.state.putWorkload(
+      w.deployment('a', 'web', ['cm', 'db']) as NonNullable<ReturnType<typeof w.deployment>>,
+    );
+    await w.reconciler.start();
+    w.change('a', 'cm', { k: '2' });
+    await w.time.advance(w.time.clock.now + 1000);
+    await w.settle();
+    const a1 = w.strategies.runs[0];
+    w.strategies.exists = () => true; // db is an optional reference: its pods can start without it
+    w.remove('a', 'db');
+    await w.time.advance(w.time.clock.now + 1000); // A2 planned, queued behind A1
+    await w.settle();
+    a1?.end({ kind: 'done', replaced: 1, summary: 'restarted' });
+    await w.settle();
+    await w.time.advance(w.time.clock.now + 1000);
+    await w.settle();
+    expect(w.strategies.runs).toHaveLength(1);
+    expect(w.ledger.get(ID)?.configs).toEqual(a1?.req.action.target);
+  });
+
   it('at start, a config deleted while down reloads nothing unless --reload-on-delete', async () => {
     for (const [flags, runs] of [
       [[], 0],

@@ -17,7 +17,7 @@ import {
   type Timers,
 } from './core/batcher.ts';
 import { effectiveCutoff } from './core/cutoff.ts';
-import { isTracked, REQUEST, verdict, watchedSet } from './core/plan.ts';
+import { isTracked, REQUEST, watchedSet } from './core/plan.ts';
 import type { ConfigRecord } from './core/records.ts';
 import {
   compareRecency,
@@ -31,7 +31,7 @@ import { configId } from './core/types.ts';
 import { WorkQueue } from './core/work-queue.ts';
 import { decide } from './engine/decide.ts';
 import type { ReconcilerDeps } from './engine/deps.ts';
-import { type Held, heldAction, recordHold, recordMissing, resumeHeld } from './engine/hold.ts';
+import { batchVerdict, type Held, heldAction, recordHold, recordMissing, resumeHeld } from './engine/hold.ts';
 import { forgetGone, forgetIfGone, Recorder } from './engine/recorder.ts';
 import { changeRV, emitOn, fields, reportPolicy } from './engine/report.ts';
 import { runReload } from './engine/run-reload.ts';
@@ -291,7 +291,7 @@ export class Reconciler {
     }
     const set = this.#set(t) ?? {};
     const entry = ledger.get(t.id);
-    const v = verdict(set, entry?.configs, { reloadOnDelete: this.#d.cfg.reloadOnDelete });
+    const v = batchVerdict(this.#d, t.id, set, entry?.configs);
     try {
       switch (v.kind) {
         case 'baseline':

@@ -6,6 +6,7 @@
 import { KEYS } from '../core/annotations.ts';
 import type { LedgerEntry } from '../core/ledger-entry.ts';
 import { heldMessage } from '../core/needed-configs.ts';
+import { type Verdict, verdict } from '../core/plan.ts';
 import type { ReloadAction } from '../core/reload-action.ts';
 import type { TrackedWorkload } from '../state.ts';
 import type { ReconcilerDeps } from './deps.ts';
@@ -103,4 +104,22 @@ export function resumeHeld(
   const p = entry?.pending;
   if (!p?.targets || !sameDigests(p.target, target)) return undefined;
   return { resumed: true, targets: p.targets };
+}
+
+/**
+ * A batch's verdict (core/plan.ts), less the changes the Argo CD gate holds: a batch of something else
+ * (a metadata edit of another config, a new workload) finds the held configs' digests changed too, and
+ * must not roll them out while their sync runs. If every changed config is held, nothing reloads now;
+ * if one is not (a real change of an untracked config), the reload carries all of them, as documented.
+ */
+export function batchVerdict(
+  d: Pick<ReconcilerDeps, 'gate' | 'cfg'>,
+  workload: string,
+  set: Record<string, string>,
+  applied: Record<string, string> | undefined,
+): Verdict {
+  const v = verdict(set, applied, { reloadOnDelete: d.cfg.reloadOnDelete });
+  const gate = d.gate;
+  if (v.kind !== 'reload' || !gate?.holding || !v.changed.every((c) => gate.holding?.(workload, c))) return v;
+  return { kind: 'none', deleted: [] };
 }
