@@ -447,6 +447,31 @@ describe('Reconciler, step by step', () => {
     expect(w.ledger.get(ID)?.configs).toEqual(a1?.req.action.target);
   });
 
+  it('a baseline the ledger refused is recorded again later, so a later change of its config reloads (simulation seed 1740)', async () => {
+    const w = await world(['--min-reload-interval=0s']);
+    w.state.putConfig(w.putConfigMap('a', 'db', { u: 'x' }));
+    const put = w.ledger.put.bind(w.ledger);
+    w.ledger.put = async () => {
+      throw new Error('HTTP 500');
+    };
+    // The workload now reads db too: its record must say so, or db's next change passes for new.
+    const t = w.deployment('a', 'web', ['cm', 'db']) as NonNullable<ReturnType<typeof w.deployment>>;
+    const { old, now } = w.state.putWorkload(t);
+    w.reconciler.workloadChanged(old, now);
+    w.reconciler.configChanged(undefined, w.state.get({ kind: 'ConfigMap', namespace: 'a', name: 'db' }));
+    await w.time.advance(w.time.clock.now + 1000);
+    await w.settle();
+    w.ledger.put = put;
+    expect(Object.keys(w.ledger.get(ID)?.configs ?? {})).toEqual(['ConfigMap/a/cm']);
+    await w.time.advance(w.time.clock.now + 5000); // the retry records it
+    await w.settle();
+    expect(w.ledger.get(ID)?.configs).toEqual(w.target());
+    w.change('a', 'db', { u: 'y' });
+    await w.time.advance(w.time.clock.now + 1000);
+    await w.settle();
+    expect(w.strategies.runs).toHaveLength(1);
+  });
+
   it('at start, a config deleted while down reloads nothing unless --reload-on-delete', async () => {
     for (const [flags, runs] of [
       [[], 0],

@@ -26,6 +26,7 @@ import {
   type Outcome,
   type Recency,
   type ReloadAction,
+  retryDelayMs,
 } from './core/reload-action.ts';
 import { configId } from './core/types.ts';
 import { WorkQueue } from './core/work-queue.ts';
@@ -62,10 +63,8 @@ export class Reconciler {
   readonly #inFlight = new Map<string, Record<string, string>>();
   /** Per workload: the recency of the newest action submitted in this term (a retry never beats it). */
   readonly #newest = new Map<string, Recency>();
-  /** Workloads with a retry timer set. */
   readonly #retrying = new Set<string>();
   readonly #held = new Map<string, Held & { timer: unknown }>();
-  /** Workloads whose reload is running now. */
   readonly #running = new Set<string>();
   #live = false;
   #sweepTimer: unknown;
@@ -318,12 +317,15 @@ export class Reconciler {
             cutoffMs: effectiveCutoff(changeObservedAt(b, v.changed)),
             target: set,
             changeRV: changeRV(this.#d.state, v.changed),
-            // The same content as a held pending reload: that one goes on, with its cutoff and pods.
+            // The same content as a held pending reload: that one goes on, with its pod snapshot.
             ...(this.#inFlight.has(t.id) ? {} : resumeHeld(entry, set)),
           });
       }
     } catch (err) {
-      log.error({ ...fields(t), err: (err as Error).message }, 'could not record the ledger');
+      // Unrecorded, a later change of a config it adds would pass for new and reload nothing: retry.
+      log.error({ ...fields(t), err: (err as Error).message }, 'could not record the ledger; retrying');
+      const again = { workload: t.id, config: 'workload', observedAt: this.#timers.now(), debounceMs: 0 };
+      this.#retryTimers.add(this.#timers.set(() => this.#live && this.#batcher.add(again), retryDelayMs(1)));
     }
   }
 
