@@ -153,4 +153,34 @@ describe('judgeAtStart', () => {
     await s.run();
     expect(s.submitted).toMatchObject([{ cutoffMs: effectiveCutoff(s.w.time.clock.now) }]);
   });
+
+  it('after a key change a pending reload whose configs were written again since it began replaces every pod older than that write (simulation seed 1963)', async () => {
+    // Its snapshot alone would leave the pods it replaced before the new write (they read old data).
+    const began = Date.parse('2025-12-31T23:59:00.000Z');
+    const written = began + 30_000;
+    const s = setup({
+      data: { k: '3' },
+      writtenAtMs: written,
+      entry: { configs: { [CM]: 'd1' }, pending: pending({ [CM]: 'd2' }) },
+      key: 'unknown',
+    });
+    await s.run();
+    expect(s.submitted).toHaveLength(1);
+    expect(s.submitted[0]).toMatchObject({ cutoffMs: effectiveCutoff(written) });
+    expect(s.submitted[0]?.targets).toBeUndefined();
+    expect(s.submitted[0]?.resumed).toBeFalsy();
+  });
+
+  it('after a key change a pending reload whose configs were not written since it began goes on as it was', async () => {
+    const s = setup({
+      data: { k: '3' },
+      writtenAtMs: Date.parse('2025-12-31T23:58:00.000Z'),
+      entry: { configs: { [CM]: 'd1' }, pending: pending({ [CM]: 'd2' }) },
+      key: 'unknown',
+    });
+    await s.run();
+    expect(s.submitted).toMatchObject([
+      { resumed: true, targets: ['old-pod'], cutoffMs: Date.parse('2025-12-31T23:59:00.000Z') },
+    ]);
+  });
 });

@@ -71,7 +71,21 @@ export async function judgeAtStart(d: ReconcilerDeps, h: StartupHooks): Promise<
       }
       continue;
     }
-    // After a key change the targets always differ; the reload in progress goes on as it was.
+    // After a key change the targets always differ: the configs' write times say whether the content
+    // changed after the reload in progress began. If not, it goes on as it was; if so, it replaces
+    // every pod older than the newest write, not only its snapshot (pods it replaced read old data).
+    const since =
+      entry?.pending && keyChanged ? writtenSince(d, set, Date.parse(entry.pending.cutoff)) : undefined;
+    if (entry?.pending && since !== undefined) {
+      h.submit({
+        workload: t.id,
+        changed: entry.pending.changed,
+        cutoffMs: effectiveCutoff(since),
+        target: set,
+        changeRV: h.changeRV(Object.keys(set)),
+      });
+      continue;
+    }
     if (entry?.pending && (keyChanged || sameDigests(entry.pending.target, set))) {
       h.submit({
         workload: t.id,
@@ -146,6 +160,15 @@ function changedBy(d: Pick<ReconcilerDeps, 'state'>, changed: readonly string[],
     newest = Math.max(newest, written);
   }
   return Math.min(newest, now);
+}
+
+/** The newest write of the set's configs when it is after `cutoffMs` (whole seconds), else undefined. */
+function writtenSince(d: Pick<ReconcilerDeps, 'state'>, set: Record<string, string>, cutoffMs: number) {
+  const written = Object.keys(set).map(
+    (id) => d.state.configs.get(id)?.writtenAtMs ?? Number.NEGATIVE_INFINITY,
+  );
+  const newest = Math.max(...written);
+  return Math.floor(newest / 1000) * 1000 >= cutoffMs ? newest : undefined;
 }
 
 /** The start-up rule with no pods to judge by: the digests decide, and only under our own key. */
