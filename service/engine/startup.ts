@@ -5,7 +5,6 @@
 // HMAC key change, when the digests prove nothing.
 
 import { type CatchUp, decide, type KeyState } from '../core/catch-up.ts';
-import { MISSING } from '../core/config-hash.ts';
 import { effectiveCutoff } from '../core/cutoff.ts';
 import type { LedgerEntry } from '../core/ledger-entry.ts';
 import { isTracked, recordable } from '../core/plan.ts';
@@ -45,11 +44,6 @@ export async function judgeAtStart(d: ReconcilerDeps, h: StartupHooks): Promise<
   const now = (d.timers ?? Date).now();
   // Without --reload-on-delete a deleted config is no change, and is not recorded (docs/adr/0024).
   const opts = { reloadOnDelete: d.cfg.reloadOnDelete };
-  // After a key change no digest of the old key may stay in the ledger: stamped with the new key, it
-  // would pass for ours, and a config that was missing here would "change" when it comes back with
-  // the very data it had. What is missing is left out: its return is a new config, recorded.
-  const rekeyed = (configs: Record<string, string>, set: Record<string, string>): Record<string, string> =>
-    keyChanged ? Object.fromEntries(Object.entries(configs).filter(([id]) => set[id] !== MISSING)) : configs;
   for (const t of state.workloads.values()) {
     if (!d.inScope(t.rec.ref.namespace)) continue;
     h.reportPolicy(t);
@@ -104,14 +98,11 @@ export async function judgeAtStart(d: ReconcilerDeps, h: StartupHooks): Promise<
     const base = entry && withoutPending(entry);
     const v = await catchUp(t, set, base, keyState, opts);
     if (v.kind === 'current') {
-      writes.push([t.id, { ...base, configs: rekeyed(recordable(set, entry?.configs, opts), set) }]);
+      writes.push([t.id, { ...base, configs: recordable(set, entry?.configs, opts) }]);
       if (keyChanged) rebaselined++;
-    } else if (v.kind === 'none' && keyChanged && base) {
-      // Only deleted configs differ: none of the old key's digests may stay (see rekeyed).
-      writes.push([t.id, { ...base, configs: rekeyed(base.configs, set) }]);
     } else if (v.kind === 'baseline' || v.kind === 'rebaseline') {
       if (!isTracked({ digests: set, reasons: {}, skipped: {}, problems: [] })) continue;
-      writes.push([t.id, { ...base, configs: rekeyed(v.kind === 'rebaseline' ? v.record : set, set) }]);
+      writes.push([t.id, { ...base, configs: v.kind === 'rebaseline' ? v.record : set }]);
       if (v.kind === 'baseline') log.info(fields(t), 'baseline recorded');
     } else if (v.kind === 'none' && base && entry?.pending) {
       // What the pending reload was for is gone again (reverted, or deleted): nothing left to do.
