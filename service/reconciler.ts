@@ -79,7 +79,7 @@ export class Reconciler {
     this.#d = d;
     this.#timers = d.timers ?? realTimers;
     this.#signal = d.term ? AbortSignal.any([d.term, this.#abort.signal]) : this.#abort.signal;
-    this.#recorder = new Recorder(d.ledger);
+    this.#recorder = new Recorder(d.ledger, { reloadOnDelete: d.cfg.reloadOnDelete });
     this.#event = emitOn(d.events);
     d.ledger.fence(this.#signal);
     d.ledger.identifyWith(identities(d.state));

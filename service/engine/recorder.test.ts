@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryLedger } from '../../test/support/engine-fakes.ts';
+import { MISSING } from '../core/config-hash.ts';
 import type { LedgerEntry } from '../core/ledger-entry.ts';
 import type { ReloadAction } from '../core/reload-action.ts';
 import { silentLogger } from '../log.ts';
@@ -16,6 +17,18 @@ const action = (cutoffMs: number, target: string): ReloadAction => ({
 });
 
 describe('Recorder', () => {
+  it('records no deletion without --reload-on-delete: a config deleted before the run keeps the digest last applied (simulation seed 121)', async () => {
+    // Recorded "missing", its return with the data the pods read would count as a change and
+    // replace them again.
+    const ledger = new MemoryLedger();
+    await ledger.put(W, { configs: { 'ConfigMap/a/cm': 'T1', 'ConfigMap/a/db': 'D1' } });
+    const a = { ...action(100, 'T2'), target: { 'ConfigMap/a/cm': 'T2', 'ConfigMap/a/db': MISSING } };
+    await new Recorder(ledger, { reloadOnDelete: false }).done(a);
+    expect(ledger.get(W)?.configs).toEqual({ 'ConfigMap/a/cm': 'T2', 'ConfigMap/a/db': 'D1' });
+    await new Recorder(ledger, { reloadOnDelete: true }).done({ ...a, cutoffMs: 200 });
+    expect(ledger.get(W)?.configs).toEqual({ 'ConfigMap/a/cm': 'T2', 'ConfigMap/a/db': MISSING });
+  });
+
   it('never records a target older than the one it recorded', async () => {
     const ledger = new MemoryLedger();
     const r = new Recorder(ledger);

@@ -4,6 +4,7 @@
 // start is older than anything it plans, because every action it plans comes from the state it
 // watches from then on.
 
+import { recordable, type VerdictOptions } from '../core/plan.ts';
 import { isOlder, type Recency, type ReloadAction } from '../core/reload-action.ts';
 import type { LedgerStore, ReconcilerDeps } from './deps.ts';
 
@@ -12,8 +13,11 @@ export class Recorder {
   /** Per workload: the recency of the target the ledger's `configs` hold, when this term recorded it. */
   readonly #recorded = new Map<string, Recency>();
 
-  constructor(ledger: LedgerStore) {
+  readonly #opts: VerdictOptions;
+
+  constructor(ledger: LedgerStore, opts: VerdictOptions = {}) {
     this.#ledger = ledger;
+    this.#opts = opts;
   }
 
   /** The recency of the target recorded for this workload, if this term recorded one. */
@@ -37,8 +41,10 @@ export class Recorder {
       }
       return false;
     }
+    // Without --reload-on-delete a config deleted before the run keeps the digest last applied
+    // (docs/adr/0024): its return with that data is no change.
     await this.#ledger.put(a.workload, {
-      configs: a.target,
+      configs: recordable(a.target, entry?.configs, this.#opts),
       ...newerPending,
       ...(at ? { reloadedAt: at } : {}),
     });
