@@ -66,6 +66,8 @@ export class Reconciler {
   readonly #retrying = new Set<string>();
   readonly #held = new Map<string, Held & { timer: unknown }>();
   readonly #running = new Set<string>();
+  /** Ledger ids removed at start as gone (out of scope, or deleted): their surge pods may still be ours. */
+  #formerlyReloaded: readonly string[] = [];
   #live = false;
   #sweepTimer: unknown;
   /** Changes seen while start() judges the world; replayed once it is done, so none is lost. */
@@ -116,6 +118,7 @@ export class Reconciler {
     });
     const gone = [...ledger.entries().keys()].filter((id) => !state.workloads.has(id));
     if (gone.length > 0) await ledger.removeMany(gone);
+    this.#formerlyReloaded = gone;
     // After that: a Job the sweep creates again is new, baselined, not the gone one's pending reload.
     await this.#sweep();
     if (this.#signal.aborted) return; // stopped (leadership lost) while starting
@@ -148,7 +151,7 @@ export class Reconciler {
 
   /** What the sweep asks about the reloads this reconciler knows. */
   #view(): SweepView {
-    return sweepView(this.#d, this.#running);
+    return sweepView(this.#d, this.#running, this.#formerlyReloaded);
   }
 
   /** A ConfigMap or Secret was added, changed or deleted after the initial sync. */

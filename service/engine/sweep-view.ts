@@ -7,6 +7,11 @@ import type { SweepView } from './strategies-port.ts';
 export function sweepView(
   d: Pick<ReconcilerDeps, 'state' | 'ledger' | 'inScope'>,
   running: ReadonlySet<string>,
+  /**
+   * Workloads whose ledger entries this term removed at start because it no longer sees them: a
+   * namespace dropped from the watched list is one reason, and its surge pods are still ours.
+   */
+  formerlyReloaded: readonly string[] = [],
 ): SweepView {
   const { state, ledger } = d;
   return {
@@ -23,7 +28,7 @@ export function sweepView(
       }
       return pending;
     },
-    reloaded: () => ledger.entries().keys(),
+    reloaded: () => [...ledger.entries().keys(), ...formerlyReloaded],
     running: (id) => running.has(id),
     pending: (id) => ledger.get(id)?.pending !== undefined,
   };
