@@ -33,7 +33,7 @@ import { WorkQueue } from './core/work-queue.ts';
 import { decide } from './engine/decide.ts';
 import type { ReconcilerDeps } from './engine/deps.ts';
 import { batchVerdict, type Held, heldAction, recordHold, recordMissing, resumeHeld } from './engine/hold.ts';
-import { forgetGone, forgetIfGone, Recorder } from './engine/recorder.ts';
+import { dropReload, forgetGone, forgetIfGone, Recorder } from './engine/recorder.ts';
 import { changeRV, emitOn, fields, reportPolicy } from './engine/report.ts';
 import { runReload } from './engine/run-reload.ts';
 import { heldAtStart, judgeAtStart, sameDigests as same } from './engine/startup.ts';
@@ -142,11 +142,11 @@ export class Reconciler {
     this.#sweepTimer = timer;
   }
 
-  /** Entries of gone workloads go; surge pods no reload needs go (reported in a dry run), and cut Job reloads finish (docs/adr/0025, 0026). */
+  /** Surge pods, cut Job reloads (docs/adr/0025, 0026), then gone workloads' entries (read by the sweep). */
   #sweep(): Promise<void> {
-    return forgetGone(this.#d, this.#running).then(() =>
-      this.#d.strategies.sweep(this.#view(), this.#signal),
-    );
+    return this.#d.strategies
+      .sweep(this.#view(), this.#signal)
+      .then(() => forgetGone(this.#d, this.#running));
   }
 
   /** What the sweep asks about the reloads this reconciler knows. */
@@ -406,7 +406,7 @@ export class Reconciler {
         await ledger.remove(a.workload).catch(() => undefined);
         return { kind: 'dropped', reason: 'the workload is gone' };
       case 'drop':
-        await this.#drop(t as TrackedWorkload);
+        await dropReload(this.#d, t as TrackedWorkload, this.#signal);
         return { kind: 'dropped', reason: 'the workload is no longer reloaded' };
       case 'superseded':
         this.#d.log.info(
@@ -476,27 +476,6 @@ export class Reconciler {
       case 'dropped':
       case 'interrupted':
         return;
-    }
-  }
-
-  /** A queued reload of a workload that opted out or became invalid: forget it, and its surge pods. */
-  async #drop(t: TrackedWorkload): Promise<void> {
-    const { ledger, log } = this.#d;
-    log.info(fields(t), 'reload dropped: the workload is no longer reloaded');
-    try {
-      const entry = ledger.get(t.id);
-      if (entry?.pending) {
-        await ledger.put(t.id, {
-          configs: entry.configs,
-          ...(entry.reloadedAt ? { reloadedAt: entry.reloadedAt } : {}),
-        });
-      }
-      await this.#d.strategies.dropSurgePods(t, this.#signal);
-    } catch (err) {
-      log.warn(
-        { ...fields(t), err: (err as Error).message },
-        'could not clean up a dropped reload; the sweep retries',
-      );
     }
   }
 }

@@ -6,7 +6,9 @@
 
 import { recordable, type VerdictOptions } from '../core/plan.ts';
 import { isOlder, type Recency, type ReloadAction } from '../core/reload-action.ts';
+import type { TrackedWorkload } from '../state.ts';
 import type { LedgerStore, ReconcilerDeps } from './deps.ts';
+import { fields } from './report.ts';
 
 export class Recorder {
   readonly #ledger: LedgerStore;
@@ -89,4 +91,29 @@ export async function forgetGone(
     .catch((err: Error) =>
       d.log.warn({ err: err.message, workloads: gone }, 'ledger remove failed; the next sweep retries'),
     );
+}
+
+/** A queued reload of a workload that opted out or became invalid: forget it, and its surge pods. */
+export async function dropReload(
+  d: Pick<ReconcilerDeps, 'ledger' | 'log' | 'strategies'>,
+  t: TrackedWorkload,
+  signal: AbortSignal,
+): Promise<void> {
+  const { ledger, log } = d;
+  log.info(fields(t), 'reload dropped: the workload is no longer reloaded');
+  try {
+    const entry = ledger.get(t.id);
+    if (entry?.pending) {
+      await ledger.put(t.id, {
+        configs: entry.configs,
+        ...(entry.reloadedAt ? { reloadedAt: entry.reloadedAt } : {}),
+      });
+    }
+    await d.strategies.dropSurgePods(t, signal);
+  } catch (err) {
+    log.warn(
+      { ...fields(t), err: (err as Error).message },
+      'could not clean up a dropped reload; the sweep retries',
+    );
+  }
 }
