@@ -31,6 +31,17 @@ async function runningReload(deadline: string) {
   return { w, run: w.strategies.runs[0], start: w.time.clock.now };
 }
 
+/** A started world whose Deployment web reads ConfigMaps cm and db. */
+async function twoConfigs(flags: string[], o: Parameters<typeof engineWorld>[1] = {}) {
+  const w = engineWorld(flags, o);
+  const cm = w.putConfigMap('a', 'cm', { k: '1' });
+  w.state.putConfig(cm);
+  w.state.putConfig(w.putConfigMap('a', 'db', { u: 'x' }));
+  w.state.putWorkload(w.deployment('a', 'web', ['cm', 'db']) as NonNullable<ReturnType<typeof w.deployment>>);
+  await w.reconciler.start();
+  return { ...w, cm };
+}
+
 describe('Reconciler, step by step', () => {
   it('records a baseline at start and reloads a change once the debounce has passed', async () => {
     const w = await world([]);
@@ -270,13 +281,7 @@ describe('Reconciler, step by step', () => {
   });
 
   it('holds a reload of another change while a needed config is missing, and runs it when the config is back', async () => {
-    const w = engineWorld([]);
-    w.state.putConfig(w.putConfigMap('a', 'cm', { k: '1' }));
-    w.state.putConfig(w.putConfigMap('a', 'db', { u: 'x' }));
-    w.state.putWorkload(
-      w.deployment('a', 'web', ['cm', 'db']) as NonNullable<ReturnType<typeof w.deployment>>,
-    );
-    await w.reconciler.start();
+    const w = await twoConfigs([]);
     const applied = w.ledger.get(ID)?.configs;
     w.remove('a', 'db');
     w.change('a', 'cm', { k: '2' });
@@ -332,13 +337,7 @@ describe('Reconciler, step by step', () => {
     // The pods it replaced before the config went were created after the change: a reload planned
     // afresh at the config's return would replace them a second time for the same change (I3). And
     // the reload planned while the config was missing (held, newer) must not supersede it.
-    const w = engineWorld(['--min-reload-interval=0s']);
-    w.state.putConfig(w.putConfigMap('a', 'cm', { k: '1' }));
-    w.state.putConfig(w.putConfigMap('a', 'db', { u: 'x' }));
-    w.state.putWorkload(
-      w.deployment('a', 'web', ['cm', 'db']) as NonNullable<ReturnType<typeof w.deployment>>,
-    );
-    await w.reconciler.start();
+    const w = await twoConfigs(['--min-reload-interval=0s']);
     w.change('a', 'cm', { k: '2' });
     await w.time.advance(w.time.clock.now + 1000);
     await w.settle();
@@ -404,14 +403,7 @@ describe('Reconciler, step by step', () => {
       hold: (c: { config: string }) => c.config === DB,
       holding: (_w: string, c: string) => c === DB,
     };
-    const w = engineWorld([], { gate });
-    const cm = w.putConfigMap('a', 'cm', { k: '1' });
-    w.state.putConfig(cm);
-    w.state.putConfig(w.putConfigMap('a', 'db', { u: 'x' }));
-    w.state.putWorkload(
-      w.deployment('a', 'web', ['cm', 'db']) as NonNullable<ReturnType<typeof w.deployment>>,
-    );
-    await w.reconciler.start();
+    const { cm, ...w } = await twoConfigs([], { gate });
     w.change('a', 'db', { u: 'y' }); // held by the gate
     const edited = { ...cm, annotations: { 'argocd.argoproj.io/sync-wave': '1' } };
     w.reconciler.configChanged(w.state.putConfig(edited), edited);
@@ -424,13 +416,7 @@ describe('Reconciler, step by step', () => {
     // A1 (cm changed) runs; db is deleted meanwhile, so A2 is planned against the old record with the
     // same content and db "missing". Once A1 is recorded, A2 has nothing to do: a deletion alone is no
     // change, and its pods (A1's, created after the change) must not be replaced again.
-    const w = engineWorld(['--min-reload-interval=0s']);
-    w.state.putConfig(w.putConfigMap('a', 'cm', { k: '1' }));
-    w.state.putConfig(w.putConfigMap('a', 'db', { u: 'x' }));
-    w.state.putWorkload(
-      w.deployment('a', 'web', ['cm', 'db']) as NonNullable<ReturnType<typeof w.deployment>>,
-    );
-    await w.reconciler.start();
+    const w = await twoConfigs(['--min-reload-interval=0s']);
     w.change('a', 'cm', { k: '2' });
     await w.time.advance(w.time.clock.now + 1000);
     await w.settle();
