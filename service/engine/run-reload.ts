@@ -35,8 +35,13 @@ export async function runReload(c: RunContext, t: TrackedWorkload, a: ReloadActi
   const event = emitOn(d.events);
   // Planned against an older record: a reload that completed since applied everything this one would
   // (without --reload-on-delete a deletion alone is no change, and is not recorded either).
-  if (verdict(a.target, ledger.get(t.id)?.configs, { reloadOnDelete: cfg.reloadOnDelete }).kind === 'none')
+  if (verdict(a.target, ledger.get(t.id)?.configs, { reloadOnDelete: cfg.reloadOnDelete }).kind === 'none') {
+    log.info(
+      { ...fields(t), configs: a.changed.map(display) },
+      'reload not needed: a completed reload applied this content',
+    );
     return { kind: 'dropped', reason: 'already applied' };
+  }
   // Never into an outage: a replaced pod could not start while a config it needs is missing.
   const missing = await missingNeeded(c, t);
   if (missing.length > 0) return { kind: 'config-missing', action: a, missing };
