@@ -31,6 +31,17 @@ async function runningReload(deadline: string) {
   return { w, run: w.strategies.runs[0], start: w.time.clock.now };
 }
 
+/** A started world whose Deployment web reads ConfigMaps cm and db. */
+async function twoConfigs(flags: string[], o: Parameters<typeof engineWorld>[1] = {}) {
+  const w = engineWorld(flags, o);
+  const cm = w.putConfigMap('a', 'cm', { k: '1' });
+  w.state.putConfig(cm);
+  w.state.putConfig(w.putConfigMap('a', 'db', { u: 'x' }));
+  w.state.putWorkload(w.deployment('a', 'web', ['cm', 'db']) as NonNullable<ReturnType<typeof w.deployment>>);
+  await w.reconciler.start();
+  return { ...w, cm };
+}
+
 describe('Reconciler, step by step', () => {
   it('records a baseline at start and reloads a change once the debounce has passed', async () => {
     const w = await world([]);
@@ -270,13 +281,7 @@ describe('Reconciler, step by step', () => {
   });
 
   it('holds a reload of another change while a needed config is missing, and runs it when the config is back', async () => {
-    const w = engineWorld([]);
-    w.state.putConfig(w.putConfigMap('a', 'cm', { k: '1' }));
-    w.state.putConfig(w.putConfigMap('a', 'db', { u: 'x' }));
-    w.state.putWorkload(
-      w.deployment('a', 'web', ['cm', 'db']) as NonNullable<ReturnType<typeof w.deployment>>,
-    );
-    await w.reconciler.start();
+    const w = await twoConfigs([]);
     const applied = w.ledger.get(ID)?.configs;
     w.remove('a', 'db');
     w.change('a', 'cm', { k: '2' });
@@ -299,6 +304,158 @@ describe('Reconciler, step by step', () => {
     await w.settle();
     const t = w.state.workloads.get(ID);
     expect(w.ledger.get(ID)?.configs).toEqual(t && watchedSet(t.rec, t.parsed, w.state, w.globals).digests);
+  });
+
+  it('a reload held for a missing config while an older one waits for its retry is planned again when the config returns (simulation seed 407)', async () => {
+    // A1 runs; A2 (a newer change) queues behind it; the config is deleted; A1 fails and will be
+    // retried; A2 runs and is held, its config missing. A1's pending retry must not leave A2's content
+    // marked as under way, or the config's return, the change that plans A2 again, is taken for a
+    // duplicate and dropped: the pods would keep the old data until an unrelated restart.
+    const w = await world(['--min-reload-interval=0s']);
+    w.change('a', 'cm', { k: '2' });
+    await w.time.advance(w.time.clock.now + 1000);
+    await w.settle();
+    w.change('a', 'cm', { k: '3' });
+    await w.time.advance(w.time.clock.now + 1000); // A2 planned, queued behind the running A1
+    await w.settle();
+    w.remove('a', 'cm');
+    w.strategies.runs[0]?.end({ kind: 'failed', error: new Error('boom'), errorKind: 'update_workload' });
+    await w.settle();
+    expect(w.strategies.runs).toHaveLength(1);
+    expect(w.events.filter((e) => e.reason === 'ReloadHeld')).toHaveLength(1);
+    await w.time.advance(w.time.clock.now + 5000); // A1's retry fires and finds itself superseded
+    await w.settle();
+    expect(w.strategies.runs).toHaveLength(1);
+    w.change('a', 'cm', { k: '3' }); // the config comes back with the data A2 was for
+    await w.time.advance(w.time.clock.now + 1000);
+    await w.settle();
+    expect(w.strategies.runs).toHaveLength(2);
+    expect(w.strategies.runs[1]?.req.action.target).toEqual(w.target());
+  });
+
+  it('a reload that began and was held for a missing config resumes with its pod snapshot when the config returns (simulation seeds 4, 255)', async () => {
+    // The pods it replaced before the config went were created after the change: a reload planned
+    // afresh at the config's return would replace them a second time for the same change (I3). And
+    // the reload planned while the config was missing (held, newer) must not supersede it.
+    const w = await twoConfigs(['--min-reload-interval=0s']);
+    w.change('a', 'cm', { k: '2' });
+    await w.time.advance(w.time.clock.now + 1000);
+    await w.settle();
+    const first = w.strategies.runs[0];
+    const target = first?.req.action.target;
+    await first?.req.begin(['old-pod-1', 'old-pod-2']); // the snapshot, recorded as the run began
+    first?.end({ kind: 'failed', error: new Error('boom'), errorKind: 'update_workload' });
+    await w.settle();
+    w.remove('a', 'db'); // a newer reload is planned (db now reads "missing"), and held
+    await w.time.advance(w.time.clock.now + 5000); // the older one's retry is superseded
+    await w.settle();
+    expect(w.strategies.runs).toHaveLength(1);
+    expect(w.events.filter((e) => e.reason === 'ReloadHeld')).toHaveLength(1);
+    expect(w.ledger.get(ID)?.pending?.targets).toEqual(['old-pod-1', 'old-pod-2']);
+    w.change('a', 'db', { u: 'x' }); // back, with the data the first reload was for
+    await w.time.advance(w.time.clock.now + 1000);
+    await w.settle();
+    expect(w.strategies.runs).toHaveLength(2);
+    expect(w.strategies.runs[1]?.req.action).toMatchObject({
+      resumed: true,
+      targets: ['old-pod-1', 'old-pod-2'],
+      target,
+    });
+  });
+
+  it('a workload deleted while its reload runs leaves no ledger entry behind (simulation seed 8)', async () => {
+    // Kept, the entry would outlive the workload, and a new workload of the same name would be judged
+    // against it: reloaded for configs its new pods already read (issue 26).
+    const w = await world(['--min-reload-interval=0s']);
+    w.change('a', 'cm', { k: '2' });
+    await w.time.advance(w.time.clock.now + 1000);
+    await w.settle();
+    w.state.deleteWorkload(ID);
+    await w.reconciler.workloadDeleted(ID);
+    expect(w.ledger.get(ID)).toBeDefined(); // the run is still going: it records its own outcome
+    w.strategies.runs[0]?.end({ kind: 'done', replaced: 0, summary: 'nothing left' });
+    await w.settle();
+    expect(w.ledger.get(ID)).toBeUndefined();
+  });
+
+  it('the periodic sweep removes the entry of a workload whose removal failed when it was deleted (simulation seed 12)', async () => {
+    const w = await world(['--surge-sweep-interval=1m']);
+    w.state.deleteWorkload(ID);
+    const remove = w.ledger.remove.bind(w.ledger);
+    w.ledger.remove = async () => {
+      throw new Error('HTTP 500');
+    };
+    await w.reconciler.workloadDeleted(ID);
+    w.ledger.remove = remove;
+    expect(w.ledger.get(ID)).toBeDefined();
+    await w.time.advance(w.time.clock.now + 60_000);
+    await w.settle();
+    expect(w.ledger.get(ID)).toBeUndefined();
+  });
+
+  it('a batch of something else does not roll out a change the Argo CD gate holds (simulation seed 2231)', async () => {
+    // db's change is held while its app syncs; a metadata-only edit of cm (a relevant annotation) makes
+    // a batch whose verdict finds db's digest changed. The held change must wait for its release.
+    const DB = 'ConfigMap/a/db';
+    const gate = {
+      attach() {},
+      detach() {},
+      hold: (c: { config: string }) => c.config === DB,
+      holding: (_w: string, c: string) => c === DB,
+    };
+    const { cm, ...w } = await twoConfigs([], { gate });
+    w.change('a', 'db', { u: 'y' }); // held by the gate
+    const edited = { ...cm, annotations: { 'argocd.argoproj.io/sync-wave': '1' } };
+    w.reconciler.configChanged(w.state.putConfig(edited), edited);
+    await w.time.advance(w.time.clock.now + 5000);
+    await w.settle();
+    expect(w.strategies.runs).toHaveLength(0);
+  });
+
+  it('a reload planned before a completed one applied its content runs nothing, and records no deletion (simulation seed 860)', async () => {
+    // A1 (cm changed) runs; db is deleted meanwhile, so A2 is planned against the old record with the
+    // same content and db "missing". Once A1 is recorded, A2 has nothing to do: a deletion alone is no
+    // change, and its pods (A1's, created after the change) must not be replaced again.
+    const w = await twoConfigs(['--min-reload-interval=0s']);
+    w.change('a', 'cm', { k: '2' });
+    await w.time.advance(w.time.clock.now + 1000);
+    await w.settle();
+    const a1 = w.strategies.runs[0];
+    w.strategies.exists = () => true; // db is an optional reference: its pods can start without it
+    w.remove('a', 'db');
+    await w.time.advance(w.time.clock.now + 1000); // A2 planned, queued behind A1
+    await w.settle();
+    a1?.end({ kind: 'done', replaced: 1, summary: 'restarted' });
+    await w.settle();
+    await w.time.advance(w.time.clock.now + 1000);
+    await w.settle();
+    expect(w.strategies.runs).toHaveLength(1);
+    expect(w.ledger.get(ID)?.configs).toEqual(a1?.req.action.target);
+  });
+
+  it('a baseline the ledger refused is recorded again later, so a later change of its config reloads (simulation seed 1740)', async () => {
+    const w = await world(['--min-reload-interval=0s']);
+    w.state.putConfig(w.putConfigMap('a', 'db', { u: 'x' }));
+    const put = w.ledger.put.bind(w.ledger);
+    w.ledger.put = async () => {
+      throw new Error('HTTP 500');
+    };
+    // The workload now reads db too: its record must say so, or db's next change passes for new.
+    const t = w.deployment('a', 'web', ['cm', 'db']) as NonNullable<ReturnType<typeof w.deployment>>;
+    const { old, now } = w.state.putWorkload(t);
+    w.reconciler.workloadChanged(old, now);
+    w.reconciler.configChanged(undefined, w.state.get({ kind: 'ConfigMap', namespace: 'a', name: 'db' }));
+    await w.time.advance(w.time.clock.now + 1000);
+    await w.settle();
+    w.ledger.put = put;
+    expect(Object.keys(w.ledger.get(ID)?.configs ?? {})).toEqual(['ConfigMap/a/cm']);
+    await w.time.advance(w.time.clock.now + 5000); // the retry records it
+    await w.settle();
+    expect(w.ledger.get(ID)?.configs).toEqual(w.target());
+    w.change('a', 'db', { u: 'y' });
+    await w.time.advance(w.time.clock.now + 1000);
+    await w.settle();
+    expect(w.strategies.runs).toHaveLength(1);
   });
 
   it('at start, a config deleted while down reloads nothing unless --reload-on-delete', async () => {

@@ -17,7 +17,7 @@ import {
   type Timers,
 } from './core/batcher.ts';
 import { effectiveCutoff } from './core/cutoff.ts';
-import { isTracked, REQUEST, verdict, watchedSet } from './core/plan.ts';
+import { isTracked, REQUEST, watchedSet } from './core/plan.ts';
 import type { ConfigRecord } from './core/records.ts';
 import {
   compareRecency,
@@ -26,13 +26,14 @@ import {
   type Outcome,
   type Recency,
   type ReloadAction,
+  retryDelayMs,
 } from './core/reload-action.ts';
 import { configId } from './core/types.ts';
 import { WorkQueue } from './core/work-queue.ts';
 import { decide } from './engine/decide.ts';
 import type { ReconcilerDeps } from './engine/deps.ts';
-import { type Held, heldAction, recordHold, recordMissing } from './engine/hold.ts';
-import { Recorder } from './engine/recorder.ts';
+import { batchVerdict, type Held, heldAction, recordHold, recordMissing, resumeHeld } from './engine/hold.ts';
+import { dropReload, forgetGone, forgetIfGone, Recorder } from './engine/recorder.ts';
 import { changeRV, emitOn, fields, reportPolicy } from './engine/report.ts';
 import { runReload } from './engine/run-reload.ts';
 import { heldAtStart, judgeAtStart, sameDigests as same } from './engine/startup.ts';
@@ -62,10 +63,8 @@ export class Reconciler {
   readonly #inFlight = new Map<string, Record<string, string>>();
   /** Per workload: the recency of the newest action submitted in this term (a retry never beats it). */
   readonly #newest = new Map<string, Recency>();
-  /** Workloads with a retry timer set. */
   readonly #retrying = new Set<string>();
   readonly #held = new Map<string, Held & { timer: unknown }>();
-  /** Workloads whose reload is running now. */
   readonly #running = new Set<string>();
   /** Ledger ids removed at start as gone (out of scope, or deleted): their surge pods may still be ours. */
   #formerlyReloaded: readonly string[] = [];
@@ -82,7 +81,7 @@ export class Reconciler {
     this.#d = d;
     this.#timers = d.timers ?? realTimers;
     this.#signal = d.term ? AbortSignal.any([d.term, this.#abort.signal]) : this.#abort.signal;
-    this.#recorder = new Recorder(d.ledger);
+    this.#recorder = new Recorder(d.ledger, { reloadOnDelete: d.cfg.reloadOnDelete });
     this.#event = emitOn(d.events);
     d.ledger.fence(this.#signal);
     d.ledger.identifyWith(identities(d.state));
@@ -143,9 +142,11 @@ export class Reconciler {
     this.#sweepTimer = timer;
   }
 
-  /** Surge pods no reload needs go (reported in a dry run), and cut Job reloads finish (docs/adr/0025, 0026). */
+  /** Surge pods, cut Job reloads (docs/adr/0025, 0026), then gone workloads' entries (read by the sweep). */
   #sweep(): Promise<void> {
-    return this.#d.strategies.sweep(this.#view(), this.#signal);
+    return this.#d.strategies
+      .sweep(this.#view(), this.#signal)
+      .then(() => forgetGone(this.#d, this.#running));
   }
 
   /** What the sweep asks about the reloads this reconciler knows. */
@@ -300,7 +301,7 @@ export class Reconciler {
     }
     const set = this.#set(t) ?? {};
     const entry = ledger.get(t.id);
-    const v = verdict(set, entry?.configs, { reloadOnDelete: this.#d.cfg.reloadOnDelete });
+    const v = batchVerdict(this.#d, t.id, set, entry?.configs);
     try {
       switch (v.kind) {
         case 'baseline':
@@ -327,10 +328,15 @@ export class Reconciler {
             cutoffMs: effectiveCutoff(changeObservedAt(b, v.changed)),
             target: set,
             changeRV: changeRV(this.#d.state, v.changed),
+            // The same content as a held pending reload: that one goes on, with its pod snapshot.
+            ...(this.#inFlight.has(t.id) ? {} : resumeHeld(entry, set)),
           });
       }
     } catch (err) {
-      log.error({ ...fields(t), err: (err as Error).message }, 'could not record the ledger');
+      // Unrecorded, a later change of a config it adds would pass for new and reload nothing: retry.
+      log.error({ ...fields(t), err: (err as Error).message }, 'could not record the ledger; retrying');
+      const again = { workload: t.id, config: 'workload', observedAt: this.#timers.now(), debounceMs: 0 };
+      this.#retryTimers.add(this.#timers.set(() => this.#live && this.#batcher.add(again), retryDelayMs(1)));
     }
   }
 
@@ -367,16 +373,23 @@ export class Reconciler {
   /** Runs one action and forgets its content once nothing more will run for it. */
   async #runTracked(a: ReloadAction): Promise<void> {
     this.#running.add(a.workload);
+    // Only this run's own retry keeps its content in flight: an older action's retry timer (it will
+    // find itself superseded) must not, or this content would count as under way forever.
+    let retried = false;
     try {
       const outcome = await this.#step(a);
+      retried = outcome.kind === 'retry';
       await this.#settle(a, outcome);
     } finally {
       this.#running.delete(a.workload);
-      const current = this.#inFlight.get(a.workload);
-      if (!this.#retrying.has(a.workload) && current && same(current, a.target)) {
-        this.#inFlight.delete(a.workload);
-      }
+      if (!retried) this.#forgetContent(a.workload, a.target);
+      await forgetIfGone(this.#d, a.workload);
     }
+  }
+
+  #forgetContent(workload: string, target: Record<string, string>): void {
+    const current = this.#inFlight.get(workload);
+    if (current && same(current, target)) this.#inFlight.delete(workload);
   }
 
   /** Decides what the action the queue handed over does, and runs it when it runs. */
@@ -401,7 +414,7 @@ export class Reconciler {
         await ledger.remove(a.workload).catch(() => undefined);
         return { kind: 'dropped', reason: 'the workload is gone' };
       case 'drop':
-        await this.#drop(t as TrackedWorkload);
+        await dropReload(this.#d, t as TrackedWorkload, this.#signal);
         return { kind: 'dropped', reason: 'the workload is no longer reloaded' };
       case 'superseded':
         this.#d.log.info(
@@ -442,7 +455,8 @@ export class Reconciler {
           this.#retryTimers.delete(timer);
           this.#retrying.delete(a.workload);
           // A newer change was submitted meanwhile: it covers this one, whose target is older.
-          if (isOlder(o.action, this.#newest.get(a.workload))) return;
+          if (isOlder(o.action, this.#newest.get(a.workload)))
+            return this.#forgetContent(a.workload, a.target);
           this.#submit({ ...o.action, resumed: true, ...(o.targets ? { targets: o.targets } : {}) });
         }, o.afterMs);
         this.#retryTimers.add(timer);
@@ -470,27 +484,6 @@ export class Reconciler {
       case 'dropped':
       case 'interrupted':
         return;
-    }
-  }
-
-  /** A queued reload of a workload that opted out or became invalid: forget it, and its surge pods. */
-  async #drop(t: TrackedWorkload): Promise<void> {
-    const { ledger, log } = this.#d;
-    log.info(fields(t), 'reload dropped: the workload is no longer reloaded');
-    try {
-      const entry = ledger.get(t.id);
-      if (entry?.pending) {
-        await ledger.put(t.id, {
-          configs: entry.configs,
-          ...(entry.reloadedAt ? { reloadedAt: entry.reloadedAt } : {}),
-        });
-      }
-      await this.#d.strategies.dropSurgePods(t, this.#signal);
-    } catch (err) {
-      log.warn(
-        { ...fields(t), err: (err as Error).message },
-        'could not clean up a dropped reload; the sweep retries',
-      );
     }
   }
 }

@@ -98,6 +98,13 @@ export class SyncGate implements ChangeGate {
     this.#held.clear();
   }
 
+  /** True while the gate holds a change of this config for this workload (its release reloads it). */
+  holding(workload: string, config: string): boolean {
+    const id = `${workload}\u0000${config}`;
+    for (const h of this.#held.values()) if (h.changes.has(id)) return true;
+    return false;
+  }
+
   /** Changes held right now, per app key (for logs and tests). */
   heldCount(key: string): number {
     return this.#held.get(key)?.changes.size ?? 0;

@@ -41,6 +41,8 @@ export interface ChangeGate {
    * re-derived from a durable source (the Application's status), so a leader change releases nothing.
    */
   holdAtStart?(change: Change, config: ConfigRecord): boolean;
+  /** True while a change of this config for this workload is held (the release reloads it). */
+  holding?(workload: string, config: string): boolean;
 }
 
 export interface Batch {

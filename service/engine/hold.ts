@@ -1,14 +1,17 @@
 // Records a reload held until its workload's restart window opens: the pending action goes to the
 // ledger (so a restarted service holds it too, with the same cutoff), and a ReloadDeferred Event says
 // until when. The reconciler keeps the timer that submits it again. And records a reload held while
-// a config its pods need is missing, which keeps nothing and needs no timer (docs/adr/0024).
+// a config its pods need is missing, which needs no timer (docs/adr/0024).
 
 import { KEYS } from '../core/annotations.ts';
+import type { LedgerEntry } from '../core/ledger-entry.ts';
 import { heldMessage } from '../core/needed-configs.ts';
+import { type Verdict, verdict } from '../core/plan.ts';
 import type { ReloadAction } from '../core/reload-action.ts';
 import type { TrackedWorkload } from '../state.ts';
 import type { ReconcilerDeps } from './deps.ts';
 import { display, emitOn, fields } from './report.ts';
+import { sameDigests } from './startup.ts';
 
 export interface Held {
   action: ReloadAction;
@@ -68,27 +71,55 @@ export async function recordHold(
 /**
  * Never evicts into an outage: while a config the pods need (not optional) is missing, a replaced pod
  * could not start, so the reload is held, with a Warning Event naming the config (never its data).
- * Nothing pending is kept: the ledger still holds the digests the pods run, so the config's return (a
- * change event) finds the difference again and reloads as usual.
+ * No timer: the config's return is a change event, judged against the ledger. A pending entry (the run
+ * began, and replaced some pods, before the config went) is kept: when the config returns with the
+ * content it was for, the reload resumes with its snapshot (resumeHeld), so the pods it already
+ * replaced are not replaced again for the same change (invariant I3).
  */
 export async function recordMissing(
   d: ReconcilerDeps,
   action: ReloadAction,
   missing: readonly string[],
 ): Promise<void> {
-  const { ledger, log } = d;
+  const { log } = d;
   const t = d.state.workloads.get(action.workload);
   if (!t) return;
   const changed = action.changed.map(display);
   d.metrics?.reloadHeld('config-missing');
   log.warn({ ...fields(t), configs: changed, missing }, 'reload held: a config the pods need is missing');
-  const entry = ledger.get(t.id);
-  if (entry?.pending) {
-    await ledger
-      .put(t.id, { configs: entry.configs, ...(entry.reloadedAt ? { reloadedAt: entry.reloadedAt } : {}) })
-      .catch((err: Error) =>
-        log.warn({ ...fields(t), err: err.message }, 'could not clear the held reload in the ledger'),
-      );
-  }
   await emitOn(d.events)(t, 'ReloadHeld', heldMessage(changed, missing), 'Warning');
+}
+
+/**
+ * How a reload planned for `target` resumes the pending one of the ledger, when that is for the same
+ * content (held while a config was missing, or for a restart window) and snapshotted its pods: it
+ * replaces those pods only, not the ones created since (by itself, before it was held). Its cutoff is
+ * the new one: a newer action may have been planned meanwhile (the one that was held), and an older
+ * cutoff would be taken for an older change and superseded.
+ */
+export function resumeHeld(
+  entry: LedgerEntry | undefined,
+  target: Record<string, string>,
+): Pick<ReloadAction, 'resumed' | 'targets'> | undefined {
+  const p = entry?.pending;
+  if (!p?.targets || !sameDigests(p.target, target)) return undefined;
+  return { resumed: true, targets: p.targets };
+}
+
+/**
+ * A batch's verdict (core/plan.ts), less the changes the Argo CD gate holds: a batch of something else
+ * (a metadata edit of another config, a new workload) finds the held configs' digests changed too, and
+ * must not roll them out while their sync runs. If every changed config is held, nothing reloads now;
+ * if one is not (a real change of an untracked config), the reload carries all of them, as documented.
+ */
+export function batchVerdict(
+  d: Pick<ReconcilerDeps, 'gate' | 'cfg'>,
+  workload: string,
+  set: Record<string, string>,
+  applied: Record<string, string> | undefined,
+): Verdict {
+  const v = verdict(set, applied, { reloadOnDelete: d.cfg.reloadOnDelete });
+  const gate = d.gate;
+  if (v.kind !== 'reload' || !gate?.holding || !v.changed.every((c) => gate.holding?.(workload, c))) return v;
+  return { kind: 'none', deleted: [] };
 }

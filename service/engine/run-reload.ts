@@ -5,6 +5,7 @@
 
 import { realTimers } from '../core/batcher.ts';
 import { namespaceKey, setDigest } from '../core/config-hash.ts';
+import { verdict } from '../core/plan.ts';
 import { ProgressDeadline } from '../core/progress-deadline.ts';
 import { type Outcome, type ReloadAction, retryDelayMs } from '../core/reload-action.ts';
 import type { TrackedWorkload } from '../state.ts';
@@ -32,6 +33,15 @@ export async function runReload(c: RunContext, t: TrackedWorkload, a: ReloadActi
   const changed = a.changed.map(display);
   const f = { ...fields(t), strategy, configs: changed };
   const event = emitOn(d.events);
+  // Planned against an older record: a reload that completed since applied everything this one would
+  // (without --reload-on-delete a deletion alone is no change, and is not recorded either).
+  if (verdict(a.target, ledger.get(t.id)?.configs, { reloadOnDelete: cfg.reloadOnDelete }).kind === 'none') {
+    log.info(
+      { ...fields(t), configs: a.changed.map(display) },
+      'reload not needed: a completed reload applied this content',
+    );
+    return { kind: 'dropped', reason: 'already applied' };
+  }
   // Never into an outage: a replaced pod could not start while a config it needs is missing.
   const missing = await missingNeeded(c, t);
   if (missing.length > 0) return { kind: 'config-missing', action: a, missing };

@@ -1,120 +1,185 @@
-// A term's start, driven by hand (test/support/engine-fakes.ts): the cutoff of the reloads it decides
-// for changes it did not see happen, and of a change it sees while starting. Each case is one the
-// execution-level simulation found replacing pods a second time (test/sim/exec-sim.test.ts).
+// The start-up judgement (judgeAtStart) on its own: a ledger in memory, the world's caches, and a
+// catch-up the test answers for (the pods' age is service/catch-up.ts's part).
 import { describe, expect, it } from 'vitest';
-import { engineWorld } from '../../test/support/engine-fakes.ts';
+import { engineWorld, MemoryLedger } from '../../test/support/engine-fakes.ts';
+import type { CatchUp, KeyState } from '../core/catch-up.ts';
+import { MISSING } from '../core/config-hash.ts';
 import { effectiveCutoff } from '../core/cutoff.ts';
+import type { LedgerEntry } from '../core/ledger-entry.ts';
 import { watchedSet } from '../core/plan.ts';
-import type { ConfigRecord } from '../core/records.ts';
-import { configRecord } from '../kube/to-record.ts';
+import type { ReloadAction } from '../core/reload-action.ts';
+import { silentLogger } from '../log.ts';
+import type { ReconcilerDeps } from './deps.ts';
+import { judgeAtStart } from './startup.ts';
 
 const ID = 'Deployment/a/web';
-const KEY = Buffer.alloc(32, 7); // engineWorld's hash key
+const CM = 'ConfigMap/a/cm';
 
-/** A ConfigMap as the watch shows it, with the time of its last write in managedFields. */
-function written(data: Record<string, string>, atMs: number, rv: string): ConfigRecord {
-  const at = new Date(atMs).toISOString().replace('.000Z', 'Z');
-  return configRecord(
-    'ConfigMap',
-    {
-      metadata: {
-        name: 'cm',
-        namespace: 'a',
-        uid: 'uid-cm',
-        resourceVersion: rv,
-        creationTimestamp: '2025-01-01T00:00:00Z',
-        managedFields: [{ time: at }],
-      },
-      data,
-    },
-    KEY,
-  ) as ConfigRecord;
+class KeyedLedger extends MemoryLedger {
+  key: KeyState = 'same';
+  override keyState(): KeyState {
+    return this.key;
+  }
+  override async stampKey() {
+    this.key = 'same';
+  }
 }
 
-function setUp() {
-  const w = engineWorld(['--min-reload-interval=0s']);
-  const start = w.time.clock.now;
-  w.state.putConfig(written({ k: '1' }, start - 600_000, '10'));
+/** A Deployment reading ConfigMap cm (absent: deleted), a ledger holding `entry`, and what catchUp says. */
+function setup(o: {
+  data?: Record<string, string>;
+  writtenAtMs?: number;
+  entry: LedgerEntry;
+  key?: KeyState;
+  catchUp?: CatchUp;
+  held?: boolean;
+}) {
+  const w = engineWorld([]);
+  if (o.data)
+    w.state.putConfig({
+      ...w.putConfigMap('a', 'cm', o.data),
+      ...(o.writtenAtMs !== undefined ? { writtenAtMs: o.writtenAtMs } : {}),
+    });
   w.state.putWorkload(w.deployment('a', 'web', 'cm') as NonNullable<ReturnType<typeof w.deployment>>);
-  const digests = () => {
-    const t = w.state.workloads.get(ID);
-    if (!t) throw new Error('no workload');
-    return watchedSet(t.rec, t.parsed, w.state, w.globals).digests;
+  const ledger = new KeyedLedger();
+  ledger.key = o.key ?? 'same';
+  ledger.map.set(ID, o.entry);
+  const asked: string[][] = [];
+  const d: ReconcilerDeps = {
+    cfg: w.cfg,
+    state: w.state,
+    ledger,
+    events: { async emit() {} },
+    log: silentLogger,
+    globals: w.globals,
+    hashKey: Buffer.alloc(32, 7),
+    strategies: w.strategies,
+    inScope: () => true,
+    timers: w.time.timers,
+    ...(o.catchUp ? { catchUp: async () => o.catchUp as CatchUp } : {}),
   };
-  return { w, start, digests };
-}
-
-describe('a reload decided when a term starts', () => {
-  it('for a change found by the catch-up rule, cuts off at the config’s newest write, not at the start', async () => {
-    const { w, start, digests } = setUp();
-    await w.ledger.put(ID, { configs: digests() });
-    // Changed a minute before this term started: pods created since read it already.
-    const change = start - 60_000;
-    w.state.putConfig(written({ k: '2' }, change, '20'));
-    await w.reconciler.start();
-    await w.settle();
-    expect(w.strategies.runs).toHaveLength(1);
-    expect(w.strategies.runs[0]?.req.action.cutoffMs).toBe(effectiveCutoff(change));
-  });
-
-  it('for a pending reload whose target is stale, cuts off at the newest write of what is not yet applied', async () => {
-    const { w, start, digests } = setUp();
-    const applied = digests();
-    w.state.putConfig(written({ k: '2' }, start - 120_000, '20'));
-    // The last term left the reload of k=2 pending; k=3 was written while no replica acted.
-    await w.ledger.put(ID, {
-      configs: applied,
-      pending: {
-        cutoff: new Date(effectiveCutoff(start - 120_000)).toISOString(),
-        target: digests(),
-        changed: ['ConfigMap/a/cm'],
-        startedAt: new Date(start - 110_000).toISOString(),
-        targets: ['uid-old'],
+  const submitted: ReloadAction[] = [];
+  const set = () => {
+    const t = w.state.workloads.get(ID);
+    return t ? watchedSet(t.rec, t.parsed, w.state, w.globals).digests : {};
+  };
+  const run = () =>
+    judgeAtStart(d, {
+      set,
+      reportPolicy: () => undefined,
+      changeRV: () => '0',
+      submit: (a) => submitted.push(a),
+      heldByGate: (_t, changed) => {
+        asked.push(changed);
+        return o.held ?? false;
       },
     });
-    const change = start - 30_000;
-    w.state.putConfig(written({ k: '3' }, change, '30'));
-    await w.reconciler.start();
-    await w.settle();
-    expect(w.strategies.runs).toHaveLength(1);
-    const a = w.strategies.runs[0]?.req.action;
-    expect(a?.cutoffMs).toBe(effectiveCutoff(change));
-    // A new reload: its snapshot was of the old target.
-    expect(a?.targets).toBeUndefined();
-  });
+  return { w, ledger, submitted, asked, set, run };
+}
 
-  it('cuts off at the start when a write time is unknown (managedFields cleared)', async () => {
-    const { w, start, digests } = setUp();
-    await w.ledger.put(ID, { configs: digests() });
-    const cleared = configRecord(
-      'ConfigMap',
-      { metadata: { name: 'cm', namespace: 'a', uid: 'uid-cm', resourceVersion: '20' }, data: { k: '2' } },
-      KEY,
-    ) as ConfigRecord;
-    w.state.putConfig(cleared);
-    await w.reconciler.start();
-    await w.settle();
-    expect(w.strategies.runs[0]?.req.action.cutoffMs).toBe(effectiveCutoff(start));
-  });
+const pending = (target: Record<string, string>) => ({
+  cutoff: '2025-12-31T23:59:00.000Z',
+  target,
+  changed: [CM],
+  startedAt: '2025-12-31T23:59:00.000Z',
+  targets: ['old-pod'],
 });
 
-describe('a change seen while a term starts', () => {
-  it('keeps the time it was seen: a slow start-up does not move its cutoff', async () => {
-    const { w, start, digests } = setUp();
-    await w.ledger.put(ID, { configs: digests() });
-    // The start-up sweep takes 30 s (a LIST that times out).
-    let release: () => void = () => undefined;
-    w.strategies.sweep = () => new Promise<void>((r) => (release = r));
-    const starting = w.reconciler.start();
-    await w.settle();
-    w.change('a', 'cm', { k: '2' });
-    const seen = w.time.clock.now;
-    await w.time.advance(start + 30_000);
-    release();
-    await starting;
-    await w.time.advance(w.time.clock.now + 1000);
-    await w.settle();
-    expect(w.strategies.runs).toHaveLength(1);
-    expect(w.strategies.runs[0]?.req.action.cutoffMs).toBe(effectiveCutoff(seen));
+describe('judgeAtStart', () => {
+  it('a pending reload whose config changed again while down is judged by the pods: none older than the change, none restarted (simulation seed 144)', async () => {
+    const s = setup({
+      data: { k: '3' },
+      entry: { configs: { [CM]: 'd1' }, pending: pending({ [CM]: 'd2' }) },
+      catchUp: { kind: 'current', differing: [CM] },
+    });
+    await s.run();
+    expect(s.submitted).toEqual([]);
+    expect(s.ledger.get(ID)).toEqual({ configs: s.set() });
+  });
+
+  it('a pending reload whose config changed again while down is held while its Argo CD sync runs (simulation seed 47)', async () => {
+    const s = setup({
+      data: { k: '3' },
+      entry: { configs: { [CM]: 'd1' }, pending: pending({ [CM]: 'd2' }) },
+      catchUp: { kind: 'reload', changed: [CM] },
+      held: true,
+    });
+    await s.run();
+    expect(s.asked).toEqual([[CM]]);
+    expect(s.submitted).toEqual([]);
+  });
+
+  it('a pending reload whose target is what the configs hold resumes with its cutoff and pods', async () => {
+    const s = setup({ data: { k: '3' }, entry: { configs: { [CM]: 'd1' }, pending: pending({}) } });
+    const target = s.set();
+    s.ledger.map.set(ID, { configs: { [CM]: 'd1' }, pending: pending(target) });
+    await s.run();
+    expect(s.submitted).toMatchObject([
+      { resumed: true, targets: ['old-pod'], cutoffMs: Date.parse('2025-12-31T23:59:00.000Z') },
+    ]);
+  });
+
+  it('after a key change a config missing at start keeps its recorded digest: its return is judged a change, so nothing it brings is lost (simulation seed 1402)', async () => {
+    // Known cost (simulation seed 155): if it returns with the data it had, every pod reading it
+    // restarts once; dropping the digest instead would take a return with new data for a new config.
+    const s = setup({ entry: { configs: { [CM]: 'old-key-digest' } }, key: 'other' });
+    expect(s.set()).toEqual({ [CM]: MISSING });
+    await s.run();
+    expect(s.submitted).toEqual([]);
+    expect(s.ledger.get(ID)?.configs).toEqual({ [CM]: 'old-key-digest' });
+  });
+
+  it('a change found at start reloads the pods older than the newest write of the config, not every pod older than the start (simulation seed 83)', async () => {
+    // A pod created after the write (a rollout while down, or a reload cut by the leader change)
+    // already reads the data: the cutoff is the write's, plus the clock margin.
+    const written = Date.parse('2026-01-01T00:00:00Z') - 600_000;
+    const s = setup({
+      data: { k: '2' },
+      writtenAtMs: written,
+      entry: { configs: { [CM]: 'd1' } },
+      catchUp: { kind: 'reload', changed: [CM] },
+    });
+    await s.run();
+    expect(s.submitted).toMatchObject([{ changed: [CM], cutoffMs: effectiveCutoff(written) }]);
+  });
+
+  it('a change found at start whose write time cannot be told takes the start as its cutoff', async () => {
+    const s = setup({
+      data: { k: '2' },
+      entry: { configs: { [CM]: 'd1' } },
+      catchUp: { kind: 'reload', changed: [CM] },
+    });
+    await s.run();
+    expect(s.submitted).toMatchObject([{ cutoffMs: effectiveCutoff(s.w.time.clock.now) }]);
+  });
+
+  it('after a key change a pending reload whose configs were written again since it began replaces every pod older than that write (simulation seed 1963)', async () => {
+    // Its snapshot alone would leave the pods it replaced before the new write (they read old data).
+    const began = Date.parse('2025-12-31T23:59:00.000Z');
+    const written = began + 30_000;
+    const s = setup({
+      data: { k: '3' },
+      writtenAtMs: written,
+      entry: { configs: { [CM]: 'd1' }, pending: pending({ [CM]: 'd2' }) },
+      key: 'unknown',
+    });
+    await s.run();
+    expect(s.submitted).toHaveLength(1);
+    expect(s.submitted[0]).toMatchObject({ cutoffMs: effectiveCutoff(written) });
+    expect(s.submitted[0]?.targets).toBeUndefined();
+    expect(s.submitted[0]?.resumed).toBeFalsy();
+  });
+
+  it('after a key change a pending reload whose configs were not written since it began goes on as it was', async () => {
+    const s = setup({
+      data: { k: '3' },
+      writtenAtMs: Date.parse('2025-12-31T23:58:00.000Z'),
+      entry: { configs: { [CM]: 'd1' }, pending: pending({ [CM]: 'd2' }) },
+      key: 'unknown',
+    });
+    await s.run();
+    expect(s.submitted).toMatchObject([
+      { resumed: true, targets: ['old-pod'], cutoffMs: Date.parse('2025-12-31T23:59:00.000Z') },
+    ]);
   });
 });

@@ -65,30 +65,48 @@ export async function judgeAtStart(d: ReconcilerDeps, h: StartupHooks): Promise<
       }
       continue;
     }
-    if (entry?.pending) {
-      // After a key change the targets always differ; the reload in progress goes on as it was.
-      const same = keyChanged || sameDigests(entry.pending.target, set);
-      const unapplied = Object.keys(set).filter((id) => set[id] !== entry.configs[id]);
+    // After a key change the targets always differ: the configs' write times say whether the content
+    // changed after the reload in progress began. If not, it goes on as it was; if so, it replaces
+    // every pod older than the newest write, not only its snapshot (pods it replaced read old data).
+    const since =
+      entry?.pending && keyChanged ? writtenSince(d, set, Date.parse(entry.pending.cutoff)) : undefined;
+    if (entry?.pending && since !== undefined) {
       h.submit({
         workload: t.id,
         changed: entry.pending.changed,
-        cutoffMs: same ? Date.parse(entry.pending.cutoff) : cutoffAtStart(d, unapplied, now),
+        cutoffMs: effectiveCutoff(since),
         target: set,
         changeRV: h.changeRV(Object.keys(set)),
-        resumed: same,
-        ...(same && entry.pending.targets ? { targets: entry.pending.targets } : {}),
       });
       continue;
     }
-    // What changed while the service was down is judged by the pods' age (docs/catch-up.md).
-    const v = await catchUp(t, set, entry, keyState, opts);
+    if (entry?.pending && (keyChanged || sameDigests(entry.pending.target, set))) {
+      h.submit({
+        workload: t.id,
+        changed: entry.pending.changed,
+        cutoffMs: Date.parse(entry.pending.cutoff),
+        target: set,
+        changeRV: h.changeRV(Object.keys(set)),
+        resumed: true,
+        ...(entry.pending.targets ? { targets: entry.pending.targets } : {}),
+      });
+      continue;
+    }
+    // What changed while the service was down is judged by the pods' age (docs/catch-up.md). That
+    // includes a pending reload whose configs changed again meanwhile: its pods may be newer than the
+    // change (a template rollout while down), and its app's sync may be running (docs/adr/0029).
+    const base = entry && withoutPending(entry);
+    const v = await catchUp(t, set, base, keyState, opts);
     if (v.kind === 'current') {
-      writes.push([t.id, { ...entry, configs: recordable(set, entry?.configs, opts) }]);
+      writes.push([t.id, { ...base, configs: recordable(set, entry?.configs, opts) }]);
       if (keyChanged) rebaselined++;
     } else if (v.kind === 'baseline' || v.kind === 'rebaseline') {
       if (!isTracked({ digests: set, reasons: {}, skipped: {}, problems: [] })) continue;
-      writes.push([t.id, { ...entry, configs: v.kind === 'rebaseline' ? v.record : set }]);
+      writes.push([t.id, { ...base, configs: v.kind === 'rebaseline' ? v.record : set }]);
       if (v.kind === 'baseline') log.info(fields(t), 'baseline recorded');
+    } else if (v.kind === 'none' && base && entry?.pending) {
+      // What the pending reload was for is gone again (reverted, or deleted): nothing left to do.
+      writes.push([t.id, base]);
     } else if (v.kind === 'reload') {
       // A hold of the previous term (a sync running, or one that failed) is still a hold: the next
       // successful sync releases it, not this leader change (docs/adr/0029).
@@ -100,7 +118,7 @@ export async function judgeAtStart(d: ReconcilerDeps, h: StartupHooks): Promise<
       h.submit({
         workload: t.id,
         changed: v.changed,
-        cutoffMs: cutoffAtStart(d, v.changed, now),
+        cutoffMs: effectiveCutoff(changedBy(d, v.changed, now)),
         target: set,
         changeRV: h.changeRV(v.changed),
       });
@@ -120,22 +138,28 @@ export async function judgeAtStart(d: ReconcilerDeps, h: StartupHooks): Promise<
 }
 
 /**
- * The cutoff of a reload decided at start-up, for changes this term did not see happen: the newest
- * write of the configs not yet applied (their managedFields time, the fact the catch-up rule judges
- * pods by, on the API server's clock like creationTimestamp). A pod created after it already reads
- * every one of them, so it is not replaced again (I3): a template rollout that ran while no replica
- * acted, or the replacements of a reload the last term left pending. Now, when a write time is
- * unknown (a deleted config, cleared managedFields, a requested reload) or later than now.
+ * When the changes found at start were made at the latest: the newest write of the changed configs (an
+ * upper bound of their data change, docs/catch-up.md), or now when one cannot be told (a reload request,
+ * a config without write times). A pod created after it already reads the data: the reload's cutoff
+ * leaves it alone, as a live change's cutoff spares pods a template rollout created after it.
  */
-function cutoffAtStart(d: ReconcilerDeps, ids: readonly string[], now: number): number {
-  const latest = effectiveCutoff(now);
-  let newest: number | undefined;
-  for (const id of ids) {
+function changedBy(d: Pick<ReconcilerDeps, 'state'>, changed: readonly string[], now: number): number {
+  let newest = Number.NEGATIVE_INFINITY;
+  for (const id of changed) {
     const written = d.state.configs.get(id)?.writtenAtMs;
-    if (written === undefined) return latest;
-    newest = Math.max(newest ?? written, written);
+    if (written === undefined) return now;
+    newest = Math.max(newest, written);
   }
-  return newest === undefined ? latest : Math.min(effectiveCutoff(newest), latest);
+  return Math.min(newest, now);
+}
+
+/** The newest write of the set's configs when it is after `cutoffMs` (whole seconds), else undefined. */
+function writtenSince(d: Pick<ReconcilerDeps, 'state'>, set: Record<string, string>, cutoffMs: number) {
+  const written = Object.keys(set).map(
+    (id) => d.state.configs.get(id)?.writtenAtMs ?? Number.NEGATIVE_INFINITY,
+  );
+  const newest = Math.max(...written);
+  return Math.floor(newest / 1000) * 1000 >= cutoffMs ? newest : undefined;
 }
 
 /** The start-up rule with no pods to judge by: the digests decide, and only under our own key. */

@@ -103,6 +103,12 @@ interface ShardView {
   decoded: Map<string, { id: string; entry: LedgerEntry }>;
   /** Serialises writes to this shard, so a response never overwrites a newer one in `raw`. */
   queue: Promise<unknown>;
+  /**
+   * A write failed in a way that does not say whether it was applied (a timeout, a 5xx): `raw` may be
+   * older than the shard, and the next write reads the shard first. Without that, an entry written
+   * from `raw` could put back what the lost response had replaced: the ledger would go back.
+   */
+  uncertain?: boolean;
 }
 
 /** Per data key of one shard: the new value, or null to delete the key. */
@@ -449,6 +455,18 @@ export class Ledger {
     wantedIds: string[],
     fence: AbortSignal | undefined,
   ): Promise<void> {
+    if (view.uncertain && !this.dryRun) {
+      // The last write's outcome is unknown and the shard could not be read since: read it now. If an
+      // entry being written changed meanwhile (the lost write was applied), the caller made it from an
+      // older entry: refuse, so that it reads again and the ledger never goes back.
+      const before = [...wanted.keys()].map((k) => view.raw.get(k));
+      await this.#reread(view, wantedIds);
+      if ([...wanted.keys()].some((k, i) => view.raw.get(k) !== before[i]))
+        throw new LedgerError(
+          `ledger shard ${view.name} changed since ${describeIds(wantedIds)} was read (a write whose response was lost was applied); not written, read it again`,
+          { shard: view.name, workloads: wantedIds },
+        );
+    }
     // Only what differs from the shard as last seen goes out.
     const change: ShardChange = new Map();
     for (const [key, value] of wanted) {
@@ -521,12 +539,36 @@ export class Ledger {
           view.exists = true;
           continue;
         }
+        // No status, or a server error: the request may have been applied all the same. Read the
+        // shard now, so that what the caller reads next (and writes from) is what the shard holds.
+        if (status === undefined || status >= 500) {
+          view.uncertain = true;
+          await this.#reread(view, ids).catch(() => undefined);
+        }
         throw this.#wrap(err, `${verb} ledger shard ${view.name} for ${describeIds(ids)}`, {
           shard: view.name,
           workloads: ids,
         });
       }
     }
+  }
+
+  /** Reads a shard whose last write may or may not have been applied, so the next one starts from it. */
+  async #reread(view: ShardView, ids: string[]): Promise<void> {
+    try {
+      const cm = await this.#core.readNamespacedConfigMap({ name: view.name, namespace: this.namespace });
+      view.exists = true;
+      this.#apply(view, new Map(Object.entries(cm.data ?? {})));
+    } catch (err) {
+      if (statusOf(err) !== 404)
+        throw this.#wrap(err, `reading ledger shard ${view.name} before writing ${describeIds(ids)}`, {
+          shard: view.name,
+          workloads: ids,
+        });
+      view.exists = false;
+      this.#apply(view, new Map());
+    }
+    view.uncertain = false;
   }
 
   /** Replaces a shard's data with what the API server returned, and updates the entries it affects. */

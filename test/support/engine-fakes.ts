@@ -4,6 +4,7 @@
 
 import { loadConfig } from '../../service/config/config.ts';
 import { compileGlobals } from '../../service/core/annotations.ts';
+import type { ChangeGate } from '../../service/core/batcher.ts';
 import type { KeyState } from '../../service/core/catch-up.ts';
 import type { LedgerEntry } from '../../service/core/ledger-entry.ts';
 import { missingNeeded } from '../../service/core/needed-configs.ts';
@@ -92,7 +93,10 @@ export class HandStrategies implements StrategiesPort {
 const KEY = Buffer.alloc(32, 7);
 
 /** `inScope`: the namespaces the service acts in (default: all). */
-export function engineWorld(flags: string[] = [], o: { inScope?: (ns: string) => boolean } = {}) {
+export function engineWorld(
+  flags: string[] = [],
+  o: { inScope?: (ns: string) => boolean; gate?: ChangeGate } = {},
+) {
   const time = fakeTimers();
   time.clock.now = Date.parse('2026-01-01T00:00:00Z');
   const cfg = loadConfig(['--release-namespace=rel', '--debounce=1s', ...flags], {});
@@ -152,6 +156,7 @@ export function engineWorld(flags: string[] = [], o: { inScope?: (ns: string) =>
     strategies,
     inScope: o.inScope ?? (() => true),
     timers: time.timers,
+    ...(o.gate ? { gate: o.gate } : {}),
   });
   /** Changes a ConfigMap, as the watch reports it. */
   const change = (ns: string, name: string, data: Record<string, string>) => {
