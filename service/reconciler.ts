@@ -154,10 +154,19 @@ export class Reconciler {
     return sweepView(this.#d, this.#running, this.#formerlyReloaded);
   }
 
-  /** A ConfigMap or Secret was added, changed or deleted after the initial sync. */
-  configChanged(old: ConfigRecord | undefined, now: ConfigRecord | undefined): void {
+  /**
+   * A ConfigMap or Secret was added, changed or deleted after the initial sync. `observedAt` is when
+   * the watch showed it; default now.
+   */
+  configChanged(
+    old: ConfigRecord | undefined,
+    now: ConfigRecord | undefined,
+    observedAt: number = this.#timers.now(),
+  ): void {
     if (!this.#live) {
-      if (this.#starting) this.#buffered.push(() => this.configChanged(old, now));
+      // Replayed once the term has started, as seen now: a cutoff from the replay would make the pods
+      // created while the term started (a slow start-up sweep) look old, and replace them again (I3).
+      if (this.#starting) this.#buffered.push(() => this.configChanged(old, now, observedAt));
       return;
     }
     const rec = (now ?? old) as ConfigRecord;
@@ -189,7 +198,6 @@ export class Reconciler {
         'config changed',
       );
       if (affected.length === 0) m?.skipped('no_match');
-      const observedAt = this.#timers.now();
       for (const w of affected) {
         const t = this.#d.state.workloads.get(w);
         if (t) m?.workloadsScanned(t.rec.ref.kind);

@@ -30,6 +30,33 @@ export interface ClusterAccess {
    * the connection): throws to refuse the write, which is then not sent. The leader's write fence.
    */
   beforeSend?(): void;
+  /**
+   * An API server in this process (a simulation's model of one, test/sim/exec-model.ts): requests and
+   * watches go to it instead of over HTTP, with everything else about them (the write gate, the fence,
+   * the timeout, the error for a non-2xx answer) as for HTTP. Never set in the service.
+   */
+  inProcess?: InProcessServer;
+}
+
+/** What watch-http.ts asks of an API server in this process instead of sending HTTP (ClusterAccess.inProcess). */
+export interface InProcessServer {
+  /** One request: the answer's status and body. Rejects with the signal's reason when it aborts first. */
+  request(
+    method: string,
+    pathAndQuery: string,
+    payload: string | undefined,
+    signal: AbortSignal,
+  ): Promise<{ status: number; text: string }>;
+  /**
+   * A watch: calls onLine for every line, resolves with nothing when the server ends the stream, or with
+   * the status and body of a refusal. Rejects with the signal's reason when it aborts, or with what
+   * onLine threw.
+   */
+  watch(
+    pathAndQuery: string,
+    signal: AbortSignal,
+    onLine: (line: string) => void,
+  ): Promise<{ status: number; text: string } | undefined>;
 }
 
 /**
@@ -50,6 +77,7 @@ export function writeGatedAccess(
     ...(kc.observeRequest ? { observeRequest: kc.observeRequest.bind(kc) } : {}),
     beforeWrite: gate,
     ...(fence ? { beforeSend: fence } : {}),
+    ...(kc.inProcess ? { inProcess: kc.inProcess } : {}),
   };
 }
 
@@ -64,6 +92,7 @@ export function observedAccess(
     observeRequest: observe,
     ...(kc.beforeWrite ? { beforeWrite: kc.beforeWrite.bind(kc) } : {}),
     ...(kc.beforeSend ? { beforeSend: kc.beforeSend.bind(kc) } : {}),
+    ...(kc.inProcess ? { inProcess: kc.inProcess } : {}),
   };
 }
 

@@ -33,7 +33,12 @@ export type EvictionResult =
   /** The pod (or, given a uid, that incarnation of it) no longer exists: nothing left to evict. */
   | { outcome: 'gone'; attempts: number }
   /** Still refused with 429 when the deadline passed; `last` is the final refusal. */
-  | { outcome: 'blocked'; attempts: number; last: EvictionBlock };
+  | { outcome: 'blocked'; attempts: number; last: EvictionBlock }
+  /**
+   * Given a resourceVersion: the pod changed since that version (409), and nothing was evicted. The
+   * caller decided on an old view of it (e.g. that it was not Ready); it decides again on a new one.
+   */
+  | { outcome: 'changed'; attempts: number };
 
 export interface EvictOptions {
   /** Epoch ms until which a 429 is retried. Default: no retry, a 429 returns 'blocked' at once. */
@@ -43,6 +48,11 @@ export interface EvictOptions {
    * name is never evicted by mistake; that case returns 'gone'. Recommended.
    */
   uid?: string;
+  /**
+   * The resourceVersion of the pod the caller decided on. Sent as a precondition, so a pod that
+   * changed since (became Ready, say) is not evicted on a decision it no longer fits: 'changed'.
+   */
+  resourceVersion?: string;
   /** Ask the server to validate the eviction (PDBs included) without acting: dryRun=All. */
   dryRun?: boolean;
   /** Overrides the pod's terminationGracePeriodSeconds. */
@@ -136,7 +146,12 @@ export async function evictPod(
   const maxBackoff = opts.maxBackoffMs ?? 30_000;
   let backoff = Math.min(opts.initialBackoffMs ?? 1000, maxBackoff);
   const deleteOptions: NonNullable<V1Eviction['deleteOptions']> = {};
-  if (opts.uid) deleteOptions.preconditions = { uid: opts.uid };
+  if (opts.uid || opts.resourceVersion) {
+    deleteOptions.preconditions = {
+      ...(opts.uid ? { uid: opts.uid } : {}),
+      ...(opts.resourceVersion ? { resourceVersion: opts.resourceVersion } : {}),
+    };
+  }
   if (opts.gracePeriodSeconds !== undefined) deleteOptions.gracePeriodSeconds = opts.gracePeriodSeconds;
   // In the body, not only as the query parameter: the service's own API adapter (service/kube/api.ts)
   // sends no query parameters, and a dry run that is not one would evict the pod.
@@ -162,6 +177,8 @@ export async function evictPod(
       if (code === 409 && opts.uid && (await replacedOrGone(core, namespace, name, opts.uid))) {
         return { outcome: 'gone', attempts: attempt };
       }
+      // The same pod, changed since the version we were given (the API server does not retry that).
+      if (code === 409 && opts.resourceVersion) return { outcome: 'changed', attempts: attempt };
       if (code !== 429) {
         throw new EvictionError(namespace, name, code, status.reason, serverMessage(status, err), err);
       }

@@ -6,7 +6,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { ListScanner } from '../core/list-scanner.ts';
-import type { ClusterAccess } from './access.ts';
+import type { ClusterAccess, InProcessServer } from './access.ts';
 
 /** A non-2xx answer from the API server, with the Status message when it sent one. */
 export class KubeHttpError extends Error {
@@ -129,6 +129,7 @@ export async function listItems(
   onItem: (item: unknown, head: () => string) => void,
 ): Promise<ListHead> {
   const bare = pathAndQuery.split('?')[0] ?? '';
+  if (kc.inProcess) throw new Error(`LIST ${bare}: no item-by-item LIST from an in-process API server`);
   const timeout = new AbortController();
   const timer = setTimeout(
     () => timeout.abort(new Error(`LIST ${bare} took longer than ${timeoutMs} ms`)),
@@ -193,6 +194,36 @@ const VERB: Record<string, string> = {
 };
 
 /**
+ * requestJson to an API server in this process (ClusterAccess.inProcess): the write fence runs at the
+ * same point, immediately before the request leaves, and an abort rejects with its reason.
+ */
+function sendInProcess(
+  kc: ClusterAccess,
+  server: InProcessServer,
+  method: string,
+  pathAndQuery: string,
+  payload: string | undefined,
+  signal: AbortSignal,
+): Promise<{ status: number; text: string }> {
+  signal.throwIfAborted();
+  if (method !== 'GET') kc.beforeSend?.();
+  return new Promise((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    server.request(method, pathAndQuery, payload, signal).then(
+      (r) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(r);
+      },
+      (err: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(signal.aborted ? signal.reason : err);
+      },
+    );
+  });
+}
+
+/**
  * Sends one request with an optional JSON body (POST for a create, PATCH with a merge patch) and
  * parses the JSON answer. Rejects with KubeHttpError on a non-2xx status. `verb` names the request in
  * messages (default from the method; a GET of a collection is better called LIST).
@@ -224,6 +255,11 @@ export async function requestJson(
           : 'application/json';
     const payload = body === undefined ? undefined : JSON.stringify(body);
     const length = payload === undefined ? undefined : Buffer.byteLength(payload);
+    if (kc.inProcess) {
+      const r = await sendInProcess(kc, kc.inProcess, method, pathAndQuery, payload, both);
+      if (r.status < 200 || r.status > 299) throw statusError(verb, pathAndQuery, r.status, r.text);
+      return r.text ? JSON.parse(r.text) : undefined;
+    }
     const req = await open(kc, pathAndQuery, both, method, contentType, length);
     const { status, text } = await new Promise<{ status: number; text: string }>((resolve, reject) => {
       const fail = (err: unknown) => reject(both.aborted ? both.reason : err);
@@ -274,6 +310,12 @@ export async function streamLines(
   signal: AbortSignal,
   onLine: (line: string) => void,
 ): Promise<void> {
+  if (kc.inProcess) {
+    signal.throwIfAborted();
+    const refused = await kc.inProcess.watch(pathAndQuery, signal, onLine);
+    if (refused) throw statusError('WATCH', pathAndQuery, refused.status, refused.text);
+    return;
+  }
   const req = await open(kc, pathAndQuery, signal);
   await new Promise<void>((resolve, reject) => {
     let settled = false;

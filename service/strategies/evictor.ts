@@ -20,6 +20,13 @@ export function controlledBy(p: V1Pod, ownerUid: string): boolean {
   return Boolean(p.metadata?.ownerReferences?.some((o) => o.controller && o.uid === ownerUid));
 }
 
+/** A pod to evict: the uid is a precondition, and so is the resourceVersion when given. */
+export interface Evictee {
+  name: string;
+  uid: string;
+  resourceVersion?: string;
+}
+
 /** What the evictor paces on: the restart's watched views (a RestartSession). */
 export interface Views {
   /** Waits for the next change of what the restart watches, or at most `ms`. */
@@ -55,13 +62,23 @@ export class PodEvictor {
    * Evicts the pods in order, stopping at the first refusal. The uid precondition makes sure a pod
    * recreated under the same name is never evicted by mistake. Returns false when one was refused.
    */
-  async evict(pods: ReadonlyArray<{ name: string; uid: string }>): Promise<boolean> {
+  async evict(pods: ReadonlyArray<Evictee>): Promise<boolean> {
     if (pods.length > 0) await this.#views.durable();
     for (const p of pods) {
       const r = await evictPod(this.#ctx.core, this.#namespace, p.name, {
         uid: p.uid,
+        ...(p.resourceVersion ? { resourceVersion: p.resourceVersion } : {}),
         signal: this.#ctx.signal,
       });
+      if (r.outcome === 'changed') {
+        // Evicted as not Ready on a view that has fallen behind: it may be Ready now, and evicting it
+        // could take the Ready count under the floor (I4). Plan again once the view has caught up.
+        this.#ctx.log.debug(
+          { workload: this.#workload, namespace: this.#namespace, pod: p.name },
+          'pod changed since it was seen not Ready; not evicted',
+        );
+        return false;
+      }
       if (r.outcome === 'blocked') {
         this.blocked(`eviction of pod ${p.name} refused: ${r.last.message}`);
         this.#backoffMs = Math.min(Math.max(this.#backoffMs * 2, 1000), MAX_BACKOFF_MS);
@@ -85,19 +102,26 @@ export class PodEvictor {
    * Evicts, then paces: after an eviction the next step plans at once (the evicted pods count as
    * terminating); when none was evicted (refused, or already gone) it waits for the views to move.
    */
-  async evictAndPace(pods: ReadonlyArray<{ name: string; uid: string }>): Promise<void> {
+  async evictAndPace(pods: ReadonlyArray<Evictee>): Promise<void> {
     const before = this.evicted.size;
     const all = await this.evict(pods);
     if (!all || this.evicted.size === before) await this.next();
   }
 
-  /** evictAndPace for the pods the planner named, as it chose them from `pods`. */
+  /**
+   * evictAndPace for the pods the planner named, as it chose them from `pods`. A pod it chose while
+   * not Ready (an eviction that costs no availability, outside the budget) goes only as it was seen:
+   * its resourceVersion is a precondition, so one that has become Ready since is not evicted.
+   */
   async evictNamedAndPace(names: readonly string[], pods: readonly V1Pod[]): Promise<void> {
-    const byName = new Map(pods.map((p) => [p.metadata?.name, p.metadata?.uid]));
+    const byName = new Map(pods.map((p) => [p.metadata?.name, p]));
     await this.evictAndPace(
       names.flatMap((name) => {
-        const uid = byName.get(name);
-        return uid ? [{ name, uid }] : [];
+        const p = byName.get(name);
+        const uid = p?.metadata?.uid;
+        if (!p || !uid) return [];
+        const rv = p.metadata?.resourceVersion;
+        return [{ name, uid, ...(!readiness(p).ready && rv ? { resourceVersion: rv } : {}) }];
       }),
     );
   }
