@@ -1,0 +1,205 @@
+// Defects the engine simulation (test/sim) found, each reproduced against the real control plane with
+// the real service process. The seed each test stands for is in its name; the unit test of the fix is
+// in service/reconciler.test.ts or service/engine/startup.test.ts.
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect } from 'vitest';
+import { it, type Kube } from '../support/kube.ts';
+import { livePods, waitReadyPods } from '../support/observe.ts';
+import { hashKeyFile, killAll, type RunningService, serviceArgs, startService } from '../support/service.ts';
+import { pending, waitFor } from '../support/wait-for.ts';
+import { configMap, deployment } from '../support/workloads.ts';
+
+const servers: Server[] = [];
+afterEach(async () => {
+  await killAll();
+  for (const s of servers.splice(0)) s.closeAllConnections();
+  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+});
+
+/**
+ * A --webhook-url receiver on loopback that answers nothing by itself: the test answers each POST
+ * when it chooses (a reload held running as long as the test needs, then failed or delivered).
+ */
+async function heldReceiver(): Promise<{ url: string; open: ServerResponse[]; got: () => number }> {
+  const open: ServerResponse[] = [];
+  let got = 0;
+  const s = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      got++;
+      open.push(res);
+    });
+  });
+  servers.push(s);
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${(s.address() as AddressInfo).port}/reloads`, open, got: () => got };
+}
+
+/** The first log line at or after index `from` that matches. */
+const logAfter = (
+  svc: RunningService,
+  what: string,
+  from: number,
+  match: (l: { msg: string; [k: string]: unknown }) => boolean,
+  timeout?: number,
+) => svc.waitForLog(what, (l) => svc.logs.indexOf(l) >= from && match(l), timeout);
+
+async function app(kube: Kube, namespace: string, replicas = 1) {
+  await kube.core.createNamespacedConfigMap({ namespace, body: configMap('app', { k: '1' }) });
+  await kube.apps.createNamespacedDeployment({
+    namespace,
+    body: deployment('web', {
+      replicas,
+      annotations: { 'reloader.stakater.com/auto': 'true' },
+      container: { envFrom: [{ configMapRef: { name: 'app' } }] },
+    }),
+  });
+  return waitReadyPods(kube, namespace, 'web', replicas);
+}
+
+const setApp = (kube: Kube, namespace: string, k: string) =>
+  kube.core.replaceNamespacedConfigMap({ name: 'app', namespace, body: configMap('app', { k }) });
+
+describe('defects the engine simulation found', () => {
+  it('seed 407: a reload held for a missing config while an older one waits for its retry runs when the config returns', async ({
+    kube,
+    namespace,
+  }) => {
+    // A1 runs (its webhook POST unanswered); A2, a newer change, queues behind it; the config is
+    // deleted; A1 fails (HTTP 400, not retried by the POST itself) and will be retried; A2 runs and is
+    // held, its config missing. Before the fix A1's pending retry kept A2's content marked "under way"
+    // for good, so the config's return with A2's data was taken for a duplicate: the change was lost.
+    await app(kube, namespace);
+    const hook = await heldReceiver();
+    const svc = startService(
+      serviceArgs(namespace, await hashKeyFile(), [
+        '--debounce=0s',
+        `--webhook-url=${hook.url}`,
+        '--webhook-retries=0',
+        '--webhook-timeout=120s',
+      ]),
+    );
+    await svc.waitForLog('ready', (l) => l.msg === 'ready', 60_000);
+    const web = (l: { [k: string]: unknown }) => l.workload === 'Deployment/web';
+
+    await setApp(kube, namespace, '2');
+    await waitFor(() => (hook.open.length === 1 ? true : pending(hook.got())), {
+      describe: 'A1 POSTed to the webhook',
+      timeout: 30_000,
+    });
+    let mark = svc.logs.length;
+    await setApp(kube, namespace, '3');
+    await logAfter(svc, 'A2 observed', mark, (l) => l.msg === 'config changed');
+    await kube.core.deleteNamespacedConfigMap({ name: 'app', namespace });
+    mark = svc.logs.length;
+    await logAfter(svc, 'the deletion observed', mark, (l) => l.msg === 'config changed');
+    hook.open.shift()?.writeHead(400).end();
+    await svc.waitForLog('A1 failed', (l) => web(l) && l.msg === 'reload failed');
+    await svc.waitForLog(
+      'A2 held',
+      (l) => web(l) && l.msg === 'reload held: a config the pods need is missing',
+    );
+
+    mark = svc.logs.length;
+    await kube.core.createNamespacedConfigMap({ namespace, body: configMap('app', { k: '3' }) });
+    const back = await logAfter(
+      svc,
+      'the return judged',
+      mark,
+      (l) =>
+        (web(l) && (l.msg === 'reload started' || l.msg === 'no reload needed')) ||
+        l.msg === 'a reload for this content is already under way',
+    );
+    expect(back.msg).toBe('reload started');
+    await waitFor(() => (hook.open.length === 1 ? true : pending(hook.got())), {
+      describe: 'A2 POSTed to the webhook',
+      timeout: 30_000,
+    });
+    hook.open.shift()?.writeHead(200).end();
+    await logAfter(svc, 'A2 complete', mark, (l) => web(l) && l.msg === 'reload complete');
+  });
+});
+
+describe('a reload held for a missing config after it replaced some pods', () => {
+  it('seeds 4, 255: resumes with its pod snapshot when the config returns, replacing no pod twice', async ({
+    kube,
+    namespace,
+  }) => {
+    // A1 (app changed) replaces one of two pods, then stalls on a PodDisruptionBudget until its
+    // deadline: it will be retried from its snapshot. db, a config the pods need, is deleted: A2 is
+    // planned and held. db comes back with its data, so A1's content is wanted again. Before the fixes
+    // the hold cleared A1's pending entry (seed 4), and the newer A2 superseded it (seed 255): the
+    // return planned a fresh reload whose cutoff was the return, replacing the pod A1 had already
+    // created for this change a second time.
+    await kube.core.createNamespacedConfigMap({ namespace, body: configMap('app', { k: '1' }) });
+    await kube.core.createNamespacedConfigMap({ namespace, body: configMap('db', { u: 'x' }) });
+    await kube.apps.createNamespacedDeployment({
+      namespace,
+      body: deployment('web', {
+        replicas: 2,
+        maxUnavailable: 1,
+        maxSurge: 0,
+        annotations: { 'reloader.stakater.com/auto': 'true' },
+        // A new pod takes 4 s to be Ready: the window in which the budget goes in, after the first eviction.
+        podAnnotations: { 'kwok.gitops-reloader.io/ready-after': '4s' },
+        container: { envFrom: [{ configMapRef: { name: 'app' } }, { configMapRef: { name: 'db' } }] },
+      }),
+    });
+    const before = await waitReadyPods(kube, namespace, 'web', 2);
+    const svc = startService(
+      serviceArgs(namespace, await hashKeyFile(), ['--debounce=0s', '--reload-deadline=8s']),
+    );
+    await svc.waitForLog('ready', (l) => l.msg === 'ready', 60_000);
+    const web = (l: { [k: string]: unknown }) => l.workload === 'Deployment/web';
+
+    await setApp(kube, namespace, '2');
+    await svc.waitForLog('A1 started', (l) => web(l) && l.msg === 'reload started');
+    // One old pod evicted: block the second with a budget that allows no disruption.
+    await waitFor(
+      async () => {
+        const live = await livePods(kube, namespace, 'web');
+        return before.some((p) => !live.some((q) => q.uid === p.uid)) ? true : pending(live);
+      },
+      { describe: 'the first old pod evicted', timeout: 30_000 },
+    );
+    await kube.policy.createNamespacedPodDisruptionBudget({
+      namespace,
+      body: {
+        metadata: { name: 'web' },
+        spec: { maxUnavailable: 0, selector: { matchLabels: { app: 'web' } } },
+      },
+    });
+    await svc.waitForLog(
+      'A1 stalled',
+      (l) => web(l) && l.msg === 'reload deadline passed; slot released, re-queued',
+      60_000,
+    );
+    const replaced = (await livePods(kube, namespace, 'web')).filter(
+      (p) => !before.some((q) => q.uid === p.uid),
+    );
+    expect(replaced).toHaveLength(1);
+    const fresh = replaced[0]?.uid;
+
+    await kube.core.deleteNamespacedConfigMap({ name: 'db', namespace });
+    await svc.waitForLog(
+      'A2 held',
+      (l) => web(l) && l.msg === 'reload held: a config the pods need is missing',
+    );
+    await kube.policy.deleteNamespacedPodDisruptionBudget({ name: 'web', namespace });
+    const mark = svc.logs.length;
+    await kube.core.createNamespacedConfigMap({ namespace, body: configMap('db', { u: 'x' }) });
+    const resumed = await logAfter(
+      svc,
+      'the reload after the return',
+      mark,
+      (l) => web(l) && l.msg === 'reload started',
+    );
+    await logAfter(svc, 'it completed', mark, (l) => web(l) && l.msg === 'reload complete', 90_000);
+    const after = await waitReadyPods(kube, namespace, 'web', 2);
+    // The pod A1 created for this change still serves; only the other old pod was replaced.
+    expect(after.map((p) => p.uid)).toContain(fresh);
+    expect(after.filter((p) => before.some((q) => q.uid === p.uid))).toEqual([]);
+    expect(resumed.resumed).toBe(true);
+  });
+});
