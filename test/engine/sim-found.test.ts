@@ -7,7 +7,7 @@ import { afterEach, describe, expect } from 'vitest';
 import { it, type Kube } from '../support/kube.ts';
 import { livePods, waitReadyPods } from '../support/observe.ts';
 import { hashKeyFile, killAll, type RunningService, serviceArgs, startService } from '../support/service.ts';
-import { pending, waitFor } from '../support/wait-for.ts';
+import { pastTheSecondOf, pending, waitFor } from '../support/wait-for.ts';
 import { configMap, deployment } from '../support/workloads.ts';
 
 const servers: Server[] = [];
@@ -201,5 +201,44 @@ describe('a reload held for a missing config after it replaced some pods', () =>
     expect(after.map((p) => p.uid)).toContain(fresh);
     expect(after.filter((p) => before.some((q) => q.uid === p.uid))).toEqual([]);
     expect(resumed.resumed).toBe(true);
+  });
+});
+
+describe('a change found at start', () => {
+  it('seed 83: replaces the pods older than the config write, not a pod created after it', async ({
+    kube,
+    namespace,
+  }) => {
+    // The service stops; the config is written; a pod is created after the write (it reads the new
+    // data), as a reload cut by a leader change or a rollout while down creates one. Before the fix
+    // the change found at start took the start as its cutoff and replaced that pod too.
+    const before = await app(kube, namespace, 2);
+    const keyFile = await hashKeyFile();
+    const args = serviceArgs(namespace, keyFile, ['--debounce=0s']);
+    const first = startService(args);
+    await first.waitForLog('baseline', (l) => l.msg === 'baseline recorded', 60_000);
+    expect(await first.stop()).toBe(0);
+
+    const written = await setApp(kube, namespace, '2');
+    const writeMs = Math.max(
+      ...(written.metadata?.managedFields ?? []).map((f) => new Date(f.time ?? 0).getTime()),
+    );
+    // The cutoff is the write plus a 1 s margin: the new pod is stamped a whole second after that.
+    await pastTheSecondOf(writeMs + 1000);
+    await kube.apps.patchNamespacedDeployment({
+      name: 'web',
+      namespace,
+      body: [{ op: 'replace', path: '/spec/replicas', value: 3 }],
+    });
+    const scaled = await waitReadyPods(kube, namespace, 'web', 3);
+    const newer = scaled.filter((p) => !before.some((q) => q.uid === p.uid));
+    expect(newer).toHaveLength(1);
+
+    const svc = startService(args);
+    await svc.waitForLog('the change found', (l) => l.msg === 'changed while the service was down', 60_000);
+    await svc.waitForLog('the reload done', (l) => l.msg === 'reload complete', 90_000);
+    const after = await waitReadyPods(kube, namespace, 'web', 3);
+    expect(after.map((p) => p.uid)).toContain(newer[0]?.uid);
+    expect(after.filter((p) => before.some((q) => q.uid === p.uid))).toEqual([]);
   });
 });
