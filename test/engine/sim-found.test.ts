@@ -5,7 +5,8 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect } from 'vitest';
 import { it, type Kube } from '../support/kube.ts';
-import { livePods, waitReadyPods } from '../support/observe.ts';
+import { ledgerEntry } from '../support/ledger.ts';
+import { livePods, waitReadyPods, waitRolledOut } from '../support/observe.ts';
 import { hashKeyFile, killAll, type RunningService, serviceArgs, startService } from '../support/service.ts';
 import { pastTheSecondOf, pending, waitFor } from '../support/wait-for.ts';
 import { configMap, deployment } from '../support/workloads.ts';
@@ -240,5 +241,70 @@ describe('a change found at start', () => {
     const after = await waitReadyPods(kube, namespace, 'web', 3);
     expect(after.map((p) => p.uid)).toContain(newer[0]?.uid);
     expect(after.filter((p) => before.some((q) => q.uid === p.uid))).toEqual([]);
+  });
+});
+
+describe('a pending reload whose configs changed again while the service was down', () => {
+  it('seed 144: is judged by the pods at start: after a rollout while down, nothing is restarted', async ({
+    kube,
+    namespace,
+  }) => {
+    // A1 (k=2) runs slowly; the config changes again (k=3); the service crashes with A1 pending. While
+    // it is down the pod template changes: every pod is new, created after k=3 was written. Before the
+    // fix the start took the pending reload whose target differs for a change found "now", with no
+    // pod-age check, and replaced every pod again.
+    await kube.core.createNamespacedConfigMap({ namespace, body: configMap('app', { k: '1' }) });
+    const body = (note: string) =>
+      deployment('web', {
+        replicas: 2,
+        maxUnavailable: 1,
+        maxSurge: 0,
+        annotations: { 'reloader.stakater.com/auto': 'true' },
+        podAnnotations: { 'kwok.gitops-reloader.io/ready-after': '4s', 'example.com/note': note },
+        container: { envFrom: [{ configMapRef: { name: 'app' } }] },
+      });
+    await kube.apps.createNamespacedDeployment({ namespace, body: body('1') });
+    await waitReadyPods(kube, namespace, 'web', 2);
+    const keyFile = await hashKeyFile();
+    const args = serviceArgs(namespace, keyFile, ['--debounce=0s']);
+    const first = startService(args);
+    await first.waitForLog('ready', (l) => l.msg === 'ready', 60_000);
+    const id = `Deployment/${namespace}/web`;
+
+    await setApp(kube, namespace, '2');
+    await waitFor(
+      async () => (await ledgerEntry(kube, namespace, id))?.pending ?? pending('no pending entry yet'),
+      { describe: 'A1 recorded as pending', timeout: 30_000 },
+    );
+    const mark = first.logs.length;
+    const written = await setApp(kube, namespace, '3');
+    await logAfter(first, 'the second change seen', mark, (l) => l.msg === 'config changed');
+    await first.kill();
+    expect((await ledgerEntry(kube, namespace, id))?.pending).toBeDefined();
+
+    // While down: a template change rolls every pod, each created after k=3 was written.
+    const writeMs = Math.max(
+      ...(written.metadata?.managedFields ?? []).map((f) => new Date(f.time ?? 0).getTime()),
+    );
+    await pastTheSecondOf(writeMs + 1000);
+    await kube.apps.replaceNamespacedDeployment({ name: 'web', namespace, body: body('2') });
+    await waitRolledOut(kube, namespace, 'web', 2);
+    const rolled = await waitReadyPods(kube, namespace, 'web', 2);
+
+    const svc = startService(args);
+    await svc.waitForLog('ready', (l) => l.msg === 'ready', 60_000);
+    // Judged at start: the pending reload is settled (cleared) either by the start's own record or,
+    // without the fix, by a reload that ran to its end.
+    await waitFor(
+      async () => {
+        const e = await ledgerEntry(kube, namespace, id);
+        return e && !e.pending ? e : pending(e);
+      },
+      { describe: 'the pending reload settled', timeout: 90_000 },
+    );
+    expect(svc.logs.filter((l) => l.msg === 'reload started')).toEqual([]);
+    expect((await livePods(kube, namespace, 'web')).map((p) => p.uid).sort()).toEqual(
+      rolled.map((p) => p.uid).sort(),
+    );
   });
 });
