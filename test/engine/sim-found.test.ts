@@ -308,3 +308,57 @@ describe('a pending reload whose configs changed again while the service was dow
     );
   });
 });
+
+describe('a workload deleted while its reload runs', () => {
+  it('seed 8: leaves no ledger entry behind once the reload ends', async ({ kube, namespace }) => {
+    // The reload (its webhook POST unanswered) runs while the Deployment is deleted; the delete event
+    // leaves the entry to the run, which records its outcome after. Before the fix that record stayed:
+    // a new Deployment of the same name would be judged against it. The periodic sweep, which also
+    // forgets gone workloads' entries (seed 12), is kept out of the way by a long interval.
+    await app(kube, namespace);
+    const hook = await heldReceiver();
+    const svc = startService(
+      serviceArgs(namespace, await hashKeyFile(), [
+        '--debounce=0s',
+        `--webhook-url=${hook.url}`,
+        '--webhook-timeout=120s',
+        '--surge-sweep-interval=1h',
+      ]),
+    );
+    await svc.waitForLog('ready', (l) => l.msg === 'ready', 60_000);
+    const id = `Deployment/${namespace}/web`;
+    await setApp(kube, namespace, '2');
+    await waitFor(() => (hook.open.length === 1 ? true : pending(hook.got())), {
+      describe: 'the reload POSTed to the webhook',
+      timeout: 30_000,
+    });
+    expect(await ledgerEntry(kube, namespace, id)).toBeDefined();
+    await kube.apps.deleteNamespacedDeployment({ name: 'web', namespace });
+    // Deployment events reach the service in order: once it recorded a Deployment created after the
+    // delete, it has seen the delete.
+    await kube.apps.createNamespacedDeployment({
+      namespace,
+      body: deployment('other', {
+        annotations: { 'reloader.stakater.com/auto': 'true' },
+        container: { envFrom: [{ configMapRef: { name: 'app' } }] },
+      }),
+    });
+    await svc.waitForLog(
+      'the later Deployment recorded',
+      (l) => l.workload === 'Deployment/other' && l.msg === 'baseline recorded',
+    );
+    expect(await ledgerEntry(kube, namespace, id)).toBeDefined();
+    hook.open.shift()?.writeHead(200).end();
+    await svc.waitForLog(
+      'the reload complete',
+      (l) => l.workload === 'Deployment/web' && l.msg === 'reload complete',
+    );
+    await waitFor(
+      async () => ((await ledgerEntry(kube, namespace, id)) ? pending('the entry is there') : true),
+      {
+        describe: 'the entry of the deleted Deployment removed',
+        timeout: 20_000,
+      },
+    );
+  });
+});
