@@ -362,3 +362,67 @@ describe('a workload deleted while its reload runs', () => {
     );
   });
 });
+
+describe('a pending reload after a key change', () => {
+  it('seed 1963: whose config was written again since it began replaces every pod older than that write', async ({
+    kube,
+    namespace,
+  }) => {
+    // A1 (k=2) snapshots both pods and replaces one; then k=3 is written and the service crashes.
+    // It starts again with another HMAC key, so the digests prove nothing. Before the fix the pending
+    // reload resumed with its snapshot only: the pod A1 had created (reading k=2) was kept, and k=3
+    // never reached it.
+    await kube.core.createNamespacedConfigMap({ namespace, body: configMap('app', { k: '1' }) });
+    await kube.apps.createNamespacedDeployment({
+      namespace,
+      body: deployment('web', {
+        replicas: 2,
+        maxUnavailable: 1,
+        maxSurge: 0,
+        annotations: { 'reloader.stakater.com/auto': 'true' },
+        podAnnotations: { 'kwok.gitops-reloader.io/ready-after': '4s' },
+        container: { envFrom: [{ configMapRef: { name: 'app' } }] },
+      }),
+    });
+    const before = await waitReadyPods(kube, namespace, 'web', 2);
+    const first = startService(serviceArgs(namespace, await hashKeyFile(), ['--debounce=0s']));
+    await first.waitForLog('ready', (l) => l.msg === 'ready', 60_000);
+    const id = `Deployment/${namespace}/web`;
+
+    await setApp(kube, namespace, '2');
+    const a1 = await waitFor(
+      async () => {
+        const p = (await ledgerEntry(kube, namespace, id))?.pending;
+        return p?.targets ? p : pending('no snapshot yet');
+      },
+      { describe: 'A1 pending with its snapshot', timeout: 30_000 },
+    );
+    expect(a1.targets).toHaveLength(2);
+    const a1Pod = await waitFor(
+      async () => {
+        const live = await livePods(kube, namespace, 'web');
+        return live.find((p) => !before.some((q) => q.uid === p.uid)) ?? pending(live);
+      },
+      { describe: 'a pod A1 created', timeout: 30_000 },
+    );
+    // k=3 is written after A1's cutoff (a write within it would count as A1's own change).
+    await pastTheSecondOf(Date.parse(a1.cutoff));
+    const mark = first.logs.length;
+    await setApp(kube, namespace, '3');
+    await logAfter(first, 'the second write seen', mark, (l) => l.msg === 'config changed');
+    await first.kill();
+    expect((await ledgerEntry(kube, namespace, id))?.pending).toBeDefined();
+
+    const svc = startService(serviceArgs(namespace, await hashKeyFile(), ['--debounce=0s']));
+    await svc.waitForLog('ready', (l) => l.msg === 'ready', 60_000);
+    await svc.waitForLog(
+      'the reload done',
+      (l) => l.workload === 'Deployment/web' && l.msg === 'reload complete',
+      90_000,
+    );
+    const after = await waitReadyPods(kube, namespace, 'web', 2);
+    // The pod A1 created before k=3 was written is replaced too.
+    expect(after.map((p) => p.uid)).not.toContain(a1Pod.uid);
+    expect(after.filter((p) => before.some((q) => q.uid === p.uid))).toEqual([]);
+  });
+});
