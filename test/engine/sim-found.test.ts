@@ -4,6 +4,7 @@
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect } from 'vitest';
+import { refuse } from '../support/admission.ts';
 import { it, type Kube } from '../support/kube.ts';
 import { ledgerEntry } from '../support/ledger.ts';
 import { livePods, waitReadyPods, waitRolledOut } from '../support/observe.ts';
@@ -424,5 +425,106 @@ describe('a pending reload after a key change', () => {
     // The pod A1 created before k=3 was written is replaced too.
     expect(after.map((p) => p.uid)).not.toContain(a1Pod.uid);
     expect(after.filter((p) => before.some((q) => q.uid === p.uid))).toEqual([]);
+  });
+});
+
+/**
+ * Makes the API server refuse every write of the service's ledger shards in `namespace` (their
+ * names: gitops-reloader-ledger-<n>); returns the lifting of it. A ConfigMap named like a shard but
+ * not one the service reads (no shard number) is the probe.
+ */
+async function refuseLedgerWrites(kube: Kube, namespace: string): Promise<() => Promise<void>> {
+  const probe = 'gitops-reloader-ledger-probe';
+  await kube.core.createNamespacedConfigMap({ namespace, body: configMap(probe, { n: '0' }) });
+  return refuse(kube, namespace, {
+    name: 'ledger',
+    rules: [
+      {
+        apiGroups: [''],
+        apiVersions: ['v1'],
+        operations: ['CREATE', 'UPDATE', 'DELETE'],
+        resources: ['configmaps'],
+      },
+    ],
+    allowWhen: "!request.name.startsWith('gitops-reloader-ledger-')",
+    message: 'the ledger is read-only for this test',
+    probe: () =>
+      kube.core.replaceNamespacedConfigMap({
+        name: probe,
+        namespace,
+        body: configMap(probe, { n: String(Date.now()) }),
+      }),
+  });
+}
+
+describe('ledger writes the API server refused', () => {
+  it('seed 12: a refused removal of the entry of a deleted workload is retried by the periodic sweep', async ({
+    kube,
+    namespace,
+  }) => {
+    // The Deployment is deleted while the API refuses ledger writes: the removal of its entry fails.
+    // Before the fix nothing tried it again, and the entry outlived the workload (a new workload of
+    // the same name would be judged against it).
+    await app(kube, namespace);
+    const svc = startService(
+      serviceArgs(namespace, await hashKeyFile(), ['--debounce=0s', '--surge-sweep-interval=3s']),
+    );
+    await svc.waitForLog('baseline', (l) => l.msg === 'baseline recorded', 60_000);
+    const id = `Deployment/${namespace}/web`;
+    expect(await ledgerEntry(kube, namespace, id)).toBeDefined();
+    const lift = await refuseLedgerWrites(kube, namespace);
+    await kube.apps.deleteNamespacedDeployment({ name: 'web', namespace });
+    await svc.waitForLog('the removal refused', (l) => l.msg === 'ledger remove failed', 30_000);
+    await lift();
+    await waitFor(
+      async () => ((await ledgerEntry(kube, namespace, id)) ? pending('the entry is there') : true),
+      {
+        describe: 'the entry of the deleted Deployment removed',
+        timeout: 30_000,
+      },
+    );
+  });
+
+  it('seed 1740: a baseline the ledger refused is recorded again, so a change of its config reloads', async ({
+    kube,
+    namespace,
+  }) => {
+    // A Deployment appears while the API refuses ledger writes: its baseline is not recorded. Before
+    // the fix it was never tried again, so the next change of its config found no entry, was taken
+    // for the baseline of a new workload, and reloaded nothing.
+    await kube.core.createNamespacedConfigMap({ namespace, body: configMap('app', { k: '1' }) });
+    const svc = startService(serviceArgs(namespace, await hashKeyFile(), ['--debounce=0s']));
+    await svc.waitForLog('ready', (l) => l.msg === 'ready', 60_000);
+    const lift = await refuseLedgerWrites(kube, namespace);
+    await kube.apps.createNamespacedDeployment({
+      namespace,
+      body: deployment('web', {
+        annotations: { 'reloader.stakater.com/auto': 'true' },
+        container: { envFrom: [{ configMapRef: { name: 'app' } }] },
+      }),
+    });
+    await waitReadyPods(kube, namespace, 'web', 1);
+    await svc.waitForLog(
+      'the baseline refused',
+      (l) => l.workload === 'Deployment/web' && String(l.msg).startsWith('could not record the ledger'),
+      30_000,
+    );
+    await lift();
+    await svc.waitForLog(
+      'the baseline recorded',
+      (l) => l.workload === 'Deployment/web' && l.msg === 'baseline recorded',
+      30_000,
+    );
+    const mark = svc.logs.length;
+    await setApp(kube, namespace, '2');
+    const judged = await logAfter(
+      svc,
+      'the change judged',
+      mark,
+      (l) =>
+        l.workload === 'Deployment/web' &&
+        ['reload started', 'baseline recorded', 'no reload needed'].includes(l.msg),
+    );
+    expect(judged.msg).toBe('reload started');
   });
 });
