@@ -47,6 +47,39 @@ const logAfter = (
   timeout?: number,
 ) => svc.waitForLog(what, (l) => svc.logs.indexOf(l) >= from && match(l), timeout);
 
+/**
+ * Two pods of web replaced one at a time (maxUnavailable 1, no surge), each new one Ready 4 s after it
+ * starts: a reload runs long enough to act on it midway. `note` is a pod-template annotation (changing
+ * it rolls the Deployment).
+ */
+const slowWeb = (configs: string[], note = '1') =>
+  deployment('web', {
+    replicas: 2,
+    maxUnavailable: 1,
+    maxSurge: 0,
+    annotations: { 'reloader.stakater.com/auto': 'true' },
+    podAnnotations: { 'kwok.gitops-reloader.io/ready-after': '4s', 'example.com/note': note },
+    container: { envFrom: configs.map((name) => ({ configMapRef: { name } })) },
+  });
+
+/** The service with --webhook-url=hook (and `extra`), once ready. */
+async function webhookService(namespace: string, hook: { url: string }, extra: string[]) {
+  const svc = startService(
+    serviceArgs(namespace, await hashKeyFile(), [
+      '--debounce=0s',
+      `--webhook-url=${hook.url}`,
+      '--webhook-timeout=120s',
+      ...extra,
+    ]),
+  );
+  await svc.waitForLog('ready', (l) => l.msg === 'ready', 60_000);
+  return svc;
+}
+
+/** Waits until one POST is open at the receiver (a reload running, its answer up to the test). */
+const posted = (hook: { open: ServerResponse[]; got: () => number }, what: string) =>
+  waitFor(() => (hook.open.length === 1 ? true : pending(hook.got())), { describe: what, timeout: 30_000 });
+
 async function app(kube: Kube, namespace: string, replicas = 1) {
   await kube.core.createNamespacedConfigMap({ namespace, body: configMap('app', { k: '1' }) });
   await kube.apps.createNamespacedDeployment({
@@ -74,22 +107,11 @@ describe('defects the engine simulation found', () => {
     // for good, so the config's return with A2's data was taken for a duplicate: the change was lost.
     await app(kube, namespace);
     const hook = await heldReceiver();
-    const svc = startService(
-      serviceArgs(namespace, await hashKeyFile(), [
-        '--debounce=0s',
-        `--webhook-url=${hook.url}`,
-        '--webhook-retries=0',
-        '--webhook-timeout=120s',
-      ]),
-    );
-    await svc.waitForLog('ready', (l) => l.msg === 'ready', 60_000);
+    const svc = await webhookService(namespace, hook, ['--webhook-retries=0']);
     const web = (l: { [k: string]: unknown }) => l.workload === 'Deployment/web';
 
     await setApp(kube, namespace, '2');
-    await waitFor(() => (hook.open.length === 1 ? true : pending(hook.got())), {
-      describe: 'A1 POSTed to the webhook',
-      timeout: 30_000,
-    });
+    await posted(hook, 'A1 POSTed to the webhook');
     let mark = svc.logs.length;
     await setApp(kube, namespace, '3');
     await logAfter(svc, 'A2 observed', mark, (l) => l.msg === 'config changed');
@@ -114,10 +136,7 @@ describe('defects the engine simulation found', () => {
         l.msg === 'a reload for this content is already under way',
     );
     expect(back.msg).toBe('reload started');
-    await waitFor(() => (hook.open.length === 1 ? true : pending(hook.got())), {
-      describe: 'A2 POSTed to the webhook',
-      timeout: 30_000,
-    });
+    await posted(hook, 'A2 POSTed to the webhook');
     hook.open.shift()?.writeHead(200).end();
     await logAfter(svc, 'A2 complete', mark, (l) => web(l) && l.msg === 'reload complete');
   });
@@ -136,18 +155,8 @@ describe('a reload held for a missing config after it replaced some pods', () =>
     // created for this change a second time.
     await kube.core.createNamespacedConfigMap({ namespace, body: configMap('app', { k: '1' }) });
     await kube.core.createNamespacedConfigMap({ namespace, body: configMap('db', { u: 'x' }) });
-    await kube.apps.createNamespacedDeployment({
-      namespace,
-      body: deployment('web', {
-        replicas: 2,
-        maxUnavailable: 1,
-        maxSurge: 0,
-        annotations: { 'reloader.stakater.com/auto': 'true' },
-        // A new pod takes 4 s to be Ready: the window in which the budget goes in, after the first eviction.
-        podAnnotations: { 'kwok.gitops-reloader.io/ready-after': '4s' },
-        container: { envFrom: [{ configMapRef: { name: 'app' } }, { configMapRef: { name: 'db' } }] },
-      }),
-    });
+    // A new pod takes 4 s to be Ready: the window in which the budget goes in, after the first eviction.
+    await kube.apps.createNamespacedDeployment({ namespace, body: slowWeb(['app', 'db']) });
     const before = await waitReadyPods(kube, namespace, 'web', 2);
     const svc = startService(
       serviceArgs(namespace, await hashKeyFile(), ['--debounce=0s', '--reload-deadline=8s']),
@@ -255,15 +264,7 @@ describe('a pending reload whose configs changed again while the service was dow
     // fix the start took the pending reload whose target differs for a change found "now", with no
     // pod-age check, and replaced every pod again.
     await kube.core.createNamespacedConfigMap({ namespace, body: configMap('app', { k: '1' }) });
-    const body = (note: string) =>
-      deployment('web', {
-        replicas: 2,
-        maxUnavailable: 1,
-        maxSurge: 0,
-        annotations: { 'reloader.stakater.com/auto': 'true' },
-        podAnnotations: { 'kwok.gitops-reloader.io/ready-after': '4s', 'example.com/note': note },
-        container: { envFrom: [{ configMapRef: { name: 'app' } }] },
-      });
+    const body = (note: string) => slowWeb(['app'], note);
     await kube.apps.createNamespacedDeployment({ namespace, body: body('1') });
     await waitReadyPods(kube, namespace, 'web', 2);
     const keyFile = await hashKeyFile();
@@ -318,21 +319,10 @@ describe('a workload deleted while its reload runs', () => {
     // forgets gone workloads' entries (seed 12), is kept out of the way by a long interval.
     await app(kube, namespace);
     const hook = await heldReceiver();
-    const svc = startService(
-      serviceArgs(namespace, await hashKeyFile(), [
-        '--debounce=0s',
-        `--webhook-url=${hook.url}`,
-        '--webhook-timeout=120s',
-        '--surge-sweep-interval=1h',
-      ]),
-    );
-    await svc.waitForLog('ready', (l) => l.msg === 'ready', 60_000);
+    const svc = await webhookService(namespace, hook, ['--surge-sweep-interval=1h']);
     const id = `Deployment/${namespace}/web`;
     await setApp(kube, namespace, '2');
-    await waitFor(() => (hook.open.length === 1 ? true : pending(hook.got())), {
-      describe: 'the reload POSTed to the webhook',
-      timeout: 30_000,
-    });
+    await posted(hook, 'the reload POSTed to the webhook');
     expect(await ledgerEntry(kube, namespace, id)).toBeDefined();
     await kube.apps.deleteNamespacedDeployment({ name: 'web', namespace });
     // Deployment events reach the service in order: once it recorded a Deployment created after the
@@ -374,17 +364,7 @@ describe('a pending reload after a key change', () => {
     // reload resumed with its snapshot only: the pod A1 had created (reading k=2) was kept, and k=3
     // never reached it.
     await kube.core.createNamespacedConfigMap({ namespace, body: configMap('app', { k: '1' }) });
-    await kube.apps.createNamespacedDeployment({
-      namespace,
-      body: deployment('web', {
-        replicas: 2,
-        maxUnavailable: 1,
-        maxSurge: 0,
-        annotations: { 'reloader.stakater.com/auto': 'true' },
-        podAnnotations: { 'kwok.gitops-reloader.io/ready-after': '4s' },
-        container: { envFrom: [{ configMapRef: { name: 'app' } }] },
-      }),
-    });
+    await kube.apps.createNamespacedDeployment({ namespace, body: slowWeb(['app']) });
     const before = await waitReadyPods(kube, namespace, 'web', 2);
     const first = startService(serviceArgs(namespace, await hashKeyFile(), ['--debounce=0s']));
     await first.waitForLog('ready', (l) => l.msg === 'ready', 60_000);
