@@ -1,9 +1,9 @@
 // Stakater Reloader's metric families on /metrics of the real service after a reload, a skip and an
 // error on the real control plane. The error is real too: a ValidatingAdmissionPolicy refuses the
 // annotate strategy's write to one Deployment.
-import { AdmissionregistrationV1Api } from '@kubernetes/client-node';
 import { afterEach, describe, expect } from 'vitest';
 import { RELOADER_FAMILIES } from '../../service/reloader-metrics.ts';
+import { refuse } from '../support/admission.ts';
 import { it, type Kube } from '../support/kube.ts';
 import { waitForEvent, waitReadyPods } from '../support/observe.ts';
 import { hashKeyFile, killAll, serviceArgs, startService } from '../support/service.ts';
@@ -13,53 +13,19 @@ import { configMap, deployment } from '../support/workloads.ts';
 afterEach(killAll);
 
 /** Refuses every update of the Deployment `name` in `namespace`; returns a clean-up. */
-async function freeze(kube: Kube, namespace: string, name: string): Promise<() => Promise<void>> {
-  const adm = kube.kc.makeApiClient(AdmissionregistrationV1Api);
-  const policy = `gr-freeze-${namespace}`;
-  await adm.createValidatingAdmissionPolicy({
-    body: {
-      metadata: { name: policy },
-      spec: {
-        failurePolicy: 'Fail',
-        matchConstraints: {
-          resourceRules: [
-            { apiGroups: ['apps'], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['deployments'] },
-          ],
-        },
-        validations: [{ expression: `object.metadata.name != '${name}'`, message: `${name} is frozen` }],
-      },
-    },
+function freeze(kube: Kube, namespace: string, name: string): Promise<() => Promise<void>> {
+  return refuse(kube, namespace, {
+    name: 'freeze',
+    rules: [{ apiGroups: ['apps'], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['deployments'] }],
+    allowWhen: `object.metadata.name != '${name}'`,
+    message: `${name} is frozen`,
+    probe: () =>
+      kube.apps.patchNamespacedDeployment({
+        name,
+        namespace,
+        body: { metadata: { labels: { probe: String(Date.now()) } } },
+      }),
   });
-  await adm.createValidatingAdmissionPolicyBinding({
-    body: {
-      metadata: { name: policy },
-      spec: {
-        policyName: policy,
-        validationActions: ['Deny'],
-        matchResources: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': namespace } } },
-      },
-    },
-  });
-  // Policies take effect asynchronously: wait until a real update is refused.
-  await waitFor(
-    async () => {
-      try {
-        await kube.apps.patchNamespacedDeployment({
-          name,
-          namespace,
-          body: { metadata: { labels: { probe: String(Date.now()) } } },
-        });
-        return pending('update still allowed');
-      } catch {
-        return true;
-      }
-    },
-    { describe: 'the freeze policy in force', timeout: 30_000 },
-  );
-  return async () => {
-    await adm.deleteValidatingAdmissionPolicyBinding({ name: policy });
-    await adm.deleteValidatingAdmissionPolicy({ name: policy });
-  };
 }
 
 /** Parses the exposition text: sample lines → value, keyed by `name{labels}` as printed. */

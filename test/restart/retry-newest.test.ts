@@ -10,13 +10,12 @@
 import { afterEach, describe, expect } from 'vitest';
 import { loadConfig, readHashKeyFile } from '../../service/config/config.ts';
 import { compileGlobals } from '../../service/core/annotations.ts';
-import { decodeEntry, type LedgerEntry } from '../../service/core/ledger-entry.ts';
 import { watchedSet } from '../../service/core/plan.ts';
 import type { ConfigRecord, WorkloadRecord } from '../../service/core/records.ts';
-import { LEDGER_LABELS } from '../../service/kube/ledger.ts';
 import { configRecord, type RawObject, workloadRecord } from '../../service/kube/to-record.ts';
 import { ClusterState } from '../../service/state.ts';
 import { it, type Kube } from '../support/kube.ts';
+import { ledgerEntry } from '../support/ledger.ts';
 import { events, livePods, waitForEvent, waitReadyPods } from '../support/observe.ts';
 import { hashKeyFile, killAll, serviceArgs, startService } from '../support/service.ts';
 import { pending, waitFor } from '../support/wait-for.ts';
@@ -26,21 +25,6 @@ afterEach(killAll);
 
 const AUTO = { 'reloader.stakater.com/auto': 'true' };
 const USES = { envFrom: [{ configMapRef: { name: 'app' } }] };
-
-/** The workload's ledger entry, read from the shards as anyone could read them. */
-async function ledgerEntry(kube: Kube, namespace: string, id: string): Promise<LedgerEntry | undefined> {
-  const selector = Object.entries(LEDGER_LABELS)
-    .map(([k, v]) => `${k}=${v}`)
-    .join(',');
-  const shards = await kube.core.listNamespacedConfigMap({ namespace, labelSelector: selector });
-  for (const cm of shards.items) {
-    for (const [key, value] of Object.entries(cm.data ?? {})) {
-      const d = decodeEntry(key, value);
-      if (d.ok && d.id === id) return d.entry;
-    }
-  }
-  return undefined;
-}
 
 /** The digests the service records for the workload as the cluster is now (its own pure code). */
 async function currentTarget(kube: Kube, namespace: string, args: string[], keyFile: string) {

@@ -3,7 +3,9 @@
 // what was asked (method, path, status, when it was sent and answered), and can cut the link: a
 // partition in which every open connection drops and new ones hang until healed. It can also make
 // chosen responses lag: each of their chunks reaches the client a fixed time after it left the API
-// server (a watch that falls behind, as one does on a loaded machine), in order.
+// server (a watch that falls behind, as one does on a loaded machine), in order. And it can lose the
+// response of one chosen request: the API server gets and applies it, the client's connection drops
+// before the answer (a timeout after the write landed).
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile } from 'node:fs/promises';
@@ -29,6 +31,8 @@ export interface ProxiedRequest {
   endedAt?: number;
   /** The request body, for writes of small objects (Leases), parsed as JSON when it is JSON. */
   body?: unknown;
+  /** Its answer was dropped on purpose (loseResponse). */
+  lost?: boolean;
 }
 
 let certPromise: Promise<{ cert: string; key: string }> | undefined;
@@ -100,6 +104,7 @@ export class ApiProxy {
   readonly #agent: https.Agent;
   #cut = false;
   #lags: { match: (path: string) => boolean; ms: number }[] = [];
+  #lose: ((r: ProxiedRequest) => boolean) | undefined;
   /** Requests that arrived while cut, held open (a partition drops packets; it does not refuse). */
   readonly #parked = new Set<ServerResponse>();
 
@@ -152,6 +157,14 @@ export class ApiProxy {
     this.#lags.push({ match, ms });
   }
 
+  /**
+   * The next request that `match` accepts (its body is parsed, as in `requests`) goes to the API
+   * server, which answers it; the answer is dropped and the client's connection closed. Once only.
+   */
+  loseResponse(match: (r: ProxiedRequest) => boolean): void {
+    this.#lose = match;
+  }
+
   get isCut(): boolean {
     return this.#cut;
   }
@@ -196,6 +209,13 @@ export class ApiProxy {
         (upRes) => {
           record.status = upRes.statusCode;
           record.answeredAt = Date.now();
+          if (this.#lose?.(record)) {
+            this.#lose = undefined;
+            record.lost = true;
+            upRes.resume();
+            res.socket?.destroy();
+            return;
+          }
           res.writeHead(upRes.statusCode ?? 502, upRes.headers);
           const lag = this.#lags.find((l) => l.match(record.path))?.ms;
           if (lag === undefined) upRes.pipe(res);
