@@ -30,6 +30,8 @@ export interface SizeGuard {
   signal: AbortSignal;
   /** Set when the limit was exceeded: the size seen. */
   exceeded(): number | undefined;
+  /** Measures now and aborts if over: git may finish before the next timed walk. */
+  measure(): Promise<void>;
   stop(): void;
 }
 
@@ -38,20 +40,26 @@ export function guardSize(dir: string, maxBytes: number, everyMs = 250): SizeGua
   const ac = new AbortController();
   let seen: number | undefined;
   let walking = false;
+  const judge = (n: number) => {
+    if (n > maxBytes && !ac.signal.aborted) {
+      seen = n;
+      ac.abort(new Error('size limit'));
+    }
+  };
   const timer = setInterval(() => {
     if (walking || ac.signal.aborted) return;
     walking = true;
     void directoryBytes(dir)
-      .then((n) => {
-        if (n > maxBytes && !ac.signal.aborted) {
-          seen = n;
-          ac.abort(new Error('size limit'));
-        }
-      })
+      .then(judge)
       .finally(() => {
         walking = false;
       });
   }, everyMs);
   timer.unref();
-  return { signal: ac.signal, exceeded: () => seen, stop: () => clearInterval(timer) };
+  return {
+    signal: ac.signal,
+    exceeded: () => seen,
+    measure: async () => judge(await directoryBytes(dir)),
+    stop: () => clearInterval(timer),
+  };
 }

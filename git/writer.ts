@@ -122,6 +122,8 @@ export interface GitWriterOptions {
   deadlineMs?: number;
   /** Abort a write whose clone grows past this many bytes on disk. Default 200 MiB. */
   maxCheckoutBytes?: number;
+  /** How often the clone's size is measured while git runs; it is measured again when git is done. Default 250 ms. */
+  sizeCheckEveryMs?: number;
   /** A PEM bundle of CAs to verify https servers with (http.sslCAInfo; --git-ca-file). Default: the system's. */
   caFile?: string;
 }
@@ -158,6 +160,7 @@ export class GitWriter {
       allowInsecureHttp: opts.allowInsecureHttp ?? false,
       deadlineMs: opts.deadlineMs ?? 600_000,
       maxCheckoutBytes: opts.maxCheckoutBytes ?? 200 * 1024 * 1024,
+      sizeCheckEveryMs: opts.sizeCheckEveryMs ?? 250,
       ...(opts.caFile !== undefined ? { caFile: opts.caFile } : {}),
     };
   }
@@ -252,7 +255,7 @@ export class GitWriter {
     const env = gitEnv(tmp, creds, req.author ?? DEFAULT_AUTHOR, [...tls, ...signing]);
     // One deadline for the whole write: a server that trickles bytes defeats the per-command timeout.
     const deadline = AbortSignal.timeout(this.#opts.deadlineMs);
-    const size = guardSize(tmp, this.#opts.maxCheckoutBytes);
+    const size = guardSize(tmp, this.#opts.maxCheckoutBytes, this.#opts.sizeCheckEveryMs);
     const signals = [deadline, size.signal, ...(req.signal ? [req.signal] : [])];
     const signal = AbortSignal.any(signals);
     const mib = (n: number) => `${Math.ceil(n / 1024 / 1024)} MiB`;
@@ -282,6 +285,9 @@ export class GitWriter {
         const from = branches.review && (await run.branchExists(tmp, remote.url, push)) ? push : base;
         if (attempts === 1) await run.clone(tmp, remote.url, from, work);
         else await run.refetch(work, from);
+        // git may finish between two timed measurements: a clone past the limit is refused all the same.
+        await size.measure();
+        run.checkpoint(attempts === 1 ? `clone branch ${from}` : `fetch ${from}`);
         const outcomes = new Map<(typeof items)[number], TargetOutcome>();
         for (const p of paths) {
           const here = items.filter((i) => i.appPath === p);
@@ -555,6 +561,12 @@ class Runner {
     }).env(this.#env);
   }
 
+  /** Throws the write's own stop (the clone too large, the deadline passed) when there is one. */
+  checkpoint(doing: string): void {
+    const expired = this.#expired();
+    if (expired) throw new GitWriteError(`${doing} (${this.#display}): ${expired.message}`, expired.reason);
+  }
+
   async #raw(dir: string, args: string[], doing: string): Promise<string> {
     try {
       return await this.#git(dir).raw(args);
@@ -586,6 +598,8 @@ class Runner {
       .raw(['rev-parse', '--verify', '--quiet', `refs/remotes/origin/${branch}`])
       .catch(() => '');
     if (ref.trim() === '') {
+      // The size guard or the deadline may have stopped rev-parse itself.
+      this.checkpoint(`clone branch ${branch}`);
       throw new GitWriteError(
         `${this.#display}: ${branch} is a tag, not a branch; a pinned revision cannot take a commit (set the branch to write to)`,
         'branch-not-found',

@@ -355,6 +355,37 @@ describe('git write-back', () => {
     expect(await readdir(scratch)).toEqual([]);
   });
 
+  it('refuses a clone git finished before the size guard first measured it', async () => {
+    // On a fast disk git can clone several MiB between two timed measurements. Before the measurement
+    // after each clone and fetch, this write went through (and a stop during rev-parse was reported as
+    // "a tag, not a branch").
+    const { randomBytes } = await import('node:crypto');
+    await server.createRepo('large-fast', {
+      ...PLAIN_REPO,
+      'blobs/a.bin': randomBytes(3 * 1024 * 1024).toString('base64'),
+    });
+    const small = new GitWriter({
+      tmpDir: scratch,
+      allowInsecureHttp: true,
+      maxCheckoutBytes: 1024 * 1024,
+      sizeCheckEveryMs: 3_600_000,
+    });
+    const err = await small
+      .commitChecksum({
+        repoURL: server.url('large-fast'),
+        branch: 'main',
+        path: 'apps/shop',
+        workloads: [{ kind: 'Deployment', name: 'web', namespace: 'shop', hash: fakeHash('large-2') }],
+        credentials: creds(),
+      })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(GitWriteError);
+    expect(err).toMatchObject({ reason: 'too-large' });
+    expect((err as Error).message).toMatch(/clone branch main .*grew past 1 MiB .* --git-max-checkout-mib/);
+    expect(await inspect.log(bare('large-fast'))).toHaveLength(1);
+    expect(await readdir(scratch)).toEqual([]);
+  });
+
   it('works over file:// and refuses file:// unless allowed', async () => {
     await server.createRepo('local', PLAIN_REPO);
     const req = {
