@@ -38,6 +38,7 @@ export async function judgeAtStart(d: ReconcilerDeps, h: StartupHooks): Promise<
   // age decides instead (docs/catch-up.md).
   const keyState = ledger.keyState();
   const keyChanged = keyState !== 'same';
+  const ledgerWrittenMs = ledger.writtenAtMs();
   const catchUp = d.catchUp ?? digestsOnly(d);
   let rebaselined = 0;
   const writes: Array<[string, LedgerEntry]> = [];
@@ -96,7 +97,7 @@ export async function judgeAtStart(d: ReconcilerDeps, h: StartupHooks): Promise<
     // includes a pending reload whose configs changed again meanwhile: its pods may be newer than the
     // change (a template rollout while down), and its app's sync may be running (docs/adr/0029).
     const base = entry && withoutPending(entry);
-    const v = await catchUp(t, set, base, keyState, opts);
+    const v = await catchUp(t, set, base, keyState, opts, ledgerWrittenMs);
     if (v.kind === 'current') {
       writes.push([t.id, { ...base, configs: recordable(set, entry?.configs, opts) }]);
       if (keyChanged) rebaselined++;
