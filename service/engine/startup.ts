@@ -1,5 +1,6 @@
 // A new term's first look: every known workload is judged against the ledger once the caches are
-// synced (invariant I6 in docs/design.md). Pending reloads are resumed, new workloads are baselined,
+// synced (invariant I6 in docs/design.md). Pending reloads are resumed, new workloads are baselined
+// (unless created while the service was down: then their pods are judged, core/catch-up.ts),
 // and a workload whose configs differ from the ledger is reloaded only when some pod a reload would
 // replace is older than the configs' newest write (docs/catch-up.md); the same rule decides after an
 // HMAC key change, when the digests prove nothing.
