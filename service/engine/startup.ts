@@ -27,10 +27,8 @@ export interface StartupHooks {
   heldByGate?(t: TrackedWorkload, changed: string[], observedAt: number): boolean;
 }
 
-const withoutPending = (e: LedgerEntry): LedgerEntry => ({
-  configs: e.configs,
-  ...(e.reloadedAt ? { reloadedAt: e.reloadedAt } : {}),
-});
+// Keeps the uids: the catch-up tells new objects of recorded names by them (core/catch-up.ts recreated).
+const withoutPending = ({ pending: _pending, ...rest }: LedgerEntry): LedgerEntry => rest;
 
 export async function judgeAtStart(d: ReconcilerDeps, h: StartupHooks): Promise<void> {
   const { state, ledger, log } = d;

@@ -95,6 +95,21 @@ async function startAndJudge(appNs: string, home: string, key: string): Promise<
   return svc;
 }
 
+/** Waits for the Reloaded Event of Deployment `name`, then for its 2 pods all new (none of `old`), Ready. */
+async function reloaded(kube: Kube, namespace: string, name: string, old: readonly string[]) {
+  await waitForEvent(kube, namespace, 'Reloaded', name, 90_000);
+  const before = new Set(old);
+  await waitFor(
+    async () => {
+      const now = await livePods(kube, namespace, name);
+      return now.length === 2 && now.every((p) => p.ready && !p.surge && !before.has(p.uid))
+        ? now
+        : pending(now);
+    },
+    { describe: `both old pods of ${name} replaced`, timeout: 90_000 },
+  );
+}
+
 const msgs = (svc: RunningService, msg: string) => svc.logs.filter((l) => l.msg === msg);
 
 const CURRENT =
@@ -183,17 +198,7 @@ describe('changes while the service was down are judged by the pods (issue 26)',
     expect(msgs(svc, 'changed while the service was down').map((l) => l.workload)).toEqual([
       'Deployment/app',
     ]);
-    await waitForEvent(kube, namespace, 'Reloaded', 'app', 90_000);
-    const old = new Set(pods);
-    await waitFor(
-      async () => {
-        const now = await livePods(kube, namespace, 'app');
-        return now.length === 2 && now.every((p) => p.ready && !p.surge && !old.has(p.uid))
-          ? now
-          : pending(now);
-      },
-      { describe: 'both old pods replaced', timeout: 90_000 },
-    );
+    await reloaded(kube, namespace, 'app', pods);
   }, 240_000);
 
   it('restarts the pods of a StatefulSet orphan-recreated while it was down when its config changed', async ({
@@ -305,17 +310,7 @@ describe('a workload created while the service was down (engine simulation seeds
     expect(msgs(svc, 'changed while the service was down').map((l) => l.workload)).toEqual([
       'Deployment/late',
     ]);
-    await waitForEvent(kube, namespace, 'Reloaded', 'late', 90_000);
-    const old = new Set(late);
-    await waitFor(
-      async () => {
-        const now = await livePods(kube, namespace, 'late');
-        return now.length === 2 && now.every((p) => p.ready && !p.surge && !old.has(p.uid))
-          ? now
-          : pending(now);
-      },
-      { describe: 'both pods of late replaced', timeout: 90_000 },
-    );
+    await reloaded(kube, namespace, 'late', late);
     // Once: one reload, for `late` only; `fresh` and the baselined `app` keep their pods.
     expect(
       msgs(svc, 'reload started')
