@@ -34,6 +34,7 @@ export async function catchUp(
   entry: LedgerEntry | undefined,
   key: KeyState,
   opts: VerdictOptions = {},
+  ledgerWrittenMs?: number,
 ): Promise<CatchUp> {
   const ref = t.rec.ref;
   const where = { workload: `${ref.kind}/${ref.name}`, namespace: ref.namespace };
@@ -56,8 +57,22 @@ export async function catchUp(
       'configs are new objects of recorded names (recreated while the service was down)',
     );
   }
-  const podsCreatedMs = needsPods(ref.kind, set, entry, opts) ? await podTimes(d, t) : undefined;
-  const c = decide({ kind: ref.kind, uid: ref.uid, set, entry, key, config, podsCreatedMs, opts });
+  const firstSeen = {
+    ...(t.rec.createdMs !== undefined ? { createdMs: t.rec.createdMs } : {}),
+    ...(ledgerWrittenMs !== undefined ? { ledgerWrittenMs } : {}),
+  };
+  const podsCreatedMs = needsPods(ref.kind, set, entry, opts, firstSeen) ? await podTimes(d, t) : undefined;
+  const c = decide({
+    kind: ref.kind,
+    uid: ref.uid,
+    set,
+    entry,
+    key,
+    config,
+    podsCreatedMs,
+    opts,
+    ...firstSeen,
+  });
   if (c.kind === 'reload' || c.kind === 'current') d.metrics?.caughtUp(c.kind);
   if (c.kind === 'current') {
     d.log.info(

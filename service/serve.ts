@@ -216,7 +216,8 @@ export async function serve(
       inScope,
       gate: argocd.gate,
       metrics,
-      catchUp: (t, set, entry, key, opts) => catchUp({ core, state, log, metrics }, t, set, entry, key, opts),
+      catchUp: (t, set, entry, key, opts, ledgerWrittenMs) =>
+        catchUp({ core, state, log, metrics }, t, set, entry, key, opts, ledgerWrittenMs),
     });
   // A live watch reports a relist at least every relist interval, so two intervals of silence means stuck.
   const progress = new WatchProgress(2 * cfg.relistIntervalMs + 60_000);

@@ -187,3 +187,54 @@ describe('newestWrite', () => {
     expect(newestWrite({ managedFields: [{ time: 'not a time' }] })).toBeUndefined();
   });
 });
+
+describe('a workload first seen at start (no ledger entry)', () => {
+  const LEDGER = T('2026-12-04T09:00:00Z');
+  const CREATED = T('2026-12-04T09:30:00Z');
+  const first = (over: Partial<CatchUpInput> & { facts?: Record<string, ConfigFacts> }) =>
+    input({ entry: undefined, createdMs: CREATED, ledgerWrittenMs: LEDGER, ...over });
+
+  it('created while down, its config changed after its pods started: reloads that config', () => {
+    const i = first({ podsCreatedMs: [CREATED + 2_000] });
+    expect(needsPods('Deployment', i.set, undefined, {}, i)).toBe(true);
+    expect(decide(i)).toEqual({ kind: 'reload', changed: [CFG] });
+  });
+
+  it('created while down, pods newer than the config’s last write: baseline (issue 26’s guard)', () => {
+    expect(decide(first({ podsCreatedMs: [WRITE + 1_000] }))).toEqual({ kind: 'baseline' });
+  });
+
+  it('counts only config writes after the workload’s creation (an earlier one was there before its pods)', () => {
+    const facts = { [CFG]: { uid: 'c', writtenAtMs: CREATED - 1_000 } };
+    expect(decide(first({ facts, podsCreatedMs: [CREATED - 5_000] }))).toEqual({ kind: 'baseline' });
+    // The same second as the creation may be after it: it counts.
+    const tie = { [CFG]: { uid: 'c', writtenAtMs: CREATED + 900 } };
+    expect(decide(first({ facts: tie, podsCreatedMs: [CREATED + 100] })).kind).toBe('reload');
+  });
+
+  it('a first install (the ledger never written) restarts nothing', () => {
+    const i = first({ ledgerWrittenMs: undefined, podsCreatedMs: [CREATED + 2_000] });
+    expect(needsPods('Deployment', i.set, undefined, {}, i)).toBe(false);
+    expect(decide(i)).toEqual({ kind: 'baseline' });
+  });
+
+  it('one that existed while the service ran (newly opted in, newly in scope) restarts nothing', () => {
+    // Created before the ledger's newest write: the service saw it, and only pod-less changes since.
+    for (const createdMs of [LEDGER - 60_000, LEDGER, LEDGER + 999]) {
+      const i = first({ createdMs, podsCreatedMs: [createdMs] });
+      expect(needsPods('Deployment', i.set, undefined, {}, i)).toBe(false);
+      expect(decide(i)).toEqual({ kind: 'baseline' });
+    }
+  });
+
+  it('without its creation time, without pods to judge by, or with a reload request only: baseline', () => {
+    expect(decide(first({ createdMs: undefined, podsCreatedMs: [CREATED + 2_000] })).kind).toBe('baseline');
+    expect(decide(first({ kind: 'CronJob', podsCreatedMs: undefined })).kind).toBe('baseline');
+    expect(decide(first({ podsCreatedMs: [] })).kind).toBe('baseline');
+    const facts = { [CFG]: { uid: 'c', writtenAtMs: undefined } };
+    expect(decide(first({ facts, podsCreatedMs: [CREATED + 2_000] })).kind).toBe('baseline');
+    expect(decide(first({ set: { [REQUEST]: 'r1' }, podsCreatedMs: [CREATED + 2_000] })).kind).toBe(
+      'baseline',
+    );
+  });
+});

@@ -52,6 +52,13 @@ export interface CatchUpInput {
   podsCreatedMs: readonly number[] | undefined;
   /** --reload-on-delete: off, a deleted config is no change here either (core/plan.ts verdict). */
   opts?: VerdictOptions;
+  /** The workload's creationTimestamp (ms), when known. */
+  createdMs?: number;
+  /**
+   * The ledger's newest write (ms, whole seconds): undefined when it was never written (no shard: a first
+   * install) or the time cannot be told. See createdWhileDown().
+   */
+  ledgerWrittenMs?: number;
 }
 
 export type CatchUp =
@@ -79,14 +86,32 @@ export function judgedByPods(kind: WorkloadKind): boolean {
   return kind === 'Deployment' || kind === 'StatefulSet' || kind === 'DaemonSet' || kind === 'Rollout';
 }
 
+/**
+ * Whether a workload the ledger has no entry for was created while the service was down (docs/catch-up.md,
+ * "A workload first seen at start"). Every workload the service saw while it ran was judged then: a
+ * tracked one was baselined, which wrote the ledger after the workload's creation. So one created
+ * after the ledger's newest write (whole seconds, strictly) was not seen: its pods may have started
+ * before a change the service also did not see. When the ledger was never written (a first install) or
+ * the times are unknown, no: it is baselined.
+ */
+export function createdWhileDown(
+  input: Pick<CatchUpInput, 'entry' | 'createdMs' | 'ledgerWrittenMs'>,
+): boolean {
+  const { entry, createdMs, ledgerWrittenMs } = input;
+  if (entry !== undefined || createdMs === undefined || ledgerWrittenMs === undefined) return false;
+  return Math.floor(createdMs / 1000) > Math.floor(ledgerWrittenMs / 1000);
+}
+
 /** Whether decide() needs the pods' creation times for this workload (listing them costs a request). */
 export function needsPods(
   kind: WorkloadKind,
   set: Record<string, string>,
   entry: LedgerEntry | undefined,
   opts: VerdictOptions = {},
+  firstSeen: Pick<CatchUpInput, 'createdMs' | 'ledgerWrittenMs'> = {},
 ) {
-  return judgedByPods(kind) && verdict(set, entry?.configs, opts).kind === 'reload';
+  if (!judgedByPods(kind)) return false;
+  return verdict(set, entry?.configs, opts).kind === 'reload' || createdWhileDown({ entry, ...firstSeen });
 }
 
 /** Whether a pod created at `podMs` may predate a write at `writtenMs`, at whole-second precision. */
@@ -97,6 +122,7 @@ export function createdBefore(podMs: number, writtenMs: number): boolean {
 /** The start-up verdict for one workload that has no reload pending. */
 export function decide(input: CatchUpInput): CatchUp {
   const v = verdict(input.set, input.entry?.configs, input.opts);
+  if (v.kind === 'baseline' && createdWhileDown(input)) return firstSeen(input, v);
   if (v.kind !== 'reload') return v;
   const pods = input.podsCreatedMs;
   const stale = v.changed.filter((id) => {
@@ -115,6 +141,29 @@ export function decide(input: CatchUpInput): CatchUp {
   });
   if (stale.length > 0) return { kind: 'reload', changed: stale };
   return { kind: 'current', differing: v.changed };
+}
+
+/**
+ * A workload created while the service was down, with no ledger entry: the same pod-age rule, counting
+ * only config writes after the workload's creation (an earlier write was there before any of its pods
+ * started). Whole seconds, and a write in the same second as the creation may be after it: it counts,
+ * as a pod in the same second as a write counts as before it. The cost: a new app synced while down
+ * (config and workload written in one second, pods in that second too) is restarted once. Without pods
+ * to judge by (a Job, a CronJob, no selector) it is baselined, as before.
+ */
+function firstSeen(input: CatchUpInput, baseline: CatchUp): CatchUp {
+  const pods = input.podsCreatedMs;
+  const created = Math.floor((input.createdMs ?? 0) / 1000);
+  if (!pods || pods.length === 0) return baseline;
+  const stale = Object.keys(input.set)
+    .filter((id) => {
+      if (id === REQUEST) return false;
+      const written = input.config(id)?.writtenAtMs;
+      if (written === undefined || Math.floor(written / 1000) < created) return false;
+      return pods.some((p) => createdBefore(p, written));
+    })
+    .sort();
+  return stale.length > 0 ? { kind: 'reload', changed: stale } : baseline;
 }
 
 /** Which of the recorded objects were replaced by new objects of the same name. */

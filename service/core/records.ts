@@ -49,6 +49,8 @@ export interface WorkloadRecord {
   replicas?: number;
   strategy?: { type?: string; maxUnavailable?: number | string; maxSurge?: number | string };
   status: RolloutStatus;
+  /** Its creationTimestamp (ms): the start-up catch-up tells a workload created while down by it. */
+  createdMs?: number;
 }
 
 const RELEVANT =

@@ -21,6 +21,7 @@ export type LedgerStore = Pick<
   | 'fence'
   | 'load'
   | 'keyState'
+  | 'writtenAtMs'
   | 'identifyWith'
   | 'stampKey'
   | 'get'
@@ -59,6 +60,8 @@ export interface ReconcilerDeps {
     entry: LedgerEntry | undefined,
     key: KeyState,
     opts: VerdictOptions,
+    /** The ledger's newest write (Ledger#writtenAtMs): tells a workload created while down. */
+    ledgerWrittenMs?: number,
   ): Promise<CatchUp>;
   /** The leadership term this reconciler acts for: nothing it started writes or evicts once it aborts. */
   term?: AbortSignal;

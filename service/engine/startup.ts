@@ -1,5 +1,6 @@
 // A new term's first look: every known workload is judged against the ledger once the caches are
-// synced (invariant I6 in docs/design.md). Pending reloads are resumed, new workloads are baselined,
+// synced (invariant I6 in docs/design.md). Pending reloads are resumed, new workloads are baselined
+// (unless created while the service was down: then their pods are judged, core/catch-up.ts),
 // and a workload whose configs differ from the ledger is reloaded only when some pod a reload would
 // replace is older than the configs' newest write (docs/catch-up.md); the same rule decides after an
 // HMAC key change, when the digests prove nothing.
@@ -26,10 +27,8 @@ export interface StartupHooks {
   heldByGate?(t: TrackedWorkload, changed: string[], observedAt: number): boolean;
 }
 
-const withoutPending = (e: LedgerEntry): LedgerEntry => ({
-  configs: e.configs,
-  ...(e.reloadedAt ? { reloadedAt: e.reloadedAt } : {}),
-});
+// Keeps the uids: the catch-up tells new objects of recorded names by them (core/catch-up.ts recreated).
+const withoutPending = ({ pending: _pending, ...rest }: LedgerEntry): LedgerEntry => rest;
 
 export async function judgeAtStart(d: ReconcilerDeps, h: StartupHooks): Promise<void> {
   const { state, ledger, log } = d;
@@ -38,6 +37,7 @@ export async function judgeAtStart(d: ReconcilerDeps, h: StartupHooks): Promise<
   // age decides instead (docs/catch-up.md).
   const keyState = ledger.keyState();
   const keyChanged = keyState !== 'same';
+  const ledgerWrittenMs = ledger.writtenAtMs();
   const catchUp = d.catchUp ?? digestsOnly(d);
   let rebaselined = 0;
   const writes: Array<[string, LedgerEntry]> = [];
@@ -96,7 +96,7 @@ export async function judgeAtStart(d: ReconcilerDeps, h: StartupHooks): Promise<
     // includes a pending reload whose configs changed again meanwhile: its pods may be newer than the
     // change (a template rollout while down), and its app's sync may be running (docs/adr/0029).
     const base = entry && withoutPending(entry);
-    const v = await catchUp(t, set, base, keyState, opts);
+    const v = await catchUp(t, set, base, keyState, opts, ledgerWrittenMs);
     if (v.kind === 'current') {
       writes.push([t.id, { ...base, configs: recordable(set, entry?.configs, opts) }]);
       if (keyChanged) rebaselined++;

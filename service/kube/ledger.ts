@@ -3,7 +3,7 @@
 // JSON merge patches of the changed keys only, so they never clobber other keys of the same shard.
 
 import type { V1ConfigMap } from '@kubernetes/client-node';
-import type { KeyState } from '../core/catch-up.ts';
+import { type KeyState, newestWrite } from '../core/catch-up.ts';
 import {
   type DecodedEntry,
   decodeEntry,
@@ -134,6 +134,8 @@ export class Ledger {
   #otherKey = new Set<string>();
   /** Shards (by name) with entries but no key fingerprint (written before fingerprints were recorded). */
   #unknownKey = new Set<string>();
+  /** The newest write over our shards at the last load (ms), or undefined; see writtenAtMs(). */
+  #writtenAtMs: number | undefined;
   /** Names the objects an entry is about (uids), on every entry written; see identifyWith(). */
   #identify: Identify | undefined;
   /** Writes are refused once this aborts (the leadership term that may write has ended). */
@@ -210,6 +212,7 @@ export class Ledger {
 
     const otherKey = new Set<string>();
     const unknownKey = new Set<string>();
+    let written: number | undefined = Number.NEGATIVE_INFINITY;
     this.#views = new Map();
     for (let i = 0; i < this.shards; i++) this.#views.set(this.shardName(i), emptyView(this.shardName(i)));
     const ours = new RegExp(`^${this.prefix.replaceAll('.', '\\.')}-ledger-(0|[1-9][0-9]*)$`);
@@ -233,6 +236,9 @@ export class Ledger {
         continue;
       }
       this.#ingest(view, new Map(Object.entries(cm.data ?? {})));
+      // One shard without write times (managedFields cleared) leaves the newest write unknown.
+      const at = cm.metadata ? newestWrite(cm.metadata) : undefined;
+      written = at === undefined || written === undefined ? undefined : Math.max(written, at);
       if (fp === undefined && this.keyFingerprint !== undefined && view.decoded.size > 0)
         unknownKey.add(name);
     }
@@ -251,6 +257,8 @@ export class Ledger {
     }
     this.#otherKey = otherKey;
     this.#unknownKey = unknownKey;
+    // No shard of ours: the service never wrote (a first install; no manifest creates shards).
+    this.#writtenAtMs = written !== undefined && Number.isFinite(written) ? written : undefined;
     this.#loaded = true;
     return new Map(this.#entries);
   }
@@ -272,6 +280,16 @@ export class Ledger {
   keyState(): KeyState {
     if (this.#otherKey.size > 0) return 'other';
     return this.#unknownKey.size > 0 ? 'unknown' : 'same';
+  }
+
+  /**
+   * The newest write of the ledger as of the last load (ms, whole seconds: the newest managedFields time
+   * over its shards), or undefined when no shard exists (the service never wrote: a first install) or a
+   * shard has no write times. A shard emptied (its last workload deleted) still counts: it was written. The start-up catch-up tells by it a workload created while the service was down
+   * (core/catch-up.ts createdWhileDown).
+   */
+  writtenAtMs(): number | undefined {
+    return this.#writtenAtMs;
   }
 
   /**

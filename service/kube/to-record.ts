@@ -120,7 +120,13 @@ export function workloadRecord(kind: WorkloadKind, raw: RawObject): WorkloadReco
       currentRevision: str(status.currentRevision),
       updateRevision: str(status.updateRevision),
     },
+    ...optional('createdMs', createdMs(m.creationTimestamp)),
   };
+}
+
+function createdMs(t: string | undefined): number | undefined {
+  const ms = t === undefined ? Number.NaN : Date.parse(t);
+  return Number.isFinite(ms) ? ms : undefined;
 }
 
 function optional<K extends string, V>(key: K, v: V | undefined): { [k in K]?: V } {

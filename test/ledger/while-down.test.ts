@@ -7,7 +7,7 @@ import { readHashKeyFile } from '../../service/config/config.ts';
 import { keyFingerprint } from '../../service/core/config-hash.ts';
 import { KEY_ANNOTATION } from '../../service/kube/ledger.ts';
 import { it, type Kube, statusOf } from '../support/kube.ts';
-import { livePods, waitForEvent, waitReadyPods } from '../support/observe.ts';
+import { events, livePods, waitForEvent, waitReadyPods } from '../support/observe.ts';
 import { hashKeyFile, killAll, type RunningService, serviceArgs, startService } from '../support/service.ts';
 import { pastTheSecondOf, pending, waitFor } from '../support/wait-for.ts';
 import { configMap, deployment, statefulSet } from '../support/workloads.ts';
@@ -93,6 +93,21 @@ async function startAndJudge(appNs: string, home: string, key: string): Promise<
   const svc = serve(appNs, home, key);
   await svc.waitForLog('ready', (l) => l.msg === 'ready', 60_000);
   return svc;
+}
+
+/** Waits for the Reloaded Event of Deployment `name`, then for its 2 pods all new (none of `old`), Ready. */
+async function reloaded(kube: Kube, namespace: string, name: string, old: readonly string[]) {
+  await waitForEvent(kube, namespace, 'Reloaded', name, 90_000);
+  const before = new Set(old);
+  await waitFor(
+    async () => {
+      const now = await livePods(kube, namespace, name);
+      return now.length === 2 && now.every((p) => p.ready && !p.surge && !before.has(p.uid))
+        ? now
+        : pending(now);
+    },
+    { describe: `both old pods of ${name} replaced`, timeout: 90_000 },
+  );
 }
 
 const msgs = (svc: RunningService, msg: string) => svc.logs.filter((l) => l.msg === msg);
@@ -183,17 +198,7 @@ describe('changes while the service was down are judged by the pods (issue 26)',
     expect(msgs(svc, 'changed while the service was down').map((l) => l.workload)).toEqual([
       'Deployment/app',
     ]);
-    await waitForEvent(kube, namespace, 'Reloaded', 'app', 90_000);
-    const old = new Set(pods);
-    await waitFor(
-      async () => {
-        const now = await livePods(kube, namespace, 'app');
-        return now.length === 2 && now.every((p) => p.ready && !p.surge && !old.has(p.uid))
-          ? now
-          : pending(now);
-      },
-      { describe: 'both old pods replaced', timeout: 90_000 },
-    );
+    await reloaded(kube, namespace, 'app', pods);
   }, 240_000);
 
   it('restarts the pods of a StatefulSet orphan-recreated while it was down when its config changed', async ({
@@ -261,6 +266,61 @@ describe('changes while the service was down are judged by the pods (issue 26)',
       },
       { describe: 'both adopted pods replaced', timeout: 120_000 },
     );
+  }, 240_000);
+});
+
+describe('a workload created while the service was down (engine simulation seeds 881, 2430)', () => {
+  /** Creates ConfigMap `cfg`, then (past its second) a Deployment of that name reading it, Ready. */
+  async function created(kube: Kube, namespace: string, name: string) {
+    const cfg = await kube.core.createNamespacedConfigMap({ namespace, body: configMap(name, { k: '1' }) });
+    await pastTheSecondOf(new Date(cfg.metadata?.creationTimestamp ?? Date.now()).getTime());
+    await kube.apps.createNamespacedDeployment({
+      namespace,
+      body: deployment(name, {
+        replicas: 2,
+        annotations: AUTO,
+        container: { envFrom: [{ configMapRef: { name } }] },
+      }),
+    });
+    return (await waitReadyPods(kube, namespace, name, 2)).map((p) => p.uid).sort();
+  }
+
+  it('replaces its pods once when its config changed after they started; spares one whose pods are newer', async ({
+    kube,
+    namespace,
+  }) => {
+    const key = await hashKeyFile();
+    // The service ran before: the ledger holds a baseline (written before the new workloads exist).
+    await apps(kube, namespace, 1, { k: '1' });
+    await baseline(serve(namespace, namespace, key), 1);
+    await pastTheSecondOf(Date.now());
+
+    // While down: `late` is created, its pods start, then its config changes under them; `fresh` is
+    // created after its config's last write (its pods read the data there is).
+    const late = await created(kube, namespace, 'late');
+    const fresh = await created(kube, namespace, 'fresh');
+    await pastTheSecondOf(Date.now());
+    await kube.core.replaceNamespacedConfigMap({
+      name: 'late',
+      namespace,
+      body: configMap('late', { k: '2' }),
+    });
+
+    const svc = await startAndJudge(namespace, namespace, key);
+    expect(msgs(svc, 'changed while the service was down').map((l) => l.workload)).toEqual([
+      'Deployment/late',
+    ]);
+    await reloaded(kube, namespace, 'late', late);
+    // Once: one reload, for `late` only; `fresh` and the baselined `app` keep their pods.
+    expect(
+      msgs(svc, 'reload started')
+        .filter((l) => l.resumed !== true)
+        .map((l) => l.workload),
+    ).toEqual(['Deployment/late']);
+    expect(await events(kube, namespace, 'Reloaded', 'late')).toHaveLength(1);
+    expect((await livePods(kube, namespace, 'fresh')).map((p) => p.uid).sort()).toEqual(fresh);
+    expect(msgs(svc, 'baseline recorded').map((l) => l.workload)).toEqual(['Deployment/fresh']);
+    await svc.stop();
   }, 240_000);
 });
 

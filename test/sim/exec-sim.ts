@@ -252,6 +252,7 @@ async function run(s: ExecSchedule): Promise<ExecRun> {
       fence: () => undefined,
       load: () => ledgerStore.load(),
       keyState: () => ledgerStore.keyState(),
+      writtenAtMs: () => ledgerStore.writtenAtMs(),
       identifyWith: () => undefined,
       stampKey: async () => undefined,
       get: (id) => ledgerStore.get(id),

@@ -89,6 +89,7 @@ interface DeploymentModel {
   replicas: number;
   uid: number;
   exists: boolean;
+  createdAt: number;
   template: number;
   pods: Pod[];
 }
@@ -200,7 +201,14 @@ export async function simulate(s: Schedule): Promise<string[]> {
   });
   const deployments = new Map<string, DeploymentModel>();
   for (const d of s.deployments) {
-    const m: DeploymentModel = { ...d, uid: uids++, exists: true, template: 0, pods: [] };
+    const m: DeploymentModel = {
+      ...d,
+      uid: uids++,
+      exists: true,
+      createdAt: now - 120_000,
+      template: 0,
+      pods: [],
+    };
     const was = now;
     now -= 60_000;
     m.pods = Array.from({ length: d.replicas }, () => newPod(m));
@@ -230,6 +238,7 @@ export async function simulate(s: Schedule): Promise<string[]> {
       namespace: NS,
       uid: `u-${d.name}-${d.uid}`,
       resourceVersion: String(++uids),
+      creationTimestamp: isoSeconds(d.createdAt),
       generation: d.template + 1,
       annotations: { 'reloader.stakater.com/auto': 'true' },
     },
@@ -349,6 +358,8 @@ export async function simulate(s: Schedule): Promise<string[]> {
       namespace: string;
       labels: Record<string, string>;
       annotations: Record<string, string>;
+      /** The time of the last write, as the API server keeps it (Ledger#writtenAtMs reads it). */
+      managedFields?: Array<{ time: string }>;
     };
     data: Record<string, string>;
   }
@@ -363,6 +374,7 @@ export async function simulate(s: Schedule): Promise<string[]> {
   const fail = (code: number, what: string) => Object.assign(new Error(`${what}: HTTP ${code}`), { code });
   const shardCopy = (x: Shard) => structuredClone(x);
   const writeShard = (x: Shard, data: Record<string, string | null>) => {
+    x.metadata.managedFields = [{ time: isoSeconds(now) }];
     for (const [k, v] of Object.entries(data)) {
       onLedgerWrite(k, x.data[k], v ?? undefined);
       if (v === null) delete x.data[k];
@@ -522,8 +534,8 @@ export async function simulate(s: Schedule): Promise<string[]> {
       inScope: () => true,
       timers,
       ...(p.gate ? { gate: p.gate } : {}),
-      catchUp: (w, set, entry, key, opts) =>
-        catchUp({ core, state: p.state, log: silentLogger }, w, set, entry, key, opts),
+      catchUp: (w, set, entry, key, opts, ledgerWrittenMs) =>
+        catchUp({ core, state: p.state, log: silentLogger }, w, set, entry, key, opts, ledgerWrittenMs),
     });
     p.reconciler = rec;
     try {
@@ -665,6 +677,7 @@ export async function simulate(s: Schedule): Promise<string[]> {
         if (step.kind === 'wrecreate') {
           d.exists = true;
           d.uid = uids++;
+          d.createdAt = now;
         }
         d.template++;
         // The Deployment controller replaces every pod (one step: the model has no rollout to watch).

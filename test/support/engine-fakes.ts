@@ -34,6 +34,10 @@ export class MemoryLedger implements LedgerStore {
   keyState(): KeyState {
     return 'same';
   }
+  /** No write times: every workload seen first is baselined (core/catch-up.ts createdWhileDown). */
+  writtenAtMs(): number | undefined {
+    return undefined;
+  }
   identifyWith(): void {}
   async stampKey() {}
   get(id: string) {
