@@ -12,9 +12,7 @@ const replay = process.env.SIM_SEED ? [Number(process.env.SIM_SEED)] : undefined
  * its output, never silently.
  */
 const KNOWN: Record<number, string> = {
-  749: 'a config deleted and created again (same data) is observed again: a reload planned from that batch for a change still in flight takes a fresh cutoff and replaces pods the first run created after the change',
   881: 'a workload deleted and created again while the service is down, then a config changed while down: with no ledger entry the new workload is baselined (a workload seen first is never reloaded), so pods older than the change keep the old data',
-  1895: 'same as 749 (a deleted optional config comes back while a reload of another change is in flight)',
   2430: 'same as 881',
 };
 const count = Number(process.env.SIM_SCHEDULES ?? 3000);
