@@ -306,6 +306,44 @@ describe('Reconciler, step by step', () => {
     expect(w.ledger.get(ID)?.configs).toEqual(t && watchedSet(t.rec, t.parsed, w.state, w.globals).digests);
   });
 
+  it('a config deleted and created again with the same data while a reload runs plans no second reload: the retry keeps its cutoff and pods (simulation seeds 749, 1895)', async () => {
+    // Each event of the other config is judged against the ledger, which the running reload has not
+    // written yet: both find the first change again. Taken for new content (a deleted config's digest
+    // is "missing"), they planned a reload with a cutoff from their own observation, which superseded
+    // the first run's retry and replaced the pods that run had already created after the change.
+    const w = await twoConfigs(['--min-reload-interval=0s', '--reload-deadline=30s']);
+    w.change('a', 'cm', { k: '2' });
+    await w.time.advance(w.time.clock.now + 1000);
+    await w.settle();
+    const a1 = w.strategies.runs[0];
+    expect(a1).toBeDefined();
+    w.remove('a', 'db');
+    await w.time.advance(w.time.clock.now + 2000);
+    await w.settle();
+    w.change('a', 'db', { u: 'x' }); // back, with the data the pods run
+    await w.time.advance(w.time.clock.now + 2000);
+    await w.settle();
+    await w.time.advance(w.time.clock.now + 30_000); // the first run passes its deadline
+    a1?.end({ kind: 'failed', error: new Error('aborted'), errorKind: 'update_workload' });
+    await w.settle();
+    await w.time.advance(w.time.clock.now + 2000);
+    await w.settle();
+    expect(w.strategies.runs).toHaveLength(2);
+    const a2 = w.strategies.runs[1]?.req.action;
+    expect(a2).toMatchObject({
+      cutoffMs: a1?.req.action.cutoffMs,
+      resumed: true,
+      changed: ['ConfigMap/a/cm'],
+    });
+    w.strategies.runs[1]?.end({ kind: 'done', replaced: 1, summary: 'restarted' });
+    await w.settle();
+    await w.time.advance(w.time.clock.now + 60_000);
+    await w.settle();
+    expect(w.strategies.runs).toHaveLength(2);
+    const t = w.state.workloads.get(ID);
+    expect(w.ledger.get(ID)?.configs).toEqual(t && watchedSet(t.rec, t.parsed, w.state, w.globals).digests);
+  });
+
   it('a reload held for a missing config while an older one waits for its retry is planned again when the config returns (simulation seed 407)', async () => {
     // A1 runs; A2 (a newer change) queues behind it; the config is deleted; A1 fails and will be
     // retried; A2 runs and is held, its config missing. A1's pending retry must not leave A2's content

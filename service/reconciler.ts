@@ -17,7 +17,7 @@ import {
   type Timers,
 } from './core/batcher.ts';
 import { effectiveCutoff } from './core/cutoff.ts';
-import { isTracked, REQUEST, watchedSet } from './core/plan.ts';
+import { isTracked, REQUEST, recordable, watchedSet } from './core/plan.ts';
 import type { ConfigRecord } from './core/records.ts';
 import {
   compareRecency,
@@ -344,11 +344,14 @@ export class Reconciler {
    * Queues a reload, unless one for the same content is already queued, running or waiting to be
    * retried: its cutoff is earlier, and every pod created after it already has this content, so a
    * second reload would only recycle pods twice (e.g. a held sync released just after a new leader's
-   * start found the same change).
+   * start found the same change). The same content is what either would record: a config deleted, or
+   * deleted and created again with the data last applied, differs in digest but not in what the pods
+   * run, and its event must not plan a second reload with a cutoff taken from it (simulation seeds
+   * 749, 1895).
    */
   #submit(a: ReloadAction): void {
     const current = this.#inFlight.get(a.workload);
-    if (current && !a.resumed && same(current, a.target)) {
+    if (current && !a.resumed && this.#sameContent(a.workload, current, a.target)) {
       this.#d.log.debug({ workload: a.workload }, 'a reload for this content is already under way');
       return;
     }
@@ -368,6 +371,13 @@ export class Reconciler {
     const last = this.#d.ledger.get(a.workload)?.reloadedAt;
     const notBefore = last ? Date.parse(last) + windowMs : undefined;
     this.#queue.submit({ ...a, minIntervalMs: windowMs, ...(notBefore ? { notBefore } : {}) });
+  }
+
+  /** Whether two targets record the same thing against the workload's ledger entry (see recordable). */
+  #sameContent(workload: string, x: Record<string, string>, y: Record<string, string>): boolean {
+    const applied = this.#d.ledger.get(workload)?.configs;
+    const opts = { reloadOnDelete: this.#d.cfg.reloadOnDelete };
+    return same(recordable(x, applied, opts), recordable(y, applied, opts));
   }
 
   /** Runs one action and forgets its content once nothing more will run for it. */

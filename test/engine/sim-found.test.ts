@@ -508,3 +508,67 @@ describe('ledger writes the API server refused', () => {
     expect(judged.msg).toBe('reload started');
   });
 });
+
+describe('a config deleted and created again while a reload of another change runs', () => {
+  it('seeds 749, 1895: plans no second reload; the first resumes with its snapshot, replacing no pod twice', async ({
+    kube,
+    namespace,
+  }) => {
+    // A1 (app changed) replaces one of two pods, then stalls on a PodDisruptionBudget until its
+    // deadline. Meanwhile db is deleted and created again with the same data. Before the fix each of
+    // those events planned a reload of A1's change with a cutoff from the event (a deleted config's
+    // digest differs), which superseded A1's retry and replaced the pod A1 had created a second time.
+    await kube.core.createNamespacedConfigMap({ namespace, body: configMap('app', { k: '1' }) });
+    await kube.core.createNamespacedConfigMap({ namespace, body: configMap('db', { u: 'x' }) });
+    await kube.apps.createNamespacedDeployment({ namespace, body: slowWeb(['app', 'db']) });
+    const before = await waitReadyPods(kube, namespace, 'web', 2);
+    const svc = startService(
+      serviceArgs(namespace, await hashKeyFile(), ['--debounce=0s', '--reload-deadline=8s']),
+    );
+    await svc.waitForLog('ready', (l) => l.msg === 'ready', 60_000);
+    const web = (l: { [k: string]: unknown }) => l.workload === 'Deployment/web';
+
+    await setApp(kube, namespace, '2');
+    await svc.waitForLog('A1 started', (l) => web(l) && l.msg === 'reload started');
+    await waitFor(
+      async () => {
+        const live = await livePods(kube, namespace, 'web');
+        return before.some((p) => !live.some((q) => q.uid === p.uid)) ? true : pending(live);
+      },
+      { describe: 'the first old pod evicted', timeout: 30_000 },
+    );
+    await kube.policy.createNamespacedPodDisruptionBudget({
+      namespace,
+      body: {
+        metadata: { name: 'web' },
+        spec: { maxUnavailable: 0, selector: { matchLabels: { app: 'web' } } },
+      },
+    });
+    let mark = svc.logs.length;
+    await kube.core.deleteNamespacedConfigMap({ name: 'db', namespace });
+    await logAfter(svc, 'the deletion observed', mark, (l) => l.msg === 'config changed');
+    mark = svc.logs.length;
+    await kube.core.createNamespacedConfigMap({ namespace, body: configMap('db', { u: 'x' }) });
+    await logAfter(svc, 'the return observed', mark, (l) => l.msg === 'config changed');
+    await svc.waitForLog(
+      'A1 stalled',
+      (l) => web(l) && l.msg === 'reload deadline passed; slot released, re-queued',
+      60_000,
+    );
+    const replaced = (await livePods(kube, namespace, 'web')).filter(
+      (p) => !before.some((q) => q.uid === p.uid),
+    );
+    expect(replaced).toHaveLength(1);
+    const fresh = replaced[0]?.uid;
+
+    mark = svc.logs.length;
+    await kube.policy.deleteNamespacedPodDisruptionBudget({ name: 'web', namespace });
+    const next = await logAfter(svc, 'the next run', mark, (l) => web(l) && l.msg === 'reload started');
+    await logAfter(svc, 'it completed', mark, (l) => web(l) && l.msg === 'reload complete', 90_000);
+    const after = await waitReadyPods(kube, namespace, 'web', 2);
+    // The pod A1 created for this change still serves; only the other old pod was replaced.
+    expect(after.filter((p) => before.some((q) => q.uid === p.uid))).toEqual([]);
+    expect(after.map((p) => p.uid)).toContain(fresh);
+    expect(next.resumed).toBe(true);
+  });
+});

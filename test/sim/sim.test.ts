@@ -12,8 +12,6 @@ const replay = process.env.SIM_SEED ? [Number(process.env.SIM_SEED)] : undefined
  * its output, never silently.
  */
 const KNOWN: Record<number, string> = {
-  749: 'a config deleted and created again (same data) is observed again: a reload planned from that batch for a change still in flight takes a fresh cutoff and replaces pods the first run created after the change',
-  1895: 'same as 749 (a deleted optional config comes back while a reload of another change is in flight)',
 };
 const count = Number(process.env.SIM_SCHEDULES ?? 3000);
 const first = Number(process.env.SIM_FIRST_SEED ?? 1);
