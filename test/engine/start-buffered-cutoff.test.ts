@@ -1,0 +1,89 @@
+// A config change seen while the service starts (the start-up sweep still waiting on its surge-pod
+// LIST) is replayed once the start is done with the time it was seen, not the time of the replay: a
+// pod created after the change already reads it and is not replaced (I3). Found by the execution-level
+// simulation (test/sim/exec-sim.ts, seed 895: a template change, then a config change 154 ms later,
+// while the sweep waited 30 s on a LIST); before the fix (ab12e8d, service/reconciler.ts
+// configChanged) the replay took the replay time as its cutoff and replaced that pod too. The unit
+// test is service/engine/start-cutoff.test.ts.
+import { afterEach, describe, expect } from 'vitest';
+import { ApiProxy } from '../support/api-proxy.ts';
+import { it } from '../support/kube.ts';
+import { livePods, PodTracker, waitReadyPods } from '../support/observe.ts';
+import { proxiedServiceArgs } from '../support/proxied-service.ts';
+import { killAll, startService } from '../support/service.ts';
+import { pastTheSecondOf, pending, waitFor } from '../support/wait-for.ts';
+import { configMap, deployment } from '../support/workloads.ts';
+
+afterEach(killAll);
+
+/** The start-up sweep's LIST of surge pods (not a watch, not a reload's own list of one owner). */
+const SURGE_LIST = /\/pods\?(?!.*watch=).*labelSelector=gitops-reloader\.io%2Fsurge(&|$)/;
+
+describe('a config change seen while the service starts', () => {
+  it('seed 895: replaces the pods older than the change, not a pod created after it while the start-up sweep waited', async ({
+    kube,
+    namespace,
+    onTestFinished,
+  }) => {
+    await kube.core.createNamespacedConfigMap({ namespace, body: configMap('app', { k: '1' }) });
+    await kube.apps.createNamespacedDeployment({
+      namespace,
+      body: deployment('web', {
+        replicas: 2,
+        annotations: { 'reloader.stakater.com/auto': 'true' },
+        container: { envFrom: [{ configMapRef: { name: 'app' } }] },
+      }),
+    });
+    const before = await waitReadyPods(kube, namespace, 'web', 2);
+
+    // The service reaches the API server through the proxy, which holds the answer to the start-up
+    // sweep's LIST until the test releases it: the term is starting, and buffers the changes it sees.
+    const proxy = await ApiProxy.start(kube.kc);
+    onTestFinished(() => proxy.close());
+    const sweep = proxy.hold((r) => r.method === 'GET' && SURGE_LIST.test(r.path));
+    let held = false;
+    void sweep.held.then(() => {
+      held = true;
+    });
+    onTestFinished(() => sweep.release());
+    const svc = startService(await proxiedServiceArgs(kube, namespace, proxy, ['--debounce=0s']));
+    await svc.waitForLog('baseline', (l) => l.msg === 'baseline recorded', 60_000);
+    await waitFor(() => (held ? true : pending(proxy.requests.map((r) => r.path))), {
+      describe: "the start-up sweep's surge-pod LIST held",
+      timeout: 60_000,
+    });
+
+    // While it is held: the config changes, then the Deployment scales up, its new pod created in a
+    // whole second past the change's cutoff (the time seen, rounded up, plus the 1 s margin).
+    await kube.core.replaceNamespacedConfigMap({ name: 'app', namespace, body: configMap('app', { k: '2' }) });
+    const changedAt = Date.now();
+    await pastTheSecondOf(changedAt + 2000);
+    await kube.apps.patchNamespacedDeployment({
+      name: 'web',
+      namespace,
+      body: [{ op: 'replace', path: '/spec/replicas', value: 3 }],
+    });
+    const scaled = await waitReadyPods(kube, namespace, 'web', 3);
+    const newer = scaled.filter((p) => !before.some((q) => q.uid === p.uid));
+    expect(newer).toHaveLength(1);
+    expect(newer[0]?.createdAt).toBeGreaterThan(changedAt);
+    // Still starting: nothing was judged or reloaded yet.
+    expect(svc.logs.some((l) => l.msg === 'reload started')).toBe(false);
+
+    const tracker = await PodTracker.start(kube, namespace, 'web');
+    onTestFinished(() => tracker.stop());
+    sweep.release();
+    await svc.waitForLog('the reload done', (l) => l.msg === 'reload complete', 90_000);
+    const after = await waitFor(
+      async () => {
+        const pods = await livePods(kube, namespace, 'web');
+        return pods.length === 3 && pods.every((p) => p.ready && !p.surge) ? pods : pending(pods);
+      },
+      { describe: 'three Ready pods after the reload', timeout: 60_000 },
+    );
+    // The pods older than the change were replaced; the one created after it still serves.
+    expect(after.filter((p) => before.some((q) => q.uid === p.uid))).toEqual([]);
+    expect(after.map((p) => p.uid)).toContain(newer[0]?.uid);
+    expect(tracker.newSince(scaled)).toHaveLength(2);
+  });
+});
