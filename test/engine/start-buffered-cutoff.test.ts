@@ -8,11 +8,12 @@
 import { afterEach, describe, expect } from 'vitest';
 import { ApiProxy } from '../support/api-proxy.ts';
 import { it } from '../support/kube.ts';
-import { livePods, PodTracker, waitReadyPods } from '../support/observe.ts';
+import { livePods, PodTracker } from '../support/observe.ts';
 import { proxiedServiceArgs } from '../support/proxied-service.ts';
 import { killAll, startService } from '../support/service.ts';
 import { pastTheSecondOf, pending, waitFor } from '../support/wait-for.ts';
-import { configMap, deployment } from '../support/workloads.ts';
+import { scaleUpOne, webApp } from '../support/web-app.ts';
+import { configMap } from '../support/workloads.ts';
 
 afterEach(killAll);
 
@@ -25,16 +26,7 @@ describe('a config change seen while the service starts', () => {
     namespace,
     onTestFinished,
   }) => {
-    await kube.core.createNamespacedConfigMap({ namespace, body: configMap('app', { k: '1' }) });
-    await kube.apps.createNamespacedDeployment({
-      namespace,
-      body: deployment('web', {
-        replicas: 2,
-        annotations: { 'reloader.stakater.com/auto': 'true' },
-        container: { envFrom: [{ configMapRef: { name: 'app' } }] },
-      }),
-    });
-    const before = await waitReadyPods(kube, namespace, 'web', 2);
+    const before = await webApp(kube, namespace, 2);
 
     // The service reaches the API server through the proxy, which holds the answer to the start-up
     // sweep's LIST until the test releases it: the term is starting, and buffers the changes it sees.
@@ -55,18 +47,15 @@ describe('a config change seen while the service starts', () => {
 
     // While it is held: the config changes, then the Deployment scales up, its new pod created in a
     // whole second past the change's cutoff (the time seen, rounded up, plus the 1 s margin).
-    await kube.core.replaceNamespacedConfigMap({ name: 'app', namespace, body: configMap('app', { k: '2' }) });
+    await kube.core.replaceNamespacedConfigMap({
+      name: 'app',
+      namespace,
+      body: configMap('app', { k: '2' }),
+    });
     const changedAt = Date.now();
     await pastTheSecondOf(changedAt + 2000);
-    await kube.apps.patchNamespacedDeployment({
-      name: 'web',
-      namespace,
-      body: [{ op: 'replace', path: '/spec/replicas', value: 3 }],
-    });
-    const scaled = await waitReadyPods(kube, namespace, 'web', 3);
-    const newer = scaled.filter((p) => !before.some((q) => q.uid === p.uid));
-    expect(newer).toHaveLength(1);
-    expect(newer[0]?.createdAt).toBeGreaterThan(changedAt);
+    const { scaled, added: newer } = await scaleUpOne(kube, namespace, before);
+    expect(newer.createdAt).toBeGreaterThan(changedAt);
     // Still starting: nothing was judged or reloaded yet.
     expect(svc.logs.some((l) => l.msg === 'reload started')).toBe(false);
 
@@ -83,7 +72,7 @@ describe('a config change seen while the service starts', () => {
     );
     // The pods older than the change were replaced; the one created after it still serves.
     expect(after.filter((p) => before.some((q) => q.uid === p.uid))).toEqual([]);
-    expect(after.map((p) => p.uid)).toContain(newer[0]?.uid);
+    expect(after.map((p) => p.uid)).toContain(newer.uid);
     expect(tracker.newSince(scaled)).toHaveLength(2);
   });
 });

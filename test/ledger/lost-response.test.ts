@@ -10,11 +10,11 @@ import { LEDGER_LABELS } from '../../service/kube/ledger.ts';
 import { ApiProxy } from '../support/api-proxy.ts';
 import { it } from '../support/kube.ts';
 import { ledgerEntry } from '../support/ledger.ts';
-import { waitReadyPods } from '../support/observe.ts';
 import { proxiedServiceArgs } from '../support/proxied-service.ts';
 import { killAll, startService } from '../support/service.ts';
 import { pending, waitFor } from '../support/wait-for.ts';
-import { configMap, deployment } from '../support/workloads.ts';
+import { webApp } from '../support/web-app.ts';
+import { configMap } from '../support/workloads.ts';
 
 afterEach(killAll);
 
@@ -26,15 +26,7 @@ describe('a ledger write whose response is lost', () => {
     namespace,
     onTestFinished,
   }) => {
-    await kube.core.createNamespacedConfigMap({ namespace, body: configMap('app', { k: '1' }) });
-    await kube.apps.createNamespacedDeployment({
-      namespace,
-      body: deployment('web', {
-        annotations: { 'reloader.stakater.com/auto': 'true' },
-        container: { envFrom: [{ configMapRef: { name: 'app' } }] },
-      }),
-    });
-    await waitReadyPods(kube, namespace, 'web', 1);
+    await webApp(kube, namespace);
     const proxy = await ApiProxy.start(kube.kc);
     onTestFinished(() => proxy.close());
     const args = await proxiedServiceArgs(kube, namespace, proxy, ['--debounce=0s']);
