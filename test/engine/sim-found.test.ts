@@ -10,6 +10,7 @@ import { ledgerEntry } from '../support/ledger.ts';
 import { livePods, waitReadyPods, waitRolledOut } from '../support/observe.ts';
 import { hashKeyFile, killAll, type RunningService, serviceArgs, startService } from '../support/service.ts';
 import { pastTheSecondOf, pending, waitFor } from '../support/wait-for.ts';
+import { scaleUpOne, webApp } from '../support/web-app.ts';
 import { configMap, deployment } from '../support/workloads.ts';
 
 const servers: Server[] = [];
@@ -80,19 +81,6 @@ async function webhookService(namespace: string, hook: { url: string }, extra: s
 const posted = (hook: { open: ServerResponse[]; got: () => number }, what: string) =>
   waitFor(() => (hook.open.length === 1 ? true : pending(hook.got())), { describe: what, timeout: 30_000 });
 
-async function app(kube: Kube, namespace: string, replicas = 1) {
-  await kube.core.createNamespacedConfigMap({ namespace, body: configMap('app', { k: '1' }) });
-  await kube.apps.createNamespacedDeployment({
-    namespace,
-    body: deployment('web', {
-      replicas,
-      annotations: { 'reloader.stakater.com/auto': 'true' },
-      container: { envFrom: [{ configMapRef: { name: 'app' } }] },
-    }),
-  });
-  return waitReadyPods(kube, namespace, 'web', replicas);
-}
-
 const setApp = (kube: Kube, namespace: string, k: string) =>
   kube.core.replaceNamespacedConfigMap({ name: 'app', namespace, body: configMap('app', { k }) });
 
@@ -105,7 +93,7 @@ describe('defects the engine simulation found', () => {
     // deleted; A1 fails (HTTP 400, not retried by the POST itself) and will be retried; A2 runs and is
     // held, its config missing. Before the fix A1's pending retry kept A2's content marked "under way"
     // for good, so the config's return with A2's data was taken for a duplicate: the change was lost.
-    await app(kube, namespace);
+    await webApp(kube, namespace);
     const hook = await heldReceiver();
     const svc = await webhookService(namespace, hook, ['--webhook-retries=0']);
     const web = (l: { [k: string]: unknown }) => l.workload === 'Deployment/web';
@@ -223,7 +211,7 @@ describe('a change found at start', () => {
     // The service stops; the config is written; a pod is created after the write (it reads the new
     // data), as a reload cut by a leader change or a rollout while down creates one. Before the fix
     // the change found at start took the start as its cutoff and replaced that pod too.
-    const before = await app(kube, namespace, 2);
+    const before = await webApp(kube, namespace, 2);
     const keyFile = await hashKeyFile();
     const args = serviceArgs(namespace, keyFile, ['--debounce=0s']);
     const first = startService(args);
@@ -236,20 +224,13 @@ describe('a change found at start', () => {
     );
     // The cutoff is the write plus a 1 s margin: the new pod is stamped a whole second after that.
     await pastTheSecondOf(writeMs + 1000);
-    await kube.apps.patchNamespacedDeployment({
-      name: 'web',
-      namespace,
-      body: [{ op: 'replace', path: '/spec/replicas', value: 3 }],
-    });
-    const scaled = await waitReadyPods(kube, namespace, 'web', 3);
-    const newer = scaled.filter((p) => !before.some((q) => q.uid === p.uid));
-    expect(newer).toHaveLength(1);
+    const { added: newer } = await scaleUpOne(kube, namespace, before);
 
     const svc = startService(args);
     await svc.waitForLog('the change found', (l) => l.msg === 'changed while the service was down', 60_000);
     await svc.waitForLog('the reload done', (l) => l.msg === 'reload complete', 90_000);
     const after = await waitReadyPods(kube, namespace, 'web', 3);
-    expect(after.map((p) => p.uid)).toContain(newer[0]?.uid);
+    expect(after.map((p) => p.uid)).toContain(newer.uid);
     expect(after.filter((p) => before.some((q) => q.uid === p.uid))).toEqual([]);
   });
 });
@@ -317,7 +298,7 @@ describe('a workload deleted while its reload runs', () => {
     // leaves the entry to the run, which records its outcome after. Before the fix that record stayed:
     // a new Deployment of the same name would be judged against it. The periodic sweep, which also
     // forgets gone workloads' entries (seed 12), is kept out of the way by a long interval.
-    await app(kube, namespace);
+    await webApp(kube, namespace);
     const hook = await heldReceiver();
     const svc = await webhookService(namespace, hook, ['--surge-sweep-interval=1h']);
     const id = `Deployment/${namespace}/web`;
@@ -445,7 +426,7 @@ describe('ledger writes the API server refused', () => {
     // The Deployment is deleted while the API refuses ledger writes: the removal of its entry fails.
     // Before the fix nothing tried it again, and the entry outlived the workload (a new workload of
     // the same name would be judged against it).
-    await app(kube, namespace);
+    await webApp(kube, namespace);
     const svc = startService(
       serviceArgs(namespace, await hashKeyFile(), ['--debounce=0s', '--surge-sweep-interval=3s']),
     );

@@ -3,21 +3,18 @@
 // loopback proxy that drops the answer to the write recording a completed reload. Before the fix the
 // service kept the entry it had before that write, and its retry wrote from it: the shard went back to
 // the configs the lost write had replaced (the unit test is service/kube/ledger-lost-response.test.ts).
-import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { KubeConfig, type V1ConfigMap, Watch } from '@kubernetes/client-node';
+import { type V1ConfigMap, Watch } from '@kubernetes/client-node';
 import { afterEach, describe, expect } from 'vitest';
 import { decodeEntry } from '../../service/core/ledger-entry.ts';
 import { LEDGER_LABELS } from '../../service/kube/ledger.ts';
 import { ApiProxy } from '../support/api-proxy.ts';
 import { it } from '../support/kube.ts';
 import { ledgerEntry } from '../support/ledger.ts';
-import { waitReadyPods } from '../support/observe.ts';
-import { hashKeyFile, killAll, serviceArgs, startService } from '../support/service.ts';
-import { serviceAccountWithRole, writeKubeConfig } from '../support/service-account.ts';
+import { proxiedServiceArgs } from '../support/proxied-service.ts';
+import { killAll, startService } from '../support/service.ts';
 import { pending, waitFor } from '../support/wait-for.ts';
-import { configMap, deployment } from '../support/workloads.ts';
+import { webApp } from '../support/web-app.ts';
+import { configMap } from '../support/workloads.ts';
 
 afterEach(killAll);
 
@@ -29,36 +26,10 @@ describe('a ledger write whose response is lost', () => {
     namespace,
     onTestFinished,
   }) => {
-    await kube.core.createNamespacedConfigMap({ namespace, body: configMap('app', { k: '1' }) });
-    await kube.apps.createNamespacedDeployment({
-      namespace,
-      body: deployment('web', {
-        annotations: { 'reloader.stakater.com/auto': 'true' },
-        container: { envFrom: [{ configMapRef: { name: 'app' } }] },
-      }),
-    });
-    await waitReadyPods(kube, namespace, 'web', 1);
+    await webApp(kube, namespace);
     const proxy = await ApiProxy.start(kube.kc);
     onTestFinished(() => proxy.close());
-    const direct = await serviceAccountWithRole(kube, namespace, 'gitops-reloader', [
-      {
-        apiGroups: ['', 'apps', 'batch', 'policy', 'coordination.k8s.io', 'events.k8s.io'],
-        resources: ['*'],
-        verbs: ['*'],
-      },
-      { apiGroups: ['argoproj.io'], resources: ['rollouts', 'rollouts/status'], verbs: ['*'] },
-    ]);
-    const kc = new KubeConfig();
-    kc.loadFromOptions({
-      clusters: [{ name: 'proxy', server: proxy.url, caData: await proxy.caData() }],
-      users: direct.users,
-      contexts: [{ name: 'proxy', cluster: 'proxy', user: direct.getCurrentUser()?.name ?? '' }],
-      currentContext: 'proxy',
-    });
-    const file = await writeKubeConfig(kc, await mkdtemp(path.join(tmpdir(), 'gr-lost-')));
-    const args = serviceArgs(namespace, await hashKeyFile(), ['--debounce=0s']).map((a) =>
-      a.startsWith('--kubeconfig=') ? `--kubeconfig=${file}` : a,
-    );
+    const args = await proxiedServiceArgs(kube, namespace, proxy, ['--debounce=0s']);
 
     // Every version of the workload's entry the shards held, in order.
     const id = `Deployment/${namespace}/web`;

@@ -5,7 +5,8 @@
 // chosen responses lag: each of their chunks reaches the client a fixed time after it left the API
 // server (a watch that falls behind, as one does on a loaded machine), in order. And it can lose the
 // response of one chosen request: the API server gets and applies it, the client's connection drops
-// before the answer (a timeout after the write landed).
+// before the answer (a timeout after the write landed). And it can hold the answer to one chosen
+// request until the test releases it (a slow LIST, for as long as the test needs).
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile } from 'node:fs/promises';
@@ -105,6 +106,7 @@ export class ApiProxy {
   #cut = false;
   #lags: { match: (path: string) => boolean; ms: number }[] = [];
   #lose: ((r: ProxiedRequest) => boolean) | undefined;
+  #hold: { match: (r: ProxiedRequest) => boolean; seen: () => void; released: Promise<void> } | undefined;
   /** Requests that arrived while cut, held open (a partition drops packets; it does not refuse). */
   readonly #parked = new Set<ServerResponse>();
 
@@ -165,6 +167,23 @@ export class ApiProxy {
     this.#lose = match;
   }
 
+  /**
+   * The next request that `match` accepts goes to the API server; its answer reaches the client only
+   * once `release` is called. `held` resolves when that request has arrived. Once only.
+   */
+  hold(match: (r: ProxiedRequest) => boolean): { held: Promise<void>; release: () => void } {
+    let seen!: () => void;
+    let release!: () => void;
+    const held = new Promise<void>((r) => {
+      seen = r;
+    });
+    const released = new Promise<void>((r) => {
+      release = r;
+    });
+    this.#hold = { match, seen, released };
+    return { held, release };
+  }
+
   get isCut(): boolean {
     return this.#cut;
   }
@@ -216,11 +235,15 @@ export class ApiProxy {
             res.socket?.destroy();
             return;
           }
-          res.writeHead(upRes.statusCode ?? 502, upRes.headers);
-          const lag = this.#lags.find((l) => l.match(record.path))?.ms;
-          if (lag === undefined) upRes.pipe(res);
-          else delayed(upRes, res, lag);
-          res.once('close', () => upRes.destroy());
+          const hold = this.#hold?.match(record) ? this.#hold : undefined;
+          if (hold) {
+            this.#hold = undefined;
+            upRes.pause();
+            hold.seen();
+            void hold.released.then(() => this.#answer(record, upRes, res));
+            return;
+          }
+          this.#answer(record, upRes, res);
         },
       );
       up.on('error', () => res.socket?.destroy());
@@ -230,5 +253,15 @@ export class ApiProxy {
       });
       up.end(body);
     });
+  }
+
+  /** Passes the upstream answer on: at once, or lagging if a lag matches. */
+  #answer(record: ProxiedRequest, upRes: IncomingMessage, res: ServerResponse): void {
+    if (res.destroyed) return;
+    res.writeHead(upRes.statusCode ?? 502, upRes.headers);
+    const lag = this.#lags.find((l) => l.match(record.path))?.ms;
+    if (lag === undefined) upRes.pipe(res);
+    else delayed(upRes, res, lag);
+    res.once('close', () => upRes.destroy());
   }
 }
