@@ -11,8 +11,7 @@ const replay = process.env.SIM_SEED ? [Number(process.env.SIM_SEED)] : undefined
  * the issue-20 work; SIM_SEED=n replays each). They are left out of the default run, and listed in
  * its output, never silently.
  */
-const KNOWN: Record<number, string> = {
-};
+const KNOWN: Record<number, string> = {};
 const count = Number(process.env.SIM_SCHEDULES ?? 3000);
 const first = Number(process.env.SIM_FIRST_SEED ?? 1);
 
