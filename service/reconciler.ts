@@ -198,15 +198,12 @@ export class Reconciler {
         'config changed',
       );
       if (affected.length === 0) m?.skipped('no_match');
+      const metadataOnly = old !== undefined && now !== undefined && old.digest.all === now.digest.all;
       for (const w of affected) {
         const t = this.#d.state.workloads.get(w);
         if (t) m?.workloadsScanned(t.rec.ref.kind);
-        const change: Change = {
-          workload: w,
-          config: id,
-          observedAt,
-          debounceMs: t?.parsed.policy.debounceMs,
-        };
+        const debounceMs = t?.parsed.policy.debounceMs;
+        const change: Change = { workload: w, config: id, observedAt, debounceMs, metadataOnly };
         if (this.#d.gate?.hold(change, rec)) continue;
         this.#batcher.add(change);
       }

@@ -11,7 +11,7 @@
 //    resource list, releases the batch. A safety timer releases them if no notification comes.
 import type { FailedSyncPolicy } from '../config/choices.ts';
 import type { Change, ChangeGate, ChangeSink, Timers } from '../core/batcher.ts';
-import { realTimers } from '../core/batcher.ts';
+import { datingChange, realTimers } from '../core/batcher.ts';
 import type { ConfigRecord } from '../core/records.ts';
 import type { ConfigKind, ConfigRef } from '../core/types.ts';
 import { configId } from '../core/types.ts';
@@ -66,7 +66,8 @@ export class SyncGate implements ChangeGate {
   readonly #o: SyncGateOptions;
   readonly #timers: Timers;
   readonly #held = new Map<string, Held>();
-  /** Unwatched apps whose last sync a notification ended: key → when. */
+  /** Apps a notification ended a sync of: key → the newest ended operation's startedAt (ms). */
+  readonly #lastEnded = new Map<string, number>();
   /** configId → until when a late change of it belongs to a sync a notification already ended. */
   readonly #lateUntil = new Map<string, number>();
   /** Apps a notification came from: their notifications are wired up. */
@@ -175,7 +176,7 @@ export class SyncGate implements ChangeGate {
     const held = this.#bucket(key);
     const id = `${change.workload}\u0000${change.config}`;
     const prev = held.changes.get(id);
-    held.changes.set(id, prev && prev.observedAt > change.observedAt ? prev : change);
+    held.changes.set(id, datingChange(prev, change));
     if (!watched && held.timer === undefined && !held.failedAt) {
       held.timer = this.#timers.set(() => {
         held.timer = undefined;
@@ -242,6 +243,20 @@ export class SyncGate implements ChangeGate {
       }
     }
     if (!isTerminal(n.phase)) return { outcome: 'accepted', action: 'noted a running sync' };
+    // The end of an older sync, delivered after a newer one's: that sync's outcome is already decided
+    // and must not hold what came after it (a late failure under --argocd-on-failed-sync=hold held the
+    // changes after a successful sync for good; found by the engine simulation, seed 6291).
+    const started = Date.parse(n.startedAt);
+    const newest = this.#lastEnded.get(key);
+    if (newest !== undefined && started < newest) {
+      return { outcome: 'accepted', action: 'ignored: a newer sync already ended' };
+    }
+    this.#lastEnded.delete(key);
+    this.#lastEnded.set(key, Number.isFinite(started) ? started : (newest ?? 0));
+    if (this.#lastEnded.size > (this.#o.appLimit ?? APP_LIMIT)) {
+      const oldest = this.#lastEnded.keys().next().value;
+      if (oldest !== undefined) this.#lastEnded.delete(oldest);
+    }
     const prev = this.tracker.get(key);
     if (this.#o.watched(n.app.namespace) && prev?.operation?.startedAt === n.startedAt) {
       if (isTerminal(prev.operation.phase)) return { outcome: 'accepted', action: 'sync already ended' };

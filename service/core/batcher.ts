@@ -15,6 +15,26 @@ export interface Change {
   observedAt: number;
   /** Per-workload debounce override (gitops-reloader.io/debounce), in ms. */
   debounceMs?: number;
+  /**
+   * The config's data is unchanged (its annotations or labels were edited). It dates no change: when
+   * the batch already holds a change of that config, its time stands (see datingChange).
+   */
+  metadataOnly?: boolean;
+}
+
+/**
+ * Which of two observations of one config dates its change: the later one, unless the later is a
+ * metadata-only edit. A metadata edit after a data change must not move the cutoff past pods that
+ * already read the new data (invariant I3; found by the engine simulation, seed 5449).
+ */
+export function datingChange<T extends Pick<Change, 'observedAt' | 'metadataOnly'>>(
+  prev: T | undefined,
+  next: T,
+): T {
+  if (prev === undefined) return next;
+  if (next.metadataOnly && !prev.metadataOnly) return prev;
+  if (prev.metadataOnly && !next.metadataOnly) return next;
+  return prev.observedAt > next.observedAt ? prev : next;
 }
 
 export interface ChangeSink {
@@ -89,8 +109,8 @@ export const realTimers: Timers = {
 };
 
 interface Open {
-  /** config → its latest observation. */
-  configs: Map<string, number>;
+  /** config → the observation that dates its change (datingChange). */
+  configs: Map<string, Pick<Change, 'observedAt' | 'metadataOnly'>>;
   firstAddedAt: number;
   firstObservedAt: number;
   lastObservedAt: number;
@@ -126,7 +146,7 @@ export class Batcher implements ChangeSink {
     } else {
       this.#timers.clear(open.timer);
     }
-    open.configs.set(change.config, Math.max(open.configs.get(change.config) ?? 0, change.observedAt));
+    open.configs.set(change.config, datingChange(open.configs.get(change.config), change));
     open.firstObservedAt = Math.min(open.firstObservedAt, change.observedAt);
     open.lastObservedAt = Math.max(open.lastObservedAt, change.observedAt);
     const debounce = change.debounceMs ?? this.#debounceMs;
@@ -161,7 +181,7 @@ export class Batcher implements ChangeSink {
       configs: [...open.configs.keys()].sort(),
       firstObservedAt: open.firstObservedAt,
       lastObservedAt: open.lastObservedAt,
-      observedAt: Object.fromEntries(open.configs),
+      observedAt: Object.fromEntries([...open.configs].map(([c, o]) => [c, o.observedAt])),
     });
   }
 }

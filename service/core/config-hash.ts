@@ -24,6 +24,12 @@ export interface ConfigDigest {
 export const MISSING = 'missing';
 /** What a workload sees of a referenced key that an existing config does not have. Not hex either. */
 export const ABSENT_KEY = 'absent';
+/**
+ * What the ledger records for a config whose change a workload's pods never read, when the service did
+ * not see the data they read (a workload created while it was down, docs/catch-up.md). Not hex either:
+ * it differs from every current digest, so the reload stays due until one completes.
+ */
+export const UNSEEN = 'unseen';
 
 /**
  * Shorter keys are refused: an empty key would make every digest a bare hash of the data, and RFC 2104 §3

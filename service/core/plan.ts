@@ -12,7 +12,7 @@ import {
   type ParsedWorkloadPolicy,
   rulesFor,
 } from './annotations.ts';
-import { MISSING, usageDigest } from './config-hash.ts';
+import { MISSING, UNSEEN, usageDigest } from './config-hash.ts';
 import type { ConfigRecord, WorkloadRecord } from './records.ts';
 import { type ConfigRef, type ConfigUse, configId } from './types.ts';
 
@@ -159,4 +159,16 @@ export function recordable(
 /** A workload takes part when something could reload it, or when the ledger already knows it. */
 export function isTracked(set: WatchedSet): boolean {
   return Object.keys(set.digests).length > 0;
+}
+
+/**
+ * The record of a workload that has no ledger entry yet, for a reload of `changed`: its current digests,
+ * except that each changed config is UNSEEN (its pods have not read it), so the reload stays due for
+ * a batch that comes before it completes (a workload created while the service was down).
+ */
+export function firstSeenRecord(
+  set: Record<string, string>,
+  changed: readonly string[],
+): Record<string, string> {
+  return { ...set, ...Object.fromEntries(changed.map((id) => [id, UNSEEN])) };
 }

@@ -6,7 +6,7 @@
 import { KEYS } from '../core/annotations.ts';
 import type { LedgerEntry } from '../core/ledger-entry.ts';
 import { heldMessage } from '../core/needed-configs.ts';
-import { type Verdict, verdict } from '../core/plan.ts';
+import { firstSeenRecord, type Verdict, verdict } from '../core/plan.ts';
 import type { ReloadAction } from '../core/reload-action.ts';
 import type { TrackedWorkload } from '../state.ts';
 import type { ReconcilerDeps } from './deps.ts';
@@ -46,7 +46,7 @@ export async function recordHold(
   if (JSON.stringify(entry?.pending) !== JSON.stringify(pending)) {
     try {
       await ledger.put(t.id, {
-        configs: entry?.configs ?? {},
+        configs: entry?.configs ?? firstSeenRecord(action.target, action.changed),
         pending,
         ...(entry?.reloadedAt ? { reloadedAt: entry.reloadedAt } : {}),
       });

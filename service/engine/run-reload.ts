@@ -5,7 +5,7 @@
 
 import { realTimers } from '../core/batcher.ts';
 import { namespaceKey, setDigest } from '../core/config-hash.ts';
-import { verdict } from '../core/plan.ts';
+import { firstSeenRecord, verdict } from '../core/plan.ts';
 import { ProgressDeadline } from '../core/progress-deadline.ts';
 import { type Outcome, type ReloadAction, retryDelayMs } from '../core/reload-action.ts';
 import type { TrackedWorkload } from '../state.ts';
@@ -68,7 +68,7 @@ export async function runReload(c: RunContext, t: TrackedWorkload, a: ReloadActi
   const begin = async (snapshot?: readonly string[]) => {
     targets = snapshot;
     await ledger.put(t.id, {
-      configs: previous?.configs ?? {},
+      configs: previous?.configs ?? firstSeenRecord(a.target, a.changed),
       pending: {
         cutoff,
         target: a.target,

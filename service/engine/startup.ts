@@ -8,7 +8,7 @@
 import { type CatchUp, decide, type KeyState } from '../core/catch-up.ts';
 import { effectiveCutoff } from '../core/cutoff.ts';
 import type { LedgerEntry } from '../core/ledger-entry.ts';
-import { isTracked, recordable } from '../core/plan.ts';
+import { firstSeenRecord, isTracked, recordable } from '../core/plan.ts';
 import type { ReloadAction } from '../core/reload-action.ts';
 import type { TrackedWorkload } from '../state.ts';
 import type { ReconcilerDeps } from './deps.ts';
@@ -108,6 +108,9 @@ export async function judgeAtStart(d: ReconcilerDeps, h: StartupHooks): Promise<
       // What the pending reload was for is gone again (reverted, or deleted): nothing left to do.
       writes.push([t.id, base]);
     } else if (v.kind === 'reload') {
+      // A workload created while down has no entry: record what its pods read, so that a reload held
+      // (a sync running, a config missing) or cut stays due, instead of a later batch baselining it.
+      if (!base) writes.push([t.id, { configs: firstSeenRecord(set, v.changed) }]);
       // A hold of the previous term (a sync running, or one that failed) is still a hold: the next
       // successful sync releases it, not this leader change (docs/adr/0029).
       if (h.heldByGate?.(t, v.changed, now)) {

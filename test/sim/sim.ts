@@ -305,7 +305,13 @@ export async function simulate(s: Schedule): Promise<string[]> {
       // Missing at a start under a new key, its recorded digest is the old key's: its return counts as
       // a change (so that new data is never lost), and same data restarts its pods once (reported).
       if (keyLost.has(u.config)) return true;
-      const since = p.createdAt - (c.contentAt.get(c.version) ?? 0);
+      // The clock margin counts from when the pod's data appeared: its write, or the config's return
+      // with it (a config created again is a change the engine observes, and dates, then).
+      const appeared = Math.max(
+        c.contentAt.get(c.version) ?? 0,
+        c.createdAt <= p.createdAt ? c.createdAt : 0,
+      );
+      const since = p.createdAt - appeared;
       if (since >= 0 && since <= SKEW_MS) return true;
       // A pod no newer (in whole seconds) than a write of its config before the cutoff: writes bound
       // data changes where the engine did not see one (at a start, docs/catch-up.md), and a config
