@@ -8,15 +8,7 @@
 
 import { identities } from './catch-up.ts';
 import { KEYS } from './core/annotations.ts';
-import {
-  type Batch,
-  Batcher,
-  type Change,
-  changeObservedAt,
-  realTimers,
-  type Timers,
-} from './core/batcher.ts';
-import { effectiveCutoff } from './core/cutoff.ts';
+import { type Batch, Batcher, type Change, realTimers, type Timers } from './core/batcher.ts';
 import { isTracked, REQUEST, recordable, watchedSet } from './core/plan.ts';
 import type { ConfigRecord } from './core/records.ts';
 import {
@@ -33,6 +25,7 @@ import { WorkQueue } from './core/work-queue.ts';
 import { decide } from './engine/decide.ts';
 import type { ReconcilerDeps } from './engine/deps.ts';
 import { batchVerdict, type Held, heldAction, recordHold, recordMissing, resumeHeld } from './engine/hold.ts';
+import { plannedCutoff } from './engine/planned-cutoff.ts';
 import { dropReload, forgetGone, forgetIfGone, Recorder } from './engine/recorder.ts';
 import { changeRV, emitOn, fields, reportPolicy } from './engine/report.ts';
 import { runReload } from './engine/run-reload.ts';
@@ -63,6 +56,8 @@ export class Reconciler {
   readonly #inFlight = new Map<string, Record<string, string>>();
   /** Per workload: the recency of the newest action submitted in this term (a retry never beats it). */
   readonly #newest = new Map<string, Recency>();
+  /** Workloads whose baseline the ledger refused: the digests it was for, until one is recorded. */
+  readonly #refused = new Map<string, Record<string, string>>();
   readonly #retrying = new Set<string>();
   readonly #held = new Map<string, Held & { timer: unknown }>();
   readonly #running = new Set<string>();
@@ -255,6 +250,7 @@ export class Reconciler {
     if (this.#live && id.startsWith('Job/') && this.#d.ledger.get(id)?.pending && !this.#running.has(id)) {
       void this.#d.strategies.resumeJobs(this.#view(), this.#signal);
     }
+    this.#refused.delete(id);
     if (!this.#running.has(id) && !this.#retrying.has(id)) {
       this.#newest.delete(id);
       this.#recorder.forget(id);
@@ -297,20 +293,26 @@ export class Reconciler {
       return;
     }
     const set = this.#set(t) ?? {};
-    const entry = ledger.get(t.id);
+    // A baseline the ledger refused still says what the pods read: a change since is one (seed 12045).
+    const refused = ledger.get(t.id) ? undefined : this.#refused.get(t.id);
+    const entry = ledger.get(t.id) ?? (refused && { configs: refused });
     const v = batchVerdict(this.#d, t.id, set, entry?.configs);
     try {
       switch (v.kind) {
         case 'baseline':
           if (Object.keys(set).length === 0) return;
+          this.#refused.set(t.id, set);
           await ledger.put(t.id, { configs: set });
+          this.#refused.delete(t.id);
           log.info(fields(t), 'baseline recorded');
           return;
         case 'rebaseline':
           await ledger.put(t.id, { ...entry, configs: v.record });
+          this.#refused.delete(t.id);
           log.info({ ...fields(t), added: v.added, removed: v.removed }, 'watched configs changed; recorded');
           return;
         case 'none':
+          if (refused) await ledger.put(t.id, { configs: refused }).then(() => this.#refused.delete(t.id));
           this.#d.metrics?.reloader.skipped('no_data_change');
           log.info(
             { ...fields(t), configs: b.configs, ...(v.deleted.length > 0 ? { deleted: v.deleted } : {}) },
@@ -322,7 +324,7 @@ export class Reconciler {
           this.#submit({
             workload: t.id,
             changed: v.changed,
-            cutoffMs: effectiveCutoff(changeObservedAt(b, v.changed)),
+            cutoffMs: plannedCutoff(this.#d, b, v.changed, this.#newest.get(t.id)?.cutoffMs),
             target: set,
             changeRV: changeRV(this.#d.state, v.changed),
             // The same content as a held pending reload: that one goes on, with its pod snapshot.

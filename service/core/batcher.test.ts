@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { type Batch, Batcher, changeObservedAt } from './batcher.ts';
+import { type Batch, Batcher, batchCutoffMs } from './batcher.ts';
 
 describe('Batcher', () => {
   beforeEach(() => {
@@ -82,7 +82,7 @@ describe('Batcher', () => {
   });
 });
 
-describe('changeObservedAt', () => {
+describe('batchCutoffMs', () => {
   const batch = (observedAt: Record<string, number>): Batch => ({
     workload: 'W',
     configs: Object.keys(observedAt).sort(),
@@ -90,21 +90,43 @@ describe('changeObservedAt', () => {
     lastObservedAt: Math.max(...Object.values(observedAt)),
     observedAt,
   });
+  // The identity, so that each case shows which time was taken.
+  const at = (written: Record<string, number> = {}, newestCutoffMs?: number) => ({
+    newestCutoffMs,
+    writtenAtMs: (id: string) => written[id],
+    cutoffOf: (ms: number) => ms,
+  });
 
   it('dates the change by the configs that changed, not by a later, unchanged one', () => {
     // A notification listed Secret/creds (unchanged) when it arrived, 6 s after ConfigMap/app changed.
     const b = batch({ 'ConfigMap/ns/app': 1_000_000, 'Secret/ns/creds': 1_006_000 });
-    expect(changeObservedAt(b, ['ConfigMap/ns/app'])).toBe(1_000_000);
+    expect(batchCutoffMs(b, ['ConfigMap/ns/app'], at())).toBe(1_000_000);
   });
 
   it('takes the newest of several changed configs', () => {
     const b = batch({ a: 1_000_000, b: 1_003_000, c: 1_009_000 });
-    expect(changeObservedAt(b, ['a', 'b'])).toBe(1_003_000);
+    expect(batchCutoffMs(b, ['a', 'b'], at())).toBe(1_003_000);
   });
 
   it('falls back to the latest observation when a changed config is not in the batch', () => {
     const b = batch({ a: 1_000_000, b: 1_003_000 });
-    expect(changeObservedAt(b, ['a', 'z'])).toBe(1_003_000);
-    expect(changeObservedAt(b, [])).toBe(1_003_000);
+    expect(batchCutoffMs(b, ['a', 'z'], at())).toBe(1_003_000);
+    expect(batchCutoffMs(b, [], at())).toBe(1_003_000);
+  });
+
+  it("dates a change by the config's newest write when that is earlier than the batch saw it (seeds 7270, 8616)", () => {
+    // A template change at 1_079_000 started the batch; the config was last written at 1_021_000.
+    const b = batch({ workload: 1_079_000 });
+    expect(batchCutoffMs(b, ['cm'], at({ cm: 1_021_000 }))).toBe(1_021_000);
+    // Observed again late (a notification listing it): the write still dates it.
+    expect(batchCutoffMs(batch({ cm: 1_079_000 }), ['cm'], at({ cm: 1_021_000 }))).toBe(1_021_000);
+    // A write after the observation (clock skew) never moves the cutoff later than the observation.
+    expect(batchCutoffMs(batch({ cm: 1_000_000 }), ['cm'], at({ cm: 1_000_400 }))).toBe(1_000_000);
+  });
+
+  it('is never before the newest planned reload, which it supersedes (seeds 711, 87)', () => {
+    const b = batch({ workload: 1_079_000 });
+    expect(batchCutoffMs(b, ['cm'], at({ cm: 1_021_000 }, 1_046_000))).toBe(1_046_000);
+    expect(batchCutoffMs(b, ['cm'], at({ cm: 1_060_000 }, 1_046_000))).toBe(1_060_000);
   });
 });

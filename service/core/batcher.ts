@@ -73,27 +73,40 @@ export interface Batch {
   lastObservedAt: number;
   /**
    * The latest observation of each config in `configs`. The reload's cutoff T comes from the configs
-   * whose data really changed (see changeObservedAt), not from every config the batch names.
+   * whose data really changed (see batchCutoffMs), not from every config the batch names.
    */
   observedAt: Record<string, number>;
 }
 
+/** What batchCutoffMs knows beyond the batch. */
+export interface CutoffContext {
+  /** The cutoff of the newest reload planned for the workload, if any. */
+  newestCutoffMs?: number | undefined;
+  /** A config's newest write (creationTimestamp, managedFields; the API server's clock), when known. */
+  writtenAtMs: (configId: string) => number | undefined;
+  /** The cutoff for a change made at a time (core/cutoff.ts effectiveCutoff). */
+  cutoffOf: (atMs: number) => number;
+}
+
 /**
- * When the latest real change of a batch was observed: the newest observation among `changed` (the
- * configs whose digests differ from the ledger). A batch can name configs that did not change (a
- * notification lists every config a sync applied, dated when it arrives); their later times must not
- * move T, or pods a template rollout created after the real change would look old and be restarted
- * again. When a changed config has no observation in the batch (it changed while no batch saw it),
- * nothing better is known than the batch's latest observation.
+ * The cutoff T of a reload planned from batch `b` for `changed`. Each changed config is dated by the
+ * earlier of its observation in the batch (changeObservedAt; else the batch's latest observation) and
+ * its newest write, an upper bound of its data change (as at start, docs/catch-up.md): a batch can
+ * observe a change again long after it was made (a notification that lists it, a deletion of another
+ * config, a template change), and dating it then would make the pods created since, which read it,
+ * look old (I3; engine simulation seeds 7270, 8616). And never before the newest planned reload's
+ * cutoff: this one carries that one's changes too (it targets the current digests), and an older
+ * cutoff would be superseded by it and never run (seeds 711, 87).
  */
-export function changeObservedAt(b: Batch, changed: readonly string[]): number {
-  let latest = Number.NEGATIVE_INFINITY;
-  for (const c of changed) {
-    const t = b.observedAt[c];
-    if (t === undefined) return b.lastObservedAt;
-    latest = Math.max(latest, t);
+export function batchCutoffMs(b: Batch, changed: readonly string[], c: CutoffContext): number {
+  if (changed.length === 0) return c.cutoffOf(b.lastObservedAt);
+  let latest = c.newestCutoffMs ?? Number.NEGATIVE_INFINITY;
+  for (const id of changed) {
+    const seen = b.observedAt[id] ?? b.lastObservedAt;
+    const written = c.writtenAtMs(id);
+    latest = Math.max(latest, c.cutoffOf(written === undefined ? seen : Math.min(written, seen)));
   }
-  return Number.isFinite(latest) ? latest : b.lastObservedAt;
+  return latest;
 }
 
 export interface Timers {

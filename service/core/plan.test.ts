@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { compileGlobals, DEFAULT_GLOBALS, parseWorkloadPolicy } from './annotations.ts';
-import { hashConfig, MISSING } from './config-hash.ts';
-import { type ConfigLookup, REQUEST, recordable, verdict, watchedSet } from './plan.ts';
+import { hashConfig, MISSING, UNSEEN } from './config-hash.ts';
+import { type ConfigLookup, firstSeenRecord, REQUEST, recordable, verdict, watchedSet } from './plan.ts';
 import type { ConfigRecord, WorkloadRecord } from './records.ts';
 import { type ConfigRef, configId } from './types.ts';
 
@@ -192,5 +192,18 @@ describe('SecretProviderClasses in the watched set', () => {
     const again = setOf(w, lookup(spc('vault-db', { 'secret/db': 'v1' }))).digests;
     expect(verdict(v2, v1)).toEqual({ kind: 'reload', changed: ['SecretProviderClass/ns/vault-db'] });
     expect(verdict(again, v1)).toEqual({ kind: 'none', deleted: [] });
+  });
+});
+
+describe('firstSeenRecord', () => {
+  it('records the changes the pods have not read as unseen, so a later batch still reloads them (seed 5163)', () => {
+    const set = { 'ConfigMap/ns/a': 'a2', 'ConfigMap/ns/b': MISSING };
+    const record = firstSeenRecord(set, ['ConfigMap/ns/a']);
+    expect(record).toEqual({ 'ConfigMap/ns/a': UNSEEN, 'ConfigMap/ns/b': MISSING });
+    // B back with its data: the verdict against the record still names A's change.
+    expect(verdict({ 'ConfigMap/ns/a': 'a2', 'ConfigMap/ns/b': 'b1' }, record)).toMatchObject({
+      kind: 'reload',
+      changed: expect.arrayContaining(['ConfigMap/ns/a']),
+    });
   });
 });
