@@ -280,6 +280,71 @@ describe('SyncGate', () => {
       expect(released).toEqual([]);
     });
 
+    describe('the end of an older sync delivered after a newer one ended (seed 6291)', () => {
+      const at = (startedAt: string, phase: 'Succeeded' | 'Failed') => ({ ...n(phase), startedAt });
+
+      it('ignores a stale Failed end after a newer Succeeded: later changes are not held for good', async () => {
+        const { gate, released, change, timers } = await notifying({
+          onFailedSync: 'hold',
+          unwatchedMaxHoldMs: 10_000,
+        });
+        await gate.notify({ ...at('2026-12-02T10:00:00Z', 'Succeeded'), phase: 'Running' });
+        await gate.notify({ ...at('2026-12-02T10:05:00Z', 'Succeeded'), phase: 'Running' });
+        expect(await gate.notify(at('2026-12-02T10:05:00Z', 'Succeeded'))).toEqual({
+          outcome: 'accepted',
+          action: 'sync Succeeded',
+        });
+        expect(await gate.notify(at('2026-12-02T10:00:00Z', 'Failed'))).toEqual({
+          outcome: 'accepted',
+          action: 'ignored: a newer sync already ended',
+        });
+        // A later change is held as after any sync, and the safety timer still releases it: no
+        // failed-sync hold (which has no timer) was set by the stale end.
+        expect(gate.hold(change('a'), config('a'))).toBe(true);
+        timers.advance(10_000);
+        expect(released.map((c) => c.config)).toEqual(['ConfigMap/web/a']);
+      });
+
+      it('applies an end whose startedAt is the same as or newer than the newest ended one', async () => {
+        const { gate, released, change, timers } = await notifying({
+          onFailedSync: 'hold',
+          unwatchedMaxHoldMs: 10_000,
+        });
+        expect(gate.hold(change('a'), config('a'))).toBe(true);
+        expect(await gate.notify(at('2026-12-02T10:05:00Z', 'Succeeded'))).toMatchObject({
+          action: 'sync Succeeded',
+        });
+        expect(released.map((c) => c.config)).toEqual(['ConfigMap/web/a']);
+        // The same instant (spelt with an offset, so not a duplicate delivery) is not older: applied,
+        // and under hold the changes after it stay held, with no safety release…
+        expect(await gate.notify(at('2026-12-02T11:05:00+01:00', 'Failed'))).toMatchObject({
+          action: 'sync Failed',
+        });
+        expect(gate.hold(change('b'), config('b'))).toBe(true);
+        timers.advance(60_000);
+        expect(released).toHaveLength(1);
+        // …until a newer end, here a Succeeded one, releases them.
+        expect(await gate.notify(at('2026-12-02T10:10:00Z', 'Succeeded'))).toMatchObject({
+          action: 'sync Succeeded',
+        });
+        expect(released.map((c) => c.config)).toEqual(['ConfigMap/web/a', 'ConfigMap/web/b']);
+      });
+
+      it('applies a newer Failed end after a Succeeded one', async () => {
+        const { gate, released, change, timers } = await notifying({
+          onFailedSync: 'hold',
+          unwatchedMaxHoldMs: 10_000,
+        });
+        await gate.notify(at('2026-12-02T10:05:00Z', 'Succeeded'));
+        expect(await gate.notify(at('2026-12-02T10:10:00Z', 'Failed'))).toMatchObject({
+          action: 'sync Failed',
+        });
+        expect(gate.hold(change('a'), config('a'))).toBe(true);
+        timers.advance(60_000);
+        expect(released).toEqual([]);
+      });
+    });
+
     it('does not hold at all when notifications are off', () => {
       const { gate, change } = unwatched({ notificationsEnabled: false });
       expect(gate.hold(change('a'), config('a'))).toBe(false);

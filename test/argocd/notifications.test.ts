@@ -1,7 +1,9 @@
 // The shipped notification config, evaluated by the real notifications-engine (trigger, oncePer,
 // subscriptions, template, webhook service), delivered to gitops-reloader. The delivery test runs
 // the service with a ServiceAccount that RBAC denies Applications, as when Argo CD runs in another
-// cluster: the notification alone must drive one correct reload.
+// cluster: the notification alone must drive one correct reload. The last describe posts notifications
+// itself, over HTTP, in an order the controller's retries can produce: an older sync's end after a
+// newer one's.
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -10,13 +12,13 @@ import { UNWATCHED_GRACE_MS } from '../../service/argocd/gate.ts';
 import { parseNotification } from '../../service/argocd/notification.ts';
 import { readArgoObject } from '../support/argo.ts';
 import { ArgoCdPlayer } from '../support/argocd-player.ts';
-import { it } from '../support/kube.ts';
-import { livePods, PodTracker, waitForEvent, waitReadyPods } from '../support/observe.ts';
+import { it, type Kube } from '../support/kube.ts';
+import { livePods, PodTracker, waitAllReplaced, waitForEvent, waitReadyPods } from '../support/observe.ts';
 import { restrictedKubeConfig } from '../support/restricted-service-account.ts';
 import { hashKeyFile } from '../support/service.ts';
 import { pending, waitFor } from '../support/wait-for.ts';
 import { cm, reloadedCount, secret, stayQuiet, web } from './fixtures.ts';
-import { startInProcess } from './in-process.ts';
+import { type InProcessService, startInProcess } from './in-process.ts';
 import { buildNotify, runNotify } from './notify-engine.ts';
 
 let bin: string;
@@ -71,6 +73,65 @@ function application(
         }
       : {},
   };
+}
+
+const TOKEN = 'c0ffee00c0ffee00c0ffee00c0ffee00';
+
+/** Argo CD played for the Application `namespace/shop`, syncing into its own namespace. */
+const shop = (kube: Kube, namespace: string) =>
+  ArgoCdPlayer.start({
+    kube,
+    appNamespace: namespace,
+    appName: 'shop',
+    destination: namespace,
+    mode: 'client-side-apply',
+  });
+
+/**
+ * The service in this process, with the webhook on and a ServiceAccount that RBAC denies Applications
+ * (Argo CD in another cluster): notifications alone say when the app's syncs run and end.
+ */
+async function startNotified(kube: Kube, namespace: string, extra: string[] = []): Promise<InProcessService> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'gr-token-'));
+  const tokenFile = path.join(dir, 'token');
+  await writeFile(tokenFile, TOKEN);
+  const svc = await startInProcess(await restrictedKubeConfig(kube, namespace), [
+    `--namespaces=${namespace}`,
+    `--release-namespace=${namespace}`,
+    `--hash-key-file=${await hashKeyFile()}`,
+    `--argocd-namespaces=${namespace}`,
+    `--webhook-token-file=${tokenFile}`,
+    '--debounce=1s',
+    '--max-debounce-wait=2s',
+    '--min-reload-interval=0s',
+    ...extra,
+  ]);
+  try {
+    await svc.waitForLog('no Application access', (l) =>
+      l.msg.startsWith('cannot list Argo CD Applications'),
+    );
+  } catch (err) {
+    await svc.stop();
+    throw err;
+  }
+  return svc;
+}
+
+/** Runs `body`, printing the service's last log lines if it fails; stops the service either way. */
+async function runThenStop(svc: InProcessService, body: () => Promise<void>): Promise<void> {
+  try {
+    await body();
+  } catch (err) {
+    console.log(
+      svc.logs
+        .slice(-40)
+        .map((l) => JSON.stringify(l))
+        .join('\n'),
+    );
+    throw err;
+  } finally {
+    await svc.stop();
+  }
 }
 
 describe('the shipped Argo CD notification config', () => {
@@ -133,40 +194,18 @@ describe('the shipped Argo CD notification config', () => {
     kube,
     namespace,
   }) => {
-    const player = await ArgoCdPlayer.start({
-      kube,
-      appNamespace: namespace,
-      appName: 'shop',
-      destination: namespace,
-      mode: 'client-side-apply',
-    });
+    const player = await shop(kube, namespace);
     await player.sync([
       [cm('app', { k: '1' }), secret('creds', { p: '1' })],
       [web('web', { configMaps: ['app'], secrets: ['creds'], replicas: 2 })],
     ]);
     const before = await waitReadyPods(kube, namespace, 'web', 2);
 
-    const token = 'c0ffee00c0ffee00c0ffee00c0ffee00';
-    const dir = await mkdtemp(path.join(tmpdir(), 'gr-token-'));
-    const tokenFile = path.join(dir, 'token');
-    await writeFile(tokenFile, token);
-    const svc = await startInProcess(await restrictedKubeConfig(kube, namespace), [
-      `--namespaces=${namespace}`,
-      `--release-namespace=${namespace}`,
-      `--hash-key-file=${await hashKeyFile()}`,
-      `--argocd-namespaces=${namespace}`,
-      `--webhook-token-file=${tokenFile}`,
-      '--debounce=1s',
-      '--max-debounce-wait=2s',
-      '--min-reload-interval=0s',
-    ]);
-    try {
-      await svc.waitForLog('no Application access', (l) =>
-        l.msg.startsWith('cannot list Argo CD Applications'),
-      );
+    const svc = await startNotified(kube, namespace);
+    await runThenStop(svc, async () => {
       // Argo CD notifies the initial sync: from then on the service holds this app's changes.
       const initial = await readArgoObject(kube.custom, 'Application', namespace, 'shop');
-      const [first] = await runNotify(bin, [initial], { token, url: svc.webhookUrl, send: true });
+      const [first] = await runNotify(bin, [initial], { token: TOKEN, url: svc.webhookUrl, send: true });
       expect(first?.sent).toBe(true);
       const notifiedAt = Date.now();
       await svc.waitForLog('first notification', (l) => l.msg === 'Argo CD notification accepted');
@@ -200,7 +239,7 @@ describe('the shipped Argo CD notification config', () => {
 
       // Argo CD's notifications controller sees the ended operation and delivers.
       const app = await readArgoObject(kube.custom, 'Application', namespace, 'shop');
-      const [delivered] = await runNotify(bin, [app], { token, url: svc.webhookUrl, send: true });
+      const [delivered] = await runNotify(bin, [app], { token: TOKEN, url: svc.webhookUrl, send: true });
       expect(delivered?.error).toBeUndefined();
       expect(delivered?.sent).toBe(true);
       const ev = await waitForEvent(kube, namespace, 'Reloaded', 'web');
@@ -219,7 +258,7 @@ describe('the shipped Argo CD notification config', () => {
       );
 
       // The same delivery again (a controller that lost its state, a retry): nothing more happens.
-      const [again] = await runNotify(bin, [app], { token, url: svc.webhookUrl, send: true });
+      const [again] = await runNotify(bin, [app], { token: TOKEN, url: svc.webhookUrl, send: true });
       expect(again?.sent).toBe(true);
       await svc.waitForLog('duplicate', (l) => l.msg === 'Argo CD notification was a duplicate');
       await stayQuiet(2_000, async () => {
@@ -232,16 +271,115 @@ describe('the shipped Argo CD notification config', () => {
       // And a wrong token is refused by the engine's delivery, which reports the 401.
       const [refused] = await runNotify(bin, [app], { token: 'wrong', url: svc.webhookUrl, send: true });
       expect(refused?.error).toMatch(/401/);
-    } catch (err) {
-      console.log(
-        svc.logs
-          .slice(-40)
-          .map((l) => JSON.stringify(l))
-          .join('\n'),
+    });
+  });
+});
+
+/** POSTs one notification body to the webhook, as Argo CD's webhook service does; the answer. */
+async function post(svc: InProcessService, body: unknown): Promise<{ status: number; body: unknown }> {
+  const res = await fetch(svc.webhookUrl, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, body: await res.json() };
+}
+
+/** A notification of the app `namespace/shop`, in the shape the shipped template renders (docs/argocd.md). */
+function notification(namespace: string, phase: string, startedAt: string) {
+  const ended = phase !== 'Running';
+  return {
+    version: 1,
+    app: { namespace, name: 'shop' },
+    phase,
+    startedAt,
+    finishedAt: ended ? new Date(Date.parse(startedAt) + 9_000).toISOString().replace('.000Z', 'Z') : null,
+    revision: ended ? 'abc' : null,
+    revisions: null,
+    resources: ended
+      ? [
+          { group: '', version: 'v1', kind: 'ConfigMap', namespace, name: 'app', status: 'Synced' },
+          { group: 'apps', version: 'v1', kind: 'Deployment', namespace, name: 'web', status: 'Synced' },
+        ]
+      : null,
+  };
+}
+
+describe('notifications delivered out of order', () => {
+  it('seed 6291: a late Failed end of an older sync, after a newer sync Succeeded, is ignored under --argocd-on-failed-sync=hold and holds nothing', async ({
+    kube,
+    namespace,
+  }) => {
+    // Operation 1 runs; operation 2 runs and succeeds; then operation 1's Failed end arrives (its
+    // delivery was retried, or it sat in an inbox record). Operation 2's write of `app` reaches the
+    // service after both notifications (its watch lagged), within the grace in which a config the
+    // notification listed counts as that sync's own late change. Before the fix the stale Failed end
+    // set the app's failed-sync hold: the change was held with no safety release, until some future
+    // sync of the app succeeded, so web kept the old config. Now it is ignored and web reloads once.
+    const player = await shop(kube, namespace);
+    await player.sync([[cm('app', { k: '1' })], [web('web', { configMaps: ['app'], replicas: 2 })]]);
+    const before = await waitReadyPods(kube, namespace, 'web', 2);
+    const svc = await startNotified(kube, namespace, ['--argocd-on-failed-sync=hold']);
+    await runThenStop(svc, async () => {
+      await svc.waitForLog(
+        'web baseline',
+        (l) => l.msg === 'baseline recorded' && l.workload === 'Deployment/web',
       );
-      throw err;
-    } finally {
-      await svc.stop();
-    }
+      const tracker = await PodTracker.start(kube, namespace, 'web');
+      const t1 = new Date(Math.floor(Date.now() / 1000) * 1000 - 60_000).toISOString().replace('.000Z', 'Z');
+      const t2 = new Date(Date.parse(t1) + 30_000).toISOString().replace('.000Z', 'Z');
+      const accepted = (startedAt: string, action: string) => ({
+        status: 202,
+        body: { status: 'accepted', app: `${namespace}/shop`, startedAt, action },
+      });
+
+      expect(await post(svc, notification(namespace, 'Running', t1))).toEqual(
+        accepted(t1, 'noted a running sync'),
+      );
+      expect(await post(svc, notification(namespace, 'Running', t2))).toEqual(
+        accepted(t2, 'noted a running sync'),
+      );
+      // Taken before the post: the grace, counted from when the gate took the notification, ends later.
+      const succeededBy = Date.now();
+      expect(await post(svc, notification(namespace, 'Succeeded', t2))).toEqual(
+        accepted(t2, 'sync Succeeded'),
+      );
+      // The end of operation 1, late: the webhook says it was ignored.
+      expect(await post(svc, notification(namespace, 'Failed', t1))).toEqual(
+        accepted(t1, 'ignored: a newer sync already ended'),
+      );
+
+      const mark = svc.logs.length;
+      await player.apply(await player.startSync('rev-2'), [cm('app', { k: '2' })]);
+      const seen = await svc.waitForLog(
+        'the change of app seen',
+        (l) => svc.logs.indexOf(l) >= mark && l.msg === 'config changed' && String(l.config).endsWith('/app'),
+      );
+      // The case under test: the change came within the grace of operation 2's end.
+      expect(
+        Date.parse(String(seen.time)) - succeededBy,
+        'the change was seen within the grace',
+      ).toBeLessThan(UNWATCHED_GRACE_MS);
+
+      const ev = await waitForEvent(kube, namespace, 'Reloaded', 'web', 60_000);
+      expect(ev.message).toMatch(/ConfigMap\/app/);
+      await waitAllReplaced(kube, namespace, 'web', before, 2);
+      const done = await svc.waitForLog(
+        'reload complete',
+        (l) => l.msg === 'reload complete' && l.workload === 'Deployment/web',
+        60_000,
+      );
+      expect(done.replaced).toBe(2);
+      await stayQuiet(2_000, async () => {
+        const n = await reloadedCount(kube, namespace, 'web');
+        return n > 1 ? `${n} reloads` : undefined;
+      });
+      tracker.stop();
+      expect(tracker.newSince(before), 'each pod replaced once').toHaveLength(2);
+      // Nothing was held, and no failed-sync hold was set.
+      const after = svc.logs.slice(mark);
+      expect(after.filter((l) => l.msg === 'config change held until the Argo CD sync ends')).toEqual([]);
+      expect(svc.logs.filter((l) => l.msg.startsWith('Argo CD sync did not succeed'))).toEqual([]);
+    });
   });
 });
