@@ -271,6 +271,29 @@ describe('changes while the service was down are judged by the pods (issue 26)',
   }, 240_000);
 });
 
+/**
+ * The service ran once and stopped: the ledger holds a baseline (of Deployment `app`) written before
+ * anything created next exists, so a workload created now is judged as one created while the service
+ * was down (docs/catch-up.md, "a workload first seen at start"). Returns the hash key it ran with.
+ */
+async function ranBefore(kube: Kube, namespace: string): Promise<string> {
+  const key = await hashKeyFile();
+  await apps(kube, namespace, 1, { k: '1' });
+  await baseline(serve(namespace, namespace, key), 1);
+  await pastTheSecondOf(Date.now());
+  return key;
+}
+
+/** The service started one reload (not counting resumptions), of Deployment `name`, and it reloaded once. */
+async function reloadedOnly(kube: Kube, svc: RunningService, namespace: string, name: string) {
+  expect(
+    msgs(svc, 'reload started')
+      .filter((l) => l.resumed !== true)
+      .map((l) => l.workload),
+  ).toEqual([`Deployment/${name}`]);
+  expect(await events(kube, namespace, 'Reloaded', name)).toHaveLength(1);
+}
+
 describe('a workload created while the service was down (engine simulation seeds 881, 2430)', () => {
   /** Creates ConfigMap `cfg`, then (past its second) a Deployment of that name reading it, Ready. */
   async function created(kube: Kube, namespace: string, name: string) {
@@ -291,11 +314,7 @@ describe('a workload created while the service was down (engine simulation seeds
     kube,
     namespace,
   }) => {
-    const key = await hashKeyFile();
-    // The service ran before: the ledger holds a baseline (written before the new workloads exist).
-    await apps(kube, namespace, 1, { k: '1' });
-    await baseline(serve(namespace, namespace, key), 1);
-    await pastTheSecondOf(Date.now());
+    const key = await ranBefore(kube, namespace);
 
     // While down: `late` is created, its pods start, then its config changes under them; `fresh` is
     // created after its config's last write (its pods read the data there is).
@@ -313,13 +332,8 @@ describe('a workload created while the service was down (engine simulation seeds
       'Deployment/late',
     ]);
     await reloaded(kube, namespace, 'late', late);
-    // Once: one reload, for `late` only; `fresh` and the baselined `app` keep their pods.
-    expect(
-      msgs(svc, 'reload started')
-        .filter((l) => l.resumed !== true)
-        .map((l) => l.workload),
-    ).toEqual(['Deployment/late']);
-    expect(await events(kube, namespace, 'Reloaded', 'late')).toHaveLength(1);
+    // Once, and `fresh` and the baselined `app` keep their pods.
+    await reloadedOnly(kube, svc, namespace, 'late');
     expect((await livePods(kube, namespace, 'fresh')).map((p) => p.uid).sort()).toEqual(fresh);
     expect(msgs(svc, 'baseline recorded').map((l) => l.workload)).toEqual(['Deployment/fresh']);
     await svc.stop();
@@ -331,12 +345,7 @@ describe('a first-seen workload whose reload is held at start (engine simulation
     kube,
     namespace,
   }) => {
-    const key = await hashKeyFile();
-    // The service ran before: the ledger holds a baseline (written before `late` exists), so `late` is
-    // judged as a workload created while the service was down (docs/catch-up.md).
-    await apps(kube, namespace, 1, { k: '1' });
-    await baseline(serve(namespace, namespace, key), 1);
-    await pastTheSecondOf(Date.now());
+    const key = await ranBefore(kube, namespace);
 
     // While down: `late` is created reading A and B (neither optional) and its pods start; then, a whole
     // second later, A's data changes under them and B is deleted.
@@ -410,12 +419,7 @@ describe('a first-seen workload whose reload is held at start (engine simulation
         { describe: 'the reload of late recorded as applied', timeout: 30_000 },
       );
       expect(Object.values(done.configs)).not.toContain(UNSEEN);
-      expect(
-        msgs(svc, 'reload started')
-          .filter((l) => l.resumed !== true)
-          .map((l) => l.workload),
-      ).toEqual(['Deployment/late']);
-      expect(await events(kube, namespace, 'Reloaded', 'late')).toHaveLength(1);
+      await reloadedOnly(kube, svc, namespace, 'late');
       // Once: one new pod for each old one, and every pod now started after A's change (reads its data).
       expect(tracker.newSince(before)).toHaveLength(2);
       const now = await livePods(kube, namespace, 'late');
