@@ -4,10 +4,12 @@
 import { readFile } from 'node:fs/promises';
 import { afterEach, describe, expect } from 'vitest';
 import { readHashKeyFile } from '../../service/config/config.ts';
-import { keyFingerprint } from '../../service/core/config-hash.ts';
+import { newestWrite } from '../../service/core/catch-up.ts';
+import { keyFingerprint, UNSEEN } from '../../service/core/config-hash.ts';
 import { KEY_ANNOTATION } from '../../service/kube/ledger.ts';
 import { it, type Kube, statusOf } from '../support/kube.ts';
-import { events, livePods, waitForEvent, waitReadyPods } from '../support/observe.ts';
+import { ledgerEntry } from '../support/ledger.ts';
+import { events, livePods, PodTracker, waitForEvent, waitReadyPods } from '../support/observe.ts';
 import { hashKeyFile, killAll, type RunningService, serviceArgs, startService } from '../support/service.ts';
 import { pastTheSecondOf, pending, waitFor } from '../support/wait-for.ts';
 import { configMap, deployment, statefulSet } from '../support/workloads.ts';
@@ -269,6 +271,29 @@ describe('changes while the service was down are judged by the pods (issue 26)',
   }, 240_000);
 });
 
+/**
+ * The service ran once and stopped: the ledger holds a baseline (of Deployment `app`) written before
+ * anything created next exists, so a workload created now is judged as one created while the service
+ * was down (docs/catch-up.md, "a workload first seen at start"). Returns the hash key it ran with.
+ */
+async function ranBefore(kube: Kube, namespace: string): Promise<string> {
+  const key = await hashKeyFile();
+  await apps(kube, namespace, 1, { k: '1' });
+  await baseline(serve(namespace, namespace, key), 1);
+  await pastTheSecondOf(Date.now());
+  return key;
+}
+
+/** The service started one reload (not counting resumptions), of Deployment `name`, and it reloaded once. */
+async function reloadedOnly(kube: Kube, svc: RunningService, namespace: string, name: string) {
+  expect(
+    msgs(svc, 'reload started')
+      .filter((l) => l.resumed !== true)
+      .map((l) => l.workload),
+  ).toEqual([`Deployment/${name}`]);
+  expect(await events(kube, namespace, 'Reloaded', name)).toHaveLength(1);
+}
+
 describe('a workload created while the service was down (engine simulation seeds 881, 2430)', () => {
   /** Creates ConfigMap `cfg`, then (past its second) a Deployment of that name reading it, Ready. */
   async function created(kube: Kube, namespace: string, name: string) {
@@ -289,11 +314,7 @@ describe('a workload created while the service was down (engine simulation seeds
     kube,
     namespace,
   }) => {
-    const key = await hashKeyFile();
-    // The service ran before: the ledger holds a baseline (written before the new workloads exist).
-    await apps(kube, namespace, 1, { k: '1' });
-    await baseline(serve(namespace, namespace, key), 1);
-    await pastTheSecondOf(Date.now());
+    const key = await ranBefore(kube, namespace);
 
     // While down: `late` is created, its pods start, then its config changes under them; `fresh` is
     // created after its config's last write (its pods read the data there is).
@@ -311,16 +332,104 @@ describe('a workload created while the service was down (engine simulation seeds
       'Deployment/late',
     ]);
     await reloaded(kube, namespace, 'late', late);
-    // Once: one reload, for `late` only; `fresh` and the baselined `app` keep their pods.
-    expect(
-      msgs(svc, 'reload started')
-        .filter((l) => l.resumed !== true)
-        .map((l) => l.workload),
-    ).toEqual(['Deployment/late']);
-    expect(await events(kube, namespace, 'Reloaded', 'late')).toHaveLength(1);
+    // Once, and `fresh` and the baselined `app` keep their pods.
+    await reloadedOnly(kube, svc, namespace, 'late');
     expect((await livePods(kube, namespace, 'fresh')).map((p) => p.uid).sort()).toEqual(fresh);
     expect(msgs(svc, 'baseline recorded').map((l) => l.workload)).toEqual(['Deployment/fresh']);
     await svc.stop();
+  }, 240_000);
+});
+
+describe('a first-seen workload whose reload is held at start (engine simulation seed 5163)', () => {
+  it('rolls out a change held while a config its pods need was missing once that config is back', async ({
+    kube,
+    namespace,
+  }) => {
+    const key = await ranBefore(kube, namespace);
+
+    // While down: `late` is created reading A and B (neither optional) and its pods start; then, a whole
+    // second later, A's data changes under them and B is deleted.
+    await kube.core.createNamespacedConfigMap({ namespace, body: configMap('a', { k: '1' }) });
+    await kube.core.createNamespacedConfigMap({ namespace, body: configMap('b', { k: '1' }) });
+    await kube.apps.createNamespacedDeployment({
+      namespace,
+      body: deployment('late', {
+        replicas: 2,
+        annotations: AUTO,
+        container: { envFrom: [{ configMapRef: { name: 'a' } }, { configMapRef: { name: 'b' } }] },
+      }),
+    });
+    const before = await waitReadyPods(kube, namespace, 'late', 2);
+    await pastTheSecondOf(Math.max(...before.map((p) => p.createdAt)));
+    const a = await kube.core.replaceNamespacedConfigMap({
+      name: 'a',
+      namespace,
+      body: configMap('a', { k: '2' }),
+    });
+    const changedMs = newestWrite(a.metadata ?? {});
+    expect(changedMs).toEqual(expect.any(Number));
+    await kube.core.deleteNamespacedConfigMap({ name: 'b', namespace });
+
+    const tracker = await PodTracker.start(kube, namespace, 'late');
+    try {
+      const svc = await startAndJudge(namespace, namespace, key);
+      expect(msgs(svc, 'changed while the service was down').map((l) => l.workload)).toEqual([
+        'Deployment/late',
+      ]);
+      const held = await svc.waitForLog(
+        'the held reload',
+        (l) => l.msg === 'reload held: a config the pods need is missing',
+        60_000,
+      );
+      expect(held).toMatchObject({
+        workload: 'Deployment/late',
+        configs: ['ConfigMap/a'],
+        missing: ['ConfigMap/b'],
+      });
+      await waitForEvent(kube, namespace, 'ReloadHeld', 'late');
+      // The held reload stays due: the ledger records `late` with A's change not yet read by its pods.
+      const id = `Deployment/${namespace}/late`;
+      const A = `ConfigMap/${namespace}/a`;
+      const recorded = await waitFor(
+        async () => {
+          const e = await ledgerEntry(kube, namespace, id);
+          return e ? e : pending(e);
+        },
+        { describe: 'the ledger entry of late', timeout: 30_000 },
+      );
+      expect(recorded.configs[A]).toBe(UNSEEN);
+      // Nothing replaced while B is missing (a replaced pod could not start).
+      expect(msgs(svc, 'reload started')).toEqual([]);
+      expect([...tracker.seen.keys()].sort()).toEqual(before.map((p) => p.uid).sort());
+
+      // B is back: the reload held for A runs now, and replaces the pods that predate A's change once.
+      await kube.core.createNamespacedConfigMap({ namespace, body: configMap('b', { k: '1' }) });
+      await reloaded(
+        kube,
+        namespace,
+        'late',
+        before.map((p) => p.uid),
+      );
+      // Done: the ledger holds the digests the pods now read and nothing pending.
+      const done = await waitFor(
+        async () => {
+          const e = await ledgerEntry(kube, namespace, id);
+          return e && !e.pending && e.configs[A] !== UNSEEN ? e : pending(e);
+        },
+        { describe: 'the reload of late recorded as applied', timeout: 30_000 },
+      );
+      expect(Object.values(done.configs)).not.toContain(UNSEEN);
+      await reloadedOnly(kube, svc, namespace, 'late');
+      // Once: one new pod for each old one, and every pod now started after A's change (reads its data).
+      expect(tracker.newSince(before)).toHaveLength(2);
+      const now = await livePods(kube, namespace, 'late');
+      expect(now).toHaveLength(2);
+      for (const p of now)
+        expect(Math.floor(p.createdAt / 1000)).toBeGreaterThan(Math.floor((changedMs ?? 0) / 1000));
+      await svc.stop();
+    } finally {
+      tracker.stop();
+    }
   }, 240_000);
 });
 
