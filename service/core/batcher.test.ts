@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { type Batch, Batcher, batchCutoffMs } from './batcher.ts';
+import { type Batch, Batcher, batchCutoffMs, datingChange } from './batcher.ts';
 
 describe('Batcher', () => {
   beforeEach(() => {
@@ -42,6 +42,15 @@ describe('Batcher', () => {
     b.add({ workload: 'W', config: 'b', observedAt: 1_000_200 });
     vi.advanceTimersByTime(3000);
     expect(batches[0]?.observedAt).toEqual({ a: 1_000_500, b: 1_000_200 });
+  });
+
+  it('keeps the time of a data change when a metadata-only edit of the config follows in the batch', () => {
+    // Seed 5449: the edit's time would move the cutoff past pods that already read the new data.
+    const { b, batches } = make();
+    b.add({ workload: 'W', config: 'a', observedAt: 1_000_000 });
+    b.add({ workload: 'W', config: 'a', observedAt: 1_002_000, metadataOnly: true });
+    vi.advanceTimersByTime(5000);
+    expect(batches[0]?.observedAt).toEqual({ a: 1_000_000 });
   });
 
   it('keeps workloads apart', () => {
@@ -128,5 +137,31 @@ describe('batchCutoffMs', () => {
     const b = batch({ workload: 1_079_000 });
     expect(batchCutoffMs(b, ['cm'], at({ cm: 1_021_000 }, 1_046_000))).toBe(1_046_000);
     expect(batchCutoffMs(b, ['cm'], at({ cm: 1_060_000 }, 1_046_000))).toBe(1_060_000);
+  });
+});
+
+describe('datingChange', () => {
+  const data = (observedAt: number) => ({ observedAt });
+  const meta = (observedAt: number) => ({ observedAt, metadataOnly: true });
+
+  it('takes the only observation when there is no earlier one', () => {
+    expect(datingChange(undefined, meta(1_000_000))).toEqual(meta(1_000_000));
+  });
+
+  it('keeps the data change when a metadata-only edit follows it', () => {
+    expect(datingChange(data(1_000_000), meta(1_004_000))).toEqual(data(1_000_000));
+  });
+
+  it('takes the data change when it follows a metadata-only edit', () => {
+    expect(datingChange(meta(1_000_000), data(1_004_000))).toEqual(data(1_004_000));
+  });
+
+  it('takes the later of two data changes, in either order of arrival', () => {
+    expect(datingChange(data(1_000_000), data(1_004_000))).toEqual(data(1_004_000));
+    expect(datingChange(data(1_004_000), data(1_000_000))).toEqual(data(1_004_000));
+  });
+
+  it('takes the later of two metadata-only edits', () => {
+    expect(datingChange(meta(1_000_000), meta(1_004_000))).toEqual(meta(1_004_000));
   });
 });

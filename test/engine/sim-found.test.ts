@@ -1,9 +1,11 @@
 // Defects the engine simulation (test/sim) found, each reproduced against the real control plane with
 // the real service process. The seed each test stands for is in its name; the unit test of the fix is
-// in service/reconciler.test.ts or service/engine/startup.test.ts.
+// in service/reconciler.test.ts, service/engine/startup.test.ts or service/core/batcher.test.ts.
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { V1ConfigMap } from '@kubernetes/client-node';
 import { afterEach, describe, expect } from 'vitest';
+import { effectiveCutoff } from '../../service/core/cutoff.ts';
 import { refuse } from '../support/admission.ts';
 import { it, type Kube } from '../support/kube.ts';
 import { ledgerEntry } from '../support/ledger.ts';
@@ -80,6 +82,10 @@ async function webhookService(namespace: string, hook: { url: string }, extra: s
 /** Waits until one POST is open at the receiver (a reload running, its answer up to the test). */
 const posted = (hook: { open: ServerResponse[]; got: () => number }, what: string) =>
   waitFor(() => (hook.open.length === 1 ? true : pending(hook.got())), { describe: what, timeout: 30_000 });
+
+/** When the API server stamped an object's latest write (whole seconds, its clock). */
+const writtenAt = (o: V1ConfigMap) =>
+  Math.max(...(o.metadata?.managedFields ?? []).map((f) => new Date(f.time ?? 0).getTime()));
 
 const setApp = (kube: Kube, namespace: string, k: string) =>
   kube.core.replaceNamespacedConfigMap({ name: 'app', namespace, body: configMap('app', { k }) });
@@ -219,9 +225,7 @@ describe('a change found at start', () => {
     expect(await first.stop()).toBe(0);
 
     const written = await setApp(kube, namespace, '2');
-    const writeMs = Math.max(
-      ...(written.metadata?.managedFields ?? []).map((f) => new Date(f.time ?? 0).getTime()),
-    );
+    const writeMs = writtenAt(written);
     // The cutoff is the write plus a 1 s margin: the new pod is stamped a whole second after that.
     await pastTheSecondOf(writeMs + 1000);
     const { added: newer } = await scaleUpOne(kube, namespace, before);
@@ -266,9 +270,7 @@ describe('a pending reload whose configs changed again while the service was dow
     expect((await ledgerEntry(kube, namespace, id))?.pending).toBeDefined();
 
     // While down: a template change rolls every pod, each created after k=3 was written.
-    const writeMs = Math.max(
-      ...(written.metadata?.managedFields ?? []).map((f) => new Date(f.time ?? 0).getTime()),
-    );
+    const writeMs = writtenAt(written);
     await pastTheSecondOf(writeMs + 1000);
     await kube.apps.replaceNamespacedDeployment({ name: 'web', namespace, body: body('2') });
     await waitRolledOut(kube, namespace, 'web', 2);
@@ -551,5 +553,55 @@ describe('a config deleted and created again while a reload of another change ru
     expect(after.filter((p) => before.some((q) => q.uid === p.uid))).toEqual([]);
     expect(after.map((p) => p.uid)).toContain(fresh);
     expect(next.resumed).toBe(true);
+  });
+});
+
+describe('a metadata-only edit of a config after its data changed, within one batch', () => {
+  it('seed 5449: does not date the change: the pod created between the two is kept', async ({
+    kube,
+    namespace,
+  }) => {
+    // app's data changes; a pod is created past that change's cutoff (it reads the new data); then
+    // only an annotation of app is edited, all within one debounce window. Before the fix the batch
+    // kept the config's latest observation, the edit's: the cutoff moved past the new pod, which was
+    // replaced needlessly (I3).
+    const before = await webApp(kube, namespace, 2);
+    const svc = startService(serviceArgs(namespace, await hashKeyFile(), ['--debounce=15s']));
+    await svc.waitForLog('ready', (l) => l.msg === 'ready', 60_000);
+    const web = (l: { [k: string]: unknown }) => l.workload === 'Deployment/web';
+    const app = (l: { msg: string; [k: string]: unknown }) =>
+      l.msg === 'config changed' && l.config === `ConfigMap/${namespace}/app`;
+    const started = () => svc.logs.filter((l) => web(l) && l.msg === 'reload started');
+
+    let mark = svc.logs.length;
+    const written = await setApp(kube, namespace, '2');
+    // Logged just after the service took the observation's time: no earlier than it.
+    const dataSeen = Date.parse(String((await logAfter(svc, 'the data change observed', mark, app)).time));
+    await pastTheSecondOf(dataSeen + 1000);
+    const { added } = await scaleUpOne(kube, namespace, before);
+
+    mark = svc.logs.length;
+    // An annotation the service reads on a config (the simulation's metadata edit), data unchanged.
+    await kube.core.replaceNamespacedConfigMap({
+      name: 'app',
+      namespace,
+      body: configMap('app', { k: '2' }, { 'argocd.argoproj.io/sync-wave': '1' }),
+    });
+    const editSeen = Date.parse(String((await logAfter(svc, 'the edit observed', mark, app)).time));
+    expect(started()).toEqual([]); // the batch is still open
+
+    const reload = await svc.waitForLog('the reload started', (l) => web(l) && l.msg === 'reload started');
+    await svc.waitForLog('the reload complete', (l) => web(l) && l.msg === 'reload complete', 90_000);
+    const after = await waitReadyPods(kube, namespace, 'web', 3);
+    expect(after.map((p) => p.uid)).toContain(added.uid);
+    expect(after.filter((p) => before.some((q) => q.uid === p.uid))).toEqual([]);
+    expect(started()).toHaveLength(1);
+    // The cutoff is the data change's: past its write's second (the API server's whole-second stamp)
+    // plus the margin, and no later than its observation's; before the edit's.
+    const writeMs = writtenAt(written);
+    const cutoff = Date.parse(String(reload.cutoff));
+    expect(cutoff).toBeGreaterThanOrEqual(writeMs + 2000);
+    expect(cutoff).toBeLessThanOrEqual(effectiveCutoff(dataSeen));
+    expect(cutoff).toBeLessThan(effectiveCutoff(editSeen));
   });
 });
