@@ -235,12 +235,7 @@ export class Reconciler {
     if (!old && !this.#running.has(now.id)) {
       // A new workload: record its baseline so its first config change is recognised. (One that
       // appears while its reload runs is that reload's doing, a recreated Job: the reload records it.)
-      this.#batcher.add({
-        workload: now.id,
-        config: 'workload',
-        observedAt: this.#timers.now(),
-        debounceMs: 0,
-      });
+      this.#judgeAfresh(now.id);
     }
   }
 
@@ -334,8 +329,7 @@ export class Reconciler {
     } catch (err) {
       // Unrecorded, a later change of a config it adds would pass for new and reload nothing: retry.
       log.error({ ...fields(t), err: (err as Error).message }, 'could not record the ledger; retrying');
-      const again = { workload: t.id, config: 'workload', observedAt: this.#timers.now(), debounceMs: 0 };
-      this.#retryTimers.add(this.#timers.set(() => this.#live && this.#batcher.add(again), retryDelayMs(1)));
+      this.#retryTimers.add(this.#timers.set(() => this.#live && this.#judgeAfresh(t.id), retryDelayMs(1)));
     }
   }
 
@@ -348,7 +342,9 @@ export class Reconciler {
    * run, and its event must not plan a second reload with a cutoff taken from it (simulation seeds
    * 749, 1895).
    */
-  #submit(a: ReloadAction): void {
+  #submit(planned: ReloadAction): void {
+    const w = this.#d.state.workloads.get(planned.workload)?.rec.ref;
+    const a = planned.uid || !w?.uid || w.kind === 'Job' ? planned : { ...planned, uid: w.uid };
     const current = this.#inFlight.get(a.workload);
     if (current && !a.resumed && this.#sameContent(a.workload, current, a.target)) {
       this.#d.log.debug({ workload: a.workload }, 'a reload for this content is already under way');
@@ -396,6 +392,11 @@ export class Reconciler {
     }
   }
 
+  /** A batch that judges the workload against the ledger, as for a new one (no config named). */
+  #judgeAfresh(workload: string): void {
+    this.#batcher.add({ workload, config: 'workload', observedAt: this.#timers.now(), debounceMs: 0 });
+  }
+
   #forgetContent(workload: string, target: Record<string, string>): void {
     const current = this.#inFlight.get(workload);
     if (current && same(current, target)) this.#inFlight.delete(workload);
@@ -425,29 +426,27 @@ export class Reconciler {
       case 'drop':
         await dropReload(this.#d, t as TrackedWorkload, this.#signal);
         return { kind: 'dropped', reason: 'the workload is no longer reloaded' };
-      case 'superseded':
-        this.#d.log.info(
-          { ...fields(t as TrackedWorkload), cutoff: new Date(a.cutoffMs).toISOString() },
-          'reload superseded by a newer change; not run',
-        );
-        return { kind: 'dropped', reason: 'superseded by a newer change' };
+      case 'superseded': {
+        const at = { ...fields(t as TrackedWorkload), cutoff: new Date(a.cutoffMs).toISOString() };
+        this.#d.log.info(at, `reload superseded by ${d.by}; not run`);
+        if (d.by === 'a new object of the same name') {
+          // Judged on its own, like any new workload: its first batch found this one in flight.
+          this.#inFlight.delete(a.workload);
+          this.#judgeAfresh(a.workload);
+        }
+        return { kind: 'dropped', reason: `superseded by ${d.by}` };
+      }
       case 'hold':
         return { kind: 'hold', until: d.until, action: a, windowText: d.windowText };
-      case 'run':
+      case 'run': {
         if (held) {
           this.#timers.clear(held.timer);
           this.#held.delete(a.workload);
         }
-        return runReload(
-          {
-            d: this.#d,
-            recorder: this.#recorder,
-            signal: this.#signal,
-            failures: this.#failures.get(a.workload) ?? 0,
-          },
-          t as TrackedWorkload,
-          d.action,
-        );
+        const failures = this.#failures.get(a.workload) ?? 0;
+        const run = { d: this.#d, recorder: this.#recorder, signal: this.#signal, failures };
+        return runReload(run, t as TrackedWorkload, d.action);
+      }
     }
   }
 

@@ -19,6 +19,11 @@ export interface ReloadAction {
    * template changed after it means the template rollout's pods already see the change.
    */
   changeRV: string;
+  /**
+   * The uid of the workload object it was planned for (not for a Job, which its own reload recreates).
+   * A workload deleted and created again under the same name is a new object: this action is not for it.
+   */
+  uid?: string;
   /** True when resuming a pending action found in the ledger (after a crash or leader change), or a retry. */
   resumed?: boolean;
   /** The pods a resumed restart replaces: the snapshot its first run recorded. */

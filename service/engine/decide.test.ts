@@ -34,6 +34,17 @@ describe('decide', () => {
     ).toBe('run');
   });
 
+  it('does not run an action planned for an earlier object of the same name (seed 13626)', () => {
+    const w = { ...t(), rec: { ref: { kind: 'Deployment', uid: 'u-2' } } } as unknown as TrackedWorkload;
+    expect(decide({ workload: w, tracked: true, action: { ...a, uid: 'u-1' }, now: 0 })).toEqual({
+      kind: 'superseded',
+      by: 'a new object of the same name',
+    });
+    expect(decide({ workload: w, tracked: true, action: { ...a, uid: 'u-2' }, now: 0 }).kind).toBe('run');
+    // Planned before uids were known, or for a Job (its own reload recreates it): the uid decides nothing.
+    expect(decide({ workload: w, tracked: true, action: a, now: 0 }).kind).toBe('run');
+  });
+
   it('a run covers the held action: it names its configs too', () => {
     const d = decide({ workload: t(), tracked: true, action: a, held: { ...a, changed: ['a'] }, now: 0 });
     expect(d).toEqual({ kind: 'run', action: { ...a, changed: ['a', 'b'] } });

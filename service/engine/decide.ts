@@ -10,8 +10,12 @@ export type Decision =
   | { kind: 'forget' }
   /** Opted out, or its annotations became invalid: drop the reload and its surge pods. */
   | { kind: 'drop' }
-  /** A newer change's action was planned or recorded since: this one would run an older target. */
-  | { kind: 'superseded' }
+  /**
+   * A newer change's action was planned or recorded since: this one would run an older target. Or the
+   * workload was deleted and created again: the new object is judged on its own (engine simulation
+   * seed 13626: a retry for the old one recorded an older target over the new one's baseline).
+   */
+  | { kind: 'superseded'; by: 'a newer change' | 'a new object of the same name' }
   /** Its restart window is closed: hold it until `until`. */
   | { kind: 'hold'; until: number; windowText: string }
   | { kind: 'run'; action: ReloadAction };
@@ -33,7 +37,10 @@ export function decide(i: DecideInput): Decision {
   const t = i.workload;
   if (!t) return { kind: 'forget' };
   if (t.parsed.problems.length > 0 || !i.tracked) return { kind: 'drop' };
-  if (isOlder(i.action, i.newest) || isOlder(i.action, i.recorded)) return { kind: 'superseded' };
+  if (i.action.uid !== undefined && t.rec.ref.uid !== undefined && i.action.uid !== t.rec.ref.uid)
+    return { kind: 'superseded', by: 'a new object of the same name' };
+  if (isOlder(i.action, i.newest) || isOlder(i.action, i.recorded))
+    return { kind: 'superseded', by: 'a newer change' };
   const windows = t.parsed.policy.windows;
   if (windows) {
     const w = windowState(windows, i.now);
