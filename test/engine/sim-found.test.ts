@@ -15,7 +15,7 @@ import { ledgerEntry } from '../support/ledger.ts';
 import { livePods, waitReadyPods, waitRolledOut } from '../support/observe.ts';
 import { hashKeyFile, killAll, type RunningService, serviceArgs, startService } from '../support/service.ts';
 import { pastTheSecondOf, pending, waitFor } from '../support/wait-for.ts';
-import { scaleUpOne, webApp } from '../support/web-app.ts';
+import { scaleUpOne, webApp, webDeployment } from '../support/web-app.ts';
 import { configMap, deployment } from '../support/workloads.ts';
 
 const servers: Server[] = [];
@@ -462,13 +462,7 @@ describe('ledger writes the API server refused', () => {
     const svc = startService(serviceArgs(namespace, await hashKeyFile(), ['--debounce=0s']));
     await svc.waitForLog('ready', (l) => l.msg === 'ready', 60_000);
     const lift = await refuseLedgerWrites(kube, namespace);
-    await kube.apps.createNamespacedDeployment({
-      namespace,
-      body: deployment('web', {
-        annotations: { 'reloader.stakater.com/auto': 'true' },
-        container: { envFrom: [{ configMapRef: { name: 'app' } }] },
-      }),
-    });
+    await kube.apps.createNamespacedDeployment({ namespace, body: webDeployment() });
     await waitReadyPods(kube, namespace, 'web', 1);
     await svc.waitForLog(
       'the baseline refused',
@@ -476,10 +470,11 @@ describe('ledger writes the API server refused', () => {
       30_000,
     );
     await lift();
-    await svc.waitForLog(
-      'the baseline recorded',
-      (l) => l.workload === 'Deployment/web' && l.msg === 'baseline recorded',
-      30_000,
+    // Read from the ledger, not the log: since the seed-12045 fix a retry that finds the refused
+    // digests unchanged records them under "no reload needed".
+    await waitFor(
+      async () => (await ledgerEntry(kube, namespace, `Deployment/${namespace}/web`)) ?? pending('no entry'),
+      { describe: 'the baseline recorded', timeout: 30_000 },
     );
     const mark = svc.logs.length;
     await setApp(kube, namespace, '2');
@@ -508,14 +503,7 @@ describe('ledger writes the API server refused', () => {
     const web = (l: { [k: string]: unknown }) => l.workload === 'Deployment/web';
     const id = `Deployment/${namespace}/web`;
     const lift = await refuseLedgerWrites(kube, namespace);
-    await kube.apps.createNamespacedDeployment({
-      namespace,
-      body: deployment('web', {
-        replicas: 2,
-        annotations: { 'reloader.stakater.com/auto': 'true' },
-        container: { envFrom: [{ configMapRef: { name: 'app' } }] },
-      }),
-    });
+    await kube.apps.createNamespacedDeployment({ namespace, body: webDeployment(2) });
     const before = await waitReadyPods(kube, namespace, 'web', 2);
     await svc.waitForLog(
       'the baseline refused',
