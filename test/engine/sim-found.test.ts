@@ -5,14 +5,17 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import { afterEach, describe, expect } from 'vitest';
+import { readHashKeyFile } from '../../service/config/config.ts';
+import { hashConfig, namespaceKey } from '../../service/core/config-hash.ts';
 import { effectiveCutoff } from '../../service/core/cutoff.ts';
+import { configId } from '../../service/core/types.ts';
 import { refuse } from '../support/admission.ts';
 import { it, type Kube } from '../support/kube.ts';
 import { ledgerEntry } from '../support/ledger.ts';
 import { livePods, waitReadyPods, waitRolledOut } from '../support/observe.ts';
 import { hashKeyFile, killAll, type RunningService, serviceArgs, startService } from '../support/service.ts';
 import { pastTheSecondOf, pending, waitFor } from '../support/wait-for.ts';
-import { scaleUpOne, webApp } from '../support/web-app.ts';
+import { scaleUpOne, webApp, webDeployment } from '../support/web-app.ts';
 import { configMap, deployment } from '../support/workloads.ts';
 
 const servers: Server[] = [];
@@ -459,13 +462,7 @@ describe('ledger writes the API server refused', () => {
     const svc = startService(serviceArgs(namespace, await hashKeyFile(), ['--debounce=0s']));
     await svc.waitForLog('ready', (l) => l.msg === 'ready', 60_000);
     const lift = await refuseLedgerWrites(kube, namespace);
-    await kube.apps.createNamespacedDeployment({
-      namespace,
-      body: deployment('web', {
-        annotations: { 'reloader.stakater.com/auto': 'true' },
-        container: { envFrom: [{ configMapRef: { name: 'app' } }] },
-      }),
-    });
+    await kube.apps.createNamespacedDeployment({ namespace, body: webDeployment() });
     await waitReadyPods(kube, namespace, 'web', 1);
     await svc.waitForLog(
       'the baseline refused',
@@ -473,10 +470,11 @@ describe('ledger writes the API server refused', () => {
       30_000,
     );
     await lift();
-    await svc.waitForLog(
-      'the baseline recorded',
-      (l) => l.workload === 'Deployment/web' && l.msg === 'baseline recorded',
-      30_000,
+    // Read from the ledger, not the log: since the seed-12045 fix a retry that finds the refused
+    // digests unchanged records them under "no reload needed".
+    await waitFor(
+      async () => (await ledgerEntry(kube, namespace, `Deployment/${namespace}/web`)) ?? pending('no entry'),
+      { describe: 'the baseline recorded', timeout: 30_000 },
     );
     const mark = svc.logs.length;
     await setApp(kube, namespace, '2');
@@ -489,6 +487,74 @@ describe('ledger writes the API server refused', () => {
         ['reload started', 'baseline recorded', 'no reload needed'].includes(l.msg),
     );
     expect(judged.msg).toBe('reload started');
+  });
+
+  it('seed 12045: a config changed while the baseline of its workload is refused reloads the pods that read the old data', async ({
+    kube,
+    namespace,
+  }) => {
+    // A Deployment appears while the API refuses ledger writes: its baseline (k=1, what its pods
+    // read) is not recorded and is retried. app changes (k=2) before a retry lands. Before the fix the
+    // retry recorded the new digests as the baseline: the pods, started with k=1, were never reloaded.
+    await kube.core.createNamespacedConfigMap({ namespace, body: configMap('app', { k: '1' }) });
+    const keyFile = await hashKeyFile();
+    const svc = startService(serviceArgs(namespace, keyFile, ['--debounce=0s']));
+    await svc.waitForLog('ready', (l) => l.msg === 'ready', 60_000);
+    const web = (l: { [k: string]: unknown }) => l.workload === 'Deployment/web';
+    const id = `Deployment/${namespace}/web`;
+    const lift = await refuseLedgerWrites(kube, namespace);
+    await kube.apps.createNamespacedDeployment({ namespace, body: webDeployment(2) });
+    const before = await waitReadyPods(kube, namespace, 'web', 2);
+    await svc.waitForLog(
+      'the baseline refused',
+      (l) => web(l) && l.msg === 'could not record the ledger; retrying',
+      30_000,
+    );
+
+    let mark = svc.logs.length;
+    await setApp(kube, namespace, '2');
+    const seen = await logAfter(
+      svc,
+      'the change observed',
+      mark,
+      (l) => l.msg === 'config changed' && l.config === `ConfigMap/${namespace}/app`,
+    );
+    // Judged while writes are still refused: with the fix a reload whose pending entry is refused,
+    // without it a baseline of the new digests, refused too.
+    await logAfter(
+      svc,
+      'the change judged under the refusal',
+      svc.logs.indexOf(seen),
+      (l) => web(l) && ['reload failed', 'could not record the ledger; retrying'].includes(l.msg),
+    );
+    expect(await ledgerEntry(kube, namespace, id)).toBeUndefined();
+    mark = svc.logs.length;
+    await lift();
+
+    const outcome = await logAfter(
+      svc,
+      'the retry after the refusal',
+      mark,
+      (l) => web(l) && ['reload complete', 'baseline recorded', 'no reload needed'].includes(l.msg),
+      90_000,
+    );
+    expect(outcome.msg).toBe('reload complete');
+    expect(outcome.configs).toEqual(['ConfigMap/app']);
+    expect(outcome.replaced).toBe(2);
+    const key = namespaceKey(readHashKeyFile(keyFile), namespace);
+    const app = configId({ kind: 'ConfigMap', namespace, name: 'app' });
+    const entry = await waitFor(
+      async () => {
+        const e = await ledgerEntry(kube, namespace, id);
+        return e && !e.pending ? e : pending(e);
+      },
+      { describe: 'the reload recorded, nothing pending', timeout: 30_000 },
+    );
+    expect(entry.configs).toEqual({ [app]: hashConfig({ data: { k: '2' } }, key).all });
+    // Every pod that read k=1 replaced, by the one reload.
+    const after = await waitReadyPods(kube, namespace, 'web', 2);
+    expect(after.filter((p) => before.some((q) => q.uid === p.uid))).toEqual([]);
+    expect(svc.logs.filter((l) => web(l) && l.msg === 'reload complete')).toHaveLength(1);
   });
 });
 

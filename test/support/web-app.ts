@@ -5,17 +5,18 @@ import type { Kube } from './kube.ts';
 import { type PodView, waitReadyPods } from './observe.ts';
 import { configMap, deployment } from './workloads.ts';
 
+/** Deployment `web`: opted in (reloader.stakater.com/auto), reading all of `app` through envFrom. */
+export const webDeployment = (replicas = 1) =>
+  deployment('web', {
+    replicas,
+    annotations: { 'reloader.stakater.com/auto': 'true' },
+    container: { envFrom: [{ configMapRef: { name: 'app' } }] },
+  });
+
 /** Creates `app` and `web`; resolves with web's Ready pods. */
 export async function webApp(kube: Kube, namespace: string, replicas = 1): Promise<PodView[]> {
   await kube.core.createNamespacedConfigMap({ namespace, body: configMap('app', { k: '1' }) });
-  await kube.apps.createNamespacedDeployment({
-    namespace,
-    body: deployment('web', {
-      replicas,
-      annotations: { 'reloader.stakater.com/auto': 'true' },
-      container: { envFrom: [{ configMapRef: { name: 'app' } }] },
-    }),
-  });
+  await kube.apps.createNamespacedDeployment({ namespace, body: webDeployment(replicas) });
   return waitReadyPods(kube, namespace, 'web', replicas);
 }
 
