@@ -113,7 +113,7 @@ export async function judgeAtStart(d: ReconcilerDeps, h: StartupHooks): Promise<
       if (!base) writes.push([t.id, { configs: firstSeenRecord(set, v.changed) }]);
       // A hold of the previous term (a sync running, or one that failed) is still a hold: the next
       // successful sync releases it, not this leader change (docs/adr/0029).
-      if (h.heldByGate?.(t, v.changed, now)) {
+      if (h.heldByGate?.(t, v.changed, changedBy(d, v.changed, now))) {
         log.info({ ...fields(t), configs: v.changed }, 'changed, and held until the Argo CD sync ends');
         continue;
       }
