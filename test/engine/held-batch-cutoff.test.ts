@@ -1,0 +1,126 @@
+// The cutoff of a reload planned by a batch that did not observe the change it reloads (core/batcher.ts
+// batchCutoffMs), against the real control plane with the real service process. The unit tests of the
+// rule are in service/core/batcher.test.ts; the engine simulation found it (seeds 7270, 8616).
+import type { V1ConfigMap } from '@kubernetes/client-node';
+import { afterEach, describe, expect } from 'vitest';
+import { effectiveCutoff } from '../../service/core/cutoff.ts';
+import { it } from '../support/kube.ts';
+import { waitReadyPods } from '../support/observe.ts';
+import { hashKeyFile, killAll, type LogLine, serviceArgs, startService } from '../support/service.ts';
+import { pastTheSecondOf, pending, waitFor } from '../support/wait-for.ts';
+import { scaleUpOne } from '../support/web-app.ts';
+import { configMap, deployment } from '../support/workloads.ts';
+
+afterEach(killAll);
+
+const hhmm = (ms: number) => new Date(ms).toISOString().slice(11, 16);
+
+/** When the API server stamped an object's latest write (whole seconds, its clock). */
+const writtenAt = (o: V1ConfigMap) =>
+  Math.max(...(o.metadata?.managedFields ?? []).map((f) => new Date(f.time ?? 0).getTime()));
+
+/** One sample of the service's /metrics, 0 when absent. */
+async function metric(url: string, name: string): Promise<number> {
+  const text = await (await fetch(url)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+  return line ? Number(line.slice(name.length + 1)) : 0;
+}
+
+describe('a batch that plans the reload of a change it did not observe', () => {
+  it('seeds 7270, 8616: dates it by the config write, keeping a pod created after it (reload held for a window)', async ({
+    kube,
+    namespace,
+  }) => {
+    // app's data changes outside web's restart window: reload A is held (the ledger keeps the old
+    // digest). A pod is created past A's cutoff: it reads the new data. Then only an annotation of db,
+    // another config web reads, is edited: its batch finds app's digest changed and plans the reload
+    // again, though it observed only db. Before the fix that reload was dated by the batch's latest
+    // observation (the edit), after the new pod, which was replaced needlessly once the window opened (I3).
+    const closed = Date.now() + 6 * 3_600_000;
+    await kube.core.createNamespacedConfigMap({ namespace, body: configMap('app', { k: '1' }) });
+    await kube.core.createNamespacedConfigMap({ namespace, body: configMap('db', { u: 'x' }) });
+    await kube.apps.createNamespacedDeployment({
+      namespace,
+      body: deployment('web', {
+        replicas: 2,
+        annotations: {
+          'reloader.stakater.com/auto': 'true',
+          'gitops-reloader.io/restart-window': `${hhmm(closed)}-${hhmm(closed + 3_600_000)} UTC`,
+        },
+        container: { envFrom: ['app', 'db'].map((name) => ({ configMapRef: { name } })) },
+      }),
+    });
+    const before = await waitReadyPods(kube, namespace, 'web', 2);
+    const svc = startService(serviceArgs(namespace, await hashKeyFile(), ['--debounce=0s']));
+    await svc.waitForLog('ready', (l) => l.msg === 'ready', 60_000);
+    const url = `${String(svc.logs.find((l) => l.msg === 'http listening')?.url)}/metrics`;
+    const web = (l: { [k: string]: unknown }) => l.workload === 'Deployment/web';
+    const seen = async (what: string, name: string, from: number) =>
+      Date.parse(
+        String(
+          (
+            await svc.waitForLog(
+              what,
+              (l: LogLine) =>
+                svc.logs.indexOf(l) >= from &&
+                l.msg === 'config changed' &&
+                l.config === `ConfigMap/${namespace}/${name}`,
+            )
+          ).time,
+        ),
+      );
+
+    let mark = svc.logs.length;
+    const written = await kube.core.replaceNamespacedConfigMap({
+      name: 'app',
+      namespace,
+      body: configMap('app', { k: '2' }),
+    });
+    const dataSeen = await seen('the data change observed', 'app', mark);
+    await svc.waitForLog('A held', (l) => web(l) && l.msg === 'reload held until its window opens');
+    const planned = await metric(url, 'reloader_workqueue_adds_total');
+    await pastTheSecondOf(dataSeen + 1000);
+    const { added } = await scaleUpOne(kube, namespace, before);
+
+    mark = svc.logs.length;
+    // An annotation the service reads on a config (the simulation's metadata edit), data unchanged.
+    await kube.core.replaceNamespacedConfigMap({
+      name: 'db',
+      namespace,
+      body: configMap('db', { u: 'x' }, { 'argocd.argoproj.io/sync-wave': '1' }),
+    });
+    const editSeen = await seen('the edit observed', 'db', mark);
+    // Its batch planned the reload again (queued, and taken from the queue: held with the new plan).
+    await waitFor(
+      async () => {
+        const adds = await metric(url, 'reloader_workqueue_adds_total');
+        const depth = await metric(url, 'reloader_workqueue_depth');
+        return adds > planned && depth === 0 ? true : pending({ adds, depth });
+      },
+      { describe: "the edit's batch planned and held", timeout: 20_000 },
+    );
+    expect(svc.logs.filter((l) => web(l) && l.msg === 'reload started')).toEqual([]);
+
+    // The window opens: the annotation goes, and the held reload runs.
+    mark = svc.logs.length;
+    await kube.apps.patchNamespacedDeployment({
+      name: 'web',
+      namespace,
+      body: [{ op: 'remove', path: '/metadata/annotations/gitops-reloader.io~1restart-window' }],
+    });
+    const reload = await svc.waitForLog(
+      'the reload started',
+      (l) => svc.logs.indexOf(l) >= mark && web(l) && l.msg === 'reload started',
+    );
+    await svc.waitForLog('the reload complete', (l) => web(l) && l.msg === 'reload complete', 90_000);
+    const after = await waitReadyPods(kube, namespace, 'web', 3);
+    expect(after.map((p) => p.uid)).toContain(added.uid);
+    expect(after.filter((p) => before.some((q) => q.uid === p.uid))).toEqual([]);
+    expect(svc.logs.filter((l) => web(l) && l.msg === 'reload started')).toHaveLength(1);
+    // The cutoff is app's write's (the earlier bound of its change; A's too), before the edit's.
+    const cutoff = Date.parse(String(reload.cutoff));
+    expect(cutoff).toBe(effectiveCutoff(writtenAt(written)));
+    expect(cutoff).toBeLessThanOrEqual(effectiveCutoff(dataSeen));
+    expect(cutoff).toBeLessThan(effectiveCutoff(editSeen));
+  });
+});
