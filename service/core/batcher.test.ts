@@ -133,6 +133,15 @@ describe('batchCutoffMs', () => {
     expect(batchCutoffMs(batch({ cm: 1_000_000 }), ['cm'], at({ cm: 1_000_400 }))).toBe(1_000_000);
   });
 
+  it('does not date a change by a metadata edit, when a reload planned earlier carries it', () => {
+    // app's data changed (reload planned, cutoff 1_023_000); later only its annotations were edited,
+    // which moved its newest write too.
+    const b = { ...batch({ app: 1_070_000 }), metadataOnly: ['app'] };
+    expect(batchCutoffMs(b, ['app'], at({ app: 1_070_000 }, 1_023_000))).toBe(1_023_000);
+    // With no reload planned, the edit is the only (late, safe) bound.
+    expect(batchCutoffMs(b, ['app'], at({ app: 1_070_000 }))).toBe(1_070_000);
+  });
+
   it('is never before the newest planned reload, which it supersedes (seeds 711, 87)', () => {
     const b = batch({ workload: 1_079_000 });
     expect(batchCutoffMs(b, ['cm'], at({ cm: 1_021_000 }, 1_046_000))).toBe(1_046_000);

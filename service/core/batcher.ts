@@ -76,6 +76,8 @@ export interface Batch {
    * whose data really changed (see batchCutoffMs), not from every config the batch names.
    */
   observedAt: Record<string, number>;
+  /** The configs of `configs` whose every observation in the batch was a metadata-only edit. */
+  metadataOnly?: readonly string[];
 }
 
 /** What batchCutoffMs knows beyond the batch. */
@@ -94,7 +96,8 @@ export interface CutoffContext {
  * its newest write, an upper bound of its data change (as at start, docs/catch-up.md): a batch can
  * observe a change again long after it was made (a notification that lists it, a deletion of another
  * config, a template change), and dating it then would make the pods created since, which read it,
- * look old (I3; engine simulation seeds 7270, 8616). And never before the newest planned reload's
+ * look old (I3; engine simulation seeds 7270, 8616). A config the batch saw only through a metadata
+ * edit is dated by the newest planned reload. And never before the newest planned reload's
  * cutoff: this one carries that one's changes too (it targets the current digests), and an older
  * cutoff would be superseded by it and never run (seeds 711, 87).
  */
@@ -102,6 +105,10 @@ export function batchCutoffMs(b: Batch, changed: readonly string[], c: CutoffCon
   if (changed.length === 0) return c.cutoffOf(b.lastObservedAt);
   let latest = c.newestCutoffMs ?? Number.NEGATIVE_INFINITY;
   for (const id of changed) {
+    // Seen only through a metadata edit, whose write also moved the config's newest write: neither
+    // dates its data change, which the newest planned reload already carries (it was planned when the
+    // data change was seen, or found at start). Without one, the edit's time is the safe fallback.
+    if (c.newestCutoffMs !== undefined && b.metadataOnly?.includes(id)) continue;
     const seen = b.observedAt[id] ?? b.lastObservedAt;
     const written = c.writtenAtMs(id);
     latest = Math.max(latest, c.cutoffOf(written === undefined ? seen : Math.min(written, seen)));
@@ -189,12 +196,14 @@ export class Batcher implements ChangeSink {
     if (!open) return;
     this.#timers.clear(open.timer);
     this.#open.delete(workload);
+    const metadataOnly = [...open.configs].filter(([, o]) => o.metadataOnly).map(([c]) => c);
     this.#onBatch({
       workload,
       configs: [...open.configs.keys()].sort(),
       firstObservedAt: open.firstObservedAt,
       lastObservedAt: open.lastObservedAt,
       observedAt: Object.fromEntries([...open.configs].map(([c, o]) => [c, o.observedAt])),
+      ...(metadataOnly.length > 0 ? { metadataOnly } : {}),
     });
   }
 }

@@ -55,6 +55,8 @@ async function replannedWhileHeld(
     newer: (before: PodView[], body: (note: string) => ReturnType<typeof heldWeb>) => Promise<PodView[]>;
     /** What the reload must have kept and replaced. */
     expectPods: (p: { before: PodView[]; made: PodView[]; after: PodView[] }) => void;
+    /** The config whose annotation is edited (data unchanged): db by default, or app itself. */
+    edited?: 'app' | 'db';
   },
 ): Promise<void> {
   const closed = Date.now() + 6 * 3_600_000;
@@ -94,12 +96,14 @@ async function replannedWhileHeld(
 
   mark = svc.logs.length;
   // An annotation the service reads on a config (the simulation's metadata edit), data unchanged.
+  const edited = shape.edited ?? 'db';
+  const data: Record<string, string> = edited === 'app' ? { k: '2' } : { u: 'x' };
   await kube.core.replaceNamespacedConfigMap({
-    name: 'db',
+    name: edited,
     namespace,
-    body: configMap('db', { u: 'x' }, { 'argocd.argoproj.io/sync-wave': '1' }),
+    body: configMap(edited, data, { 'argocd.argoproj.io/sync-wave': '1' }),
   });
-  const editSeen = await seen('the edit observed', 'db', mark);
+  const editSeen = await seen('the edit observed', edited, mark);
   // Its batch planned the reload again (queued, and taken from the queue: held with the new plan).
   await waitFor(
     async () => {
@@ -140,6 +144,24 @@ describe('a batch that plans the reload of a held change it did not observe', ()
     namespace,
   }) => {
     await replannedWhileHeld(kube, namespace, {
+      newer: async (pods) => (await scaleUpOne(kube, namespace, pods)).scaled,
+      expectPods: ({ before, made, after }) => {
+        const added = made.filter((p) => !before.some((q) => q.uid === p.uid));
+        expect(added).toHaveLength(1);
+        expect(after.map((p) => p.uid)).toContain(added[0]?.uid);
+        expect(after.filter((p) => before.some((q) => q.uid === p.uid))).toEqual([]);
+      },
+    });
+  });
+
+  it('a metadata edit of the changed config itself, in a later batch, does not date the change either', async ({
+    kube,
+    namespace,
+  }) => {
+    // The edit moves app's newest write past the pod scaled up after the data change: the write time
+    // is no bound of the data change here, and the reload planned when the data change was seen is.
+    await replannedWhileHeld(kube, namespace, {
+      edited: 'app',
       newer: async (pods) => (await scaleUpOne(kube, namespace, pods)).scaled,
       expectPods: ({ before, made, after }) => {
         const added = made.filter((p) => !before.some((q) => q.uid === p.uid));
