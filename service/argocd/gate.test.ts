@@ -330,6 +330,21 @@ describe('SyncGate', () => {
         expect(released.map((c) => c.config)).toEqual(['ConfigMap/web/a', 'ConfigMap/web/b']);
       });
 
+      it('a late Succeeded end of an older sync does not release what a newer running sync holds', async () => {
+        const { gate, released, change } = await notifying({ unwatchedMaxHoldMs: 10_000 });
+        await gate.notify({ ...at('2026-12-02T10:00:00Z', 'Succeeded'), phase: 'Running' });
+        await gate.notify({ ...at('2026-12-02T10:05:00Z', 'Succeeded'), phase: 'Running' });
+        expect(gate.hold(change('a'), config('a'))).toBe(true);
+        expect(await gate.notify(at('2026-12-02T10:00:00Z', 'Succeeded'))).toEqual({
+          outcome: 'accepted',
+          action: 'ignored: a newer sync already started',
+        });
+        expect(released).toEqual([]);
+        // The newer sync's own end releases them.
+        await gate.notify(at('2026-12-02T10:05:00Z', 'Succeeded'));
+        expect(released.map((c) => c.config)).toEqual(['ConfigMap/web/a']);
+      });
+
       it('applies a newer Failed end after a Succeeded one', async () => {
         const { gate, released, change, timers } = await notifying({
           onFailedSync: 'hold',

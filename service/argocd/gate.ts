@@ -66,8 +66,8 @@ export class SyncGate implements ChangeGate {
   readonly #o: SyncGateOptions;
   readonly #timers: Timers;
   readonly #held = new Map<string, Held>();
-  /** Apps a notification ended a sync of: key → the newest ended operation's startedAt (ms). */
-  readonly #lastEnded = new Map<string, number>();
+  /** Apps a notification came from: key → the newest operation it named (startedAt, ms), and if it ended. */
+  readonly #newestOp = new Map<string, { startedMs: number; ended: boolean }>();
   /** configId → until when a late change of it belongs to a sync a notification already ended. */
   readonly #lateUntil = new Map<string, number>();
   /** Apps a notification came from: their notifications are wired up. */
@@ -242,21 +242,19 @@ export class SyncGate implements ChangeGate {
         );
       }
     }
-    if (!isTerminal(n.phase)) return { outcome: 'accepted', action: 'noted a running sync' };
-    // The end of an older sync, delivered after a newer one's: that sync's outcome is already decided
-    // and must not hold what came after it (a late failure under --argocd-on-failed-sync=hold held the
-    // changes after a successful sync for good; found by the engine simulation, seed 6291).
+    // The end of an older sync, delivered after a newer one started or ended: that sync's outcome no
+    // longer decides anything. A late failure under --argocd-on-failed-sync=hold held the changes after
+    // a successful sync for good (engine simulation, seed 6291); a late success released the changes
+    // held for a sync still running.
     const started = Date.parse(n.startedAt);
-    const newest = this.#lastEnded.get(key);
-    if (newest !== undefined && started < newest) {
-      return { outcome: 'accepted', action: 'ignored: a newer sync already ended' };
+    const newest = this.#newestOp.get(key);
+    if (newest !== undefined && started < newest.startedMs) {
+      if (!isTerminal(n.phase)) return { outcome: 'accepted', action: 'noted a running sync' };
+      const what = newest.ended ? 'ended' : 'started';
+      return { outcome: 'accepted', action: `ignored: a newer sync already ${what}` };
     }
-    this.#lastEnded.delete(key);
-    this.#lastEnded.set(key, Number.isFinite(started) ? started : (newest ?? 0));
-    if (this.#lastEnded.size > (this.#o.appLimit ?? APP_LIMIT)) {
-      const oldest = this.#lastEnded.keys().next().value;
-      if (oldest !== undefined) this.#lastEnded.delete(oldest);
-    }
+    if (Number.isFinite(started)) this.#noteOp(key, { startedMs: started, ended: isTerminal(n.phase) });
+    if (!isTerminal(n.phase)) return { outcome: 'accepted', action: 'noted a running sync' };
     const prev = this.tracker.get(key);
     if (this.#o.watched(n.app.namespace) && prev?.operation?.startedAt === n.startedAt) {
       if (isTerminal(prev.operation.phase)) return { outcome: 'accepted', action: 'sync already ended' };
@@ -264,6 +262,15 @@ export class SyncGate implements ChangeGate {
     this.#addFromResources(key, n);
     this.#ended(key, n.phase, n.startedAt, 'notification');
     return { outcome: 'accepted', action: `sync ${n.phase}` };
+  }
+
+  #noteOp(key: string, op: { startedMs: number; ended: boolean }): void {
+    this.#newestOp.delete(key);
+    this.#newestOp.set(key, op);
+    if (this.#newestOp.size > (this.#o.appLimit ?? APP_LIMIT)) {
+      const oldest = this.#newestOp.keys().next().value;
+      if (oldest !== undefined) this.#newestOp.delete(oldest);
+    }
   }
 
   /** Drops every timer (at shutdown). Held changes are not released: the next start compares hashes. */
