@@ -1,6 +1,7 @@
 // Defects the engine simulation (test/sim) found, each reproduced against the real control plane with
 // the real service process. The seed each test stands for is in its name; the unit test of the fix is
-// in service/reconciler.test.ts, service/engine/startup.test.ts or service/core/batcher.test.ts.
+// in service/reconciler.test.ts, service/engine/startup.test.ts, service/engine/decide.test.ts or
+// service/core/batcher.test.ts.
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { V1ConfigMap } from '@kubernetes/client-node';
@@ -66,6 +67,16 @@ const slowWeb = (configs: string[], note = '1') =>
     annotations: { 'reloader.stakater.com/auto': 'true' },
     podAnnotations: { 'kwok.gitops-reloader.io/ready-after': '4s', 'example.com/note': note },
     container: { envFrom: configs.map((name) => ({ configMapRef: { name } })) },
+  });
+
+/** PodDisruptionBudget `web` allowing no disruption of web's pods: a reload's evictions are refused. */
+const blockEvictions = (kube: Kube, namespace: string) =>
+  kube.policy.createNamespacedPodDisruptionBudget({
+    namespace,
+    body: {
+      metadata: { name: 'web' },
+      spec: { maxUnavailable: 0, selector: { matchLabels: { app: 'web' } } },
+    },
   });
 
 /** The service with --webhook-url=hook (and `extra`), once ready. */
@@ -171,13 +182,7 @@ describe('a reload held for a missing config after it replaced some pods', () =>
       },
       { describe: 'the first old pod evicted', timeout: 30_000 },
     );
-    await kube.policy.createNamespacedPodDisruptionBudget({
-      namespace,
-      body: {
-        metadata: { name: 'web' },
-        spec: { maxUnavailable: 0, selector: { matchLabels: { app: 'web' } } },
-      },
-    });
+    await blockEvictions(kube, namespace);
     await svc.waitForLog(
       'A1 stalled',
       (l) => web(l) && l.msg === 'reload deadline passed; slot released, re-queued',
@@ -336,6 +341,98 @@ describe('a workload deleted while its reload runs', () => {
         describe: 'the entry of the deleted Deployment removed',
         timeout: 20_000,
       },
+    );
+  });
+});
+
+describe('a workload deleted and created again while a reload of the old object waits for its retry', () => {
+  it('seed 13626: the retry does not run for the new object; the ledger keeps its baseline', async ({
+    kube,
+    namespace,
+  }) => {
+    // A1 (app k=2) stalls on a PodDisruptionBudget until its deadline and waits for its retry. web is
+    // deleted, app changes (k=3), and web is created again: a new object whose pods read k=3, baselined
+    // with it. Before the fix A1's retry ran for the new object, found no pod older than its cutoff and
+    // recorded its own target, k=2: the ledger went back, and a later change would replace pods that
+    // already read k=3. --min-reload-interval keeps the retry in the queue (after its 2 s back-off)
+    // until well after the new object exists; the superseded line proves it was judged against it.
+    await kube.core.createNamespacedConfigMap({ namespace, body: configMap('app', { k: '1' }) });
+    await blockEvictions(kube, namespace);
+    await kube.apps.createNamespacedDeployment({ namespace, body: slowWeb(['app']) });
+    await waitReadyPods(kube, namespace, 'web', 2);
+    const keyFile = await hashKeyFile();
+    const svc = startService(
+      serviceArgs(namespace, keyFile, ['--debounce=0s', '--reload-deadline=3s', '--min-reload-interval=30s']),
+    );
+    await svc.waitForLog('ready', (l) => l.msg === 'ready', 60_000);
+    const web = (l: { [k: string]: unknown }) => l.workload === 'Deployment/web';
+    const id = `Deployment/${namespace}/web`;
+
+    await setApp(kube, namespace, '2');
+    await svc.waitForLog('A1 started', (l) => web(l) && l.msg === 'reload started');
+    await svc.waitForLog(
+      'A1 stalled',
+      (l) => web(l) && l.msg === 'reload deadline passed; slot released, re-queued',
+      60_000,
+    );
+
+    await kube.policy.deleteNamespacedPodDisruptionBudget({ name: 'web', namespace });
+    await kube.apps.deleteNamespacedDeployment({ name: 'web', namespace, propagationPolicy: 'Foreground' });
+    await waitFor(
+      async () => {
+        const left = await kube.apps.listNamespacedDeployment({ namespace });
+        const pods = await kube.core.listNamespacedPod({ namespace, labelSelector: 'app=web' });
+        const n = left.items.length + pods.items.length;
+        return n === 0 ? true : pending(n);
+      },
+      { describe: 'web and its pods gone', timeout: 60_000 },
+    );
+    let mark = svc.logs.length;
+    await setApp(kube, namespace, '3');
+    await logAfter(
+      svc,
+      'app k=3 observed',
+      mark,
+      (l) => l.msg === 'config changed' && l.config === `ConfigMap/${namespace}/app`,
+    );
+    mark = svc.logs.length;
+    const created = await kube.apps.createNamespacedDeployment({ namespace, body: slowWeb(['app']) });
+    const uid = created.metadata?.uid;
+    expect(uid).toBeTruthy();
+    const fresh = await waitReadyPods(kube, namespace, 'web', 2);
+    await logAfter(svc, 'the new web baselined', mark, (l) => web(l) && l.msg === 'baseline recorded');
+
+    // A1's retry, judged against the new object: dropped (the fix) or run (the defect).
+    const retry = await logAfter(
+      svc,
+      "A1's retry judged",
+      mark,
+      (l) => web(l) && (l.msg.startsWith('reload superseded') || l.msg === 'reload started'),
+      60_000,
+    );
+    const settled = await logAfter(
+      svc,
+      'the workload judged after it',
+      svc.logs.indexOf(retry),
+      (l) =>
+        web(l) && ['no reload needed', 'reload complete', 'reload started'].includes(l.msg) && l !== retry,
+      60_000,
+    );
+    const key = namespaceKey(readHashKeyFile(keyFile), namespace);
+    const app = configId({ kind: 'ConfigMap', namespace, name: 'app' });
+    const entry = await ledgerEntry(kube, namespace, id);
+    // Digests named by their data, so a failure says which one the ledger holds.
+    const digest = (k: string) => hashConfig({ data: { k } }, key).all;
+    const named: Record<string, string> = { [digest('2')]: "k=2 (A1's target)", [digest('3')]: 'k=3' };
+    const held = Object.entries(entry?.configs ?? {}).map(([c, d]) => [c, named[d] ?? d]);
+    expect(Object.fromEntries(held)).toEqual({ [app]: 'k=3' });
+    expect(entry?.uid).toBe(uid);
+    expect(entry?.pending).toBeUndefined();
+    expect(retry.msg).toBe('reload superseded by a new object of the same name; not run');
+    expect(settled.msg).toBe('no reload needed');
+    // No pod of the new object was replaced.
+    expect((await livePods(kube, namespace, 'web')).map((p) => p.uid).sort()).toEqual(
+      fresh.map((p) => p.uid).sort(),
     );
   });
 });
@@ -586,13 +683,7 @@ describe('a config deleted and created again while a reload of another change ru
       },
       { describe: 'the first old pod evicted', timeout: 30_000 },
     );
-    await kube.policy.createNamespacedPodDisruptionBudget({
-      namespace,
-      body: {
-        metadata: { name: 'web' },
-        spec: { maxUnavailable: 0, selector: { matchLabels: { app: 'web' } } },
-      },
-    });
+    await blockEvictions(kube, namespace);
     let mark = svc.logs.length;
     await kube.core.deleteNamespacedConfigMap({ name: 'db', namespace });
     await logAfter(svc, 'the deletion observed', mark, (l) => l.msg === 'config changed');
