@@ -163,22 +163,32 @@ describe('failover during reloads', () => {
         if (p.createdAt > from && p.deletedAt !== undefined && p.deletedAt < to) doubleRecycles++;
       }
     }
-    // Lost changes: a workload whose ledger entry is missing or still pending at the end.
-    const shards = await kube.core.listNamespacedConfigMap({
-      namespace,
-      labelSelector: 'app.kubernetes.io/component=ledger',
-    });
-    const entries = new Map<string, { pending: boolean }>();
-    for (const cm of shards.items) {
-      for (const [k, v] of Object.entries(cm.data ?? {})) {
-        const d = decodeEntry(k, v);
-        if (d.ok) entries.set(d.id, { pending: d.entry.pending !== undefined });
+    // Lost changes: a workload whose ledger entry is missing or still pending once the last leader has
+    // had the time to resume what the last fault cut (its pods are all new: it only records that).
+    const unsettled = async () => {
+      const shards = await kube.core.listNamespacedConfigMap({
+        namespace,
+        labelSelector: 'app.kubernetes.io/component=ledger',
+      });
+      const entries = new Map<string, { pending: boolean }>();
+      for (const cm of shards.items) {
+        for (const [k, v] of Object.entries(cm.data ?? {})) {
+          const d = decodeEntry(k, v);
+          if (d.ok) entries.set(d.id, { pending: d.entry.pending !== undefined });
+        }
       }
-    }
-    const lost = WORKLOADS.filter((w) => {
-      const e = entries.get(`Deployment/${namespace}/${w}`);
-      return !e || e.pending;
-    });
+      return WORKLOADS.filter((w) => {
+        const e = entries.get(`Deployment/${namespace}/${w}`);
+        return !e || e.pending;
+      });
+    };
+    const lost = await waitFor(
+      async () => {
+        const left = await unsettled();
+        return left.length === 0 ? left : pending(left);
+      },
+      { describe: 'every ledger entry recorded, nothing pending', timeout: 60_000 },
+    ).catch(() => unsettled());
     const writes = nonLeaderWrites(replicas);
     const table = {
       faultsInjected: rounds.length,
