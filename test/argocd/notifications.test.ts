@@ -13,7 +13,14 @@ import { parseNotification } from '../../service/argocd/notification.ts';
 import { readArgoObject } from '../support/argo.ts';
 import { ArgoCdPlayer } from '../support/argocd-player.ts';
 import { it, type Kube } from '../support/kube.ts';
-import { livePods, PodTracker, waitAllReplaced, waitForEvent, waitReadyPods } from '../support/observe.ts';
+import {
+  livePods,
+  PodTracker,
+  type PodView,
+  waitAllReplaced,
+  waitForEvent,
+  waitReadyPods,
+} from '../support/observe.ts';
 import { restrictedKubeConfig } from '../support/restricted-service-account.ts';
 import { hashKeyFile } from '../support/service.ts';
 import { pending, waitFor } from '../support/wait-for.ts';
@@ -311,6 +318,41 @@ const acceptedAs = (namespace: string) => (startedAt: string, action: string) =>
   body: { status: 'accepted', app: `${namespace}/shop`, startedAt, action },
 });
 
+/**
+ * web (2 replicas, reading ConfigMap app) reloads for app: both pods replaced and Ready, the reload
+ * complete, no second reload within a window past the debounce, and each old pod replaced once.
+ */
+async function expectOneReloadOfWeb(
+  kube: Kube,
+  namespace: string,
+  svc: InProcessService,
+  before: readonly PodView[],
+  tracker: PodTracker,
+): Promise<void> {
+  const ev = await waitForEvent(kube, namespace, 'Reloaded', 'web', 60_000);
+  expect(ev.message).toMatch(/ConfigMap\/app/);
+  await waitAllReplaced(kube, namespace, 'web', before, 2);
+  const done = await svc.waitForLog(
+    'reload complete',
+    (l) => l.msg === 'reload complete' && l.workload === 'Deployment/web',
+    60_000,
+  );
+  expect(done.replaced).toBe(2);
+  await stayQuiet(2_000, async () => {
+    const n = await reloadedCount(kube, namespace, 'web');
+    return n > 1 ? `${n} reloads` : undefined;
+  });
+  tracker.stop();
+  expect(tracker.newSince(before), 'each pod replaced once').toHaveLength(2);
+}
+
+/** The app shop syncs ConfigMap app and web (2 replicas, reading it); web's pods once Ready. */
+async function shopWithWeb(kube: Kube, namespace: string) {
+  const player = await shop(kube, namespace);
+  await player.sync([[cm('app', { k: '1' })], [web('web', { configMaps: ['app'], replicas: 2 })]]);
+  return { player, before: await waitReadyPods(kube, namespace, 'web', 2) };
+}
+
 describe('notifications delivered out of order', () => {
   it('seed 6291: a late Failed end of an older sync, after a newer sync Succeeded, is ignored under --argocd-on-failed-sync=hold and holds nothing', async ({
     kube,
@@ -322,9 +364,7 @@ describe('notifications delivered out of order', () => {
     // notification listed counts as that sync's own late change. Before the fix the stale Failed end
     // set the app's failed-sync hold: the change was held with no safety release, until some future
     // sync of the app succeeded, so web kept the old config. Now it is ignored and web reloads once.
-    const player = await shop(kube, namespace);
-    await player.sync([[cm('app', { k: '1' })], [web('web', { configMaps: ['app'], replicas: 2 })]]);
-    const before = await waitReadyPods(kube, namespace, 'web', 2);
+    const { player, before } = await shopWithWeb(kube, namespace);
     const svc = await startNotified(kube, namespace, ['--argocd-on-failed-sync=hold']);
     await runThenStop(svc, async () => {
       await svc.waitForLog(
@@ -364,21 +404,7 @@ describe('notifications delivered out of order', () => {
         'the change was seen within the grace',
       ).toBeLessThan(UNWATCHED_GRACE_MS);
 
-      const ev = await waitForEvent(kube, namespace, 'Reloaded', 'web', 60_000);
-      expect(ev.message).toMatch(/ConfigMap\/app/);
-      await waitAllReplaced(kube, namespace, 'web', before, 2);
-      const done = await svc.waitForLog(
-        'reload complete',
-        (l) => l.msg === 'reload complete' && l.workload === 'Deployment/web',
-        60_000,
-      );
-      expect(done.replaced).toBe(2);
-      await stayQuiet(2_000, async () => {
-        const n = await reloadedCount(kube, namespace, 'web');
-        return n > 1 ? `${n} reloads` : undefined;
-      });
-      tracker.stop();
-      expect(tracker.newSince(before), 'each pod replaced once').toHaveLength(2);
+      await expectOneReloadOfWeb(kube, namespace, svc, before, tracker);
       // Nothing was held, and no failed-sync hold was set.
       const after = svc.logs.slice(mark);
       expect(after.filter((l) => l.msg === 'config change held until the Argo CD sync ends')).toEqual([]);
@@ -395,9 +421,7 @@ describe('notifications delivered out of order', () => {
     // operation 1's Succeeded end arrives. Before the fix the gate only remembered ended operations, so
     // this end was taken as current: it released what was held for operation 2 and web reloaded in the
     // middle of operation 2, not once after it. Now the gate knows a newer sync started and ignores it.
-    const player = await shop(kube, namespace);
-    await player.sync([[cm('app', { k: '1' })], [web('web', { configMaps: ['app'], replicas: 2 })]]);
-    const before = await waitReadyPods(kube, namespace, 'web', 2);
+    const { player, before } = await shopWithWeb(kube, namespace);
     const svc = await startNotified(kube, namespace);
     await runThenStop(svc, async () => {
       await svc.waitForLog(
@@ -449,21 +473,7 @@ describe('notifications delivered out of order', () => {
       expect(await post(svc, notification(namespace, 'Succeeded', t2))).toEqual(
         accepted(t2, 'sync Succeeded'),
       );
-      const ev = await waitForEvent(kube, namespace, 'Reloaded', 'web', 60_000);
-      expect(ev.message).toMatch(/ConfigMap\/app/);
-      await waitAllReplaced(kube, namespace, 'web', before, 2);
-      const done = await svc.waitForLog(
-        'reload complete',
-        (l) => l.msg === 'reload complete' && l.workload === 'Deployment/web',
-        60_000,
-      );
-      expect(done.replaced).toBe(2);
-      await stayQuiet(2_000, async () => {
-        const n = await reloadedCount(kube, namespace, 'web');
-        return n > 1 ? `${n} reloads` : undefined;
-      });
-      tracker.stop();
-      expect(tracker.newSince(before), 'each pod replaced once').toHaveLength(2);
+      await expectOneReloadOfWeb(kube, namespace, svc, before, tracker);
 
       // One reload, started after the gate took operation 2's end.
       const starts = reloadStarts();
