@@ -456,13 +456,14 @@ describe('notifications delivered out of order', () => {
       );
 
       // Operation 1's end, late. Soft, so that without the fix the run also shows what it did: reload.
+      const lateAt = Date.now();
       const late = await post(svc, notification(namespace, 'Succeeded', t1));
       expect.soft(late).toEqual(accepted(t1, 'ignored: a newer sync already started'));
-      const lateAt = Date.now();
       await stayQuiet(3_000, async () => {
         const started = reloadStarts();
         if (started.length > 0) {
-          return `web's reload started ${Date.parse(String(started[0]?.time)) - lateAt} ms after operation 1's late end was answered`;
+          const after = Date.parse(String(started[0]?.time)) - lateAt;
+          return `web's reload started ${after} ms after operation 1's late end was posted, while operation 2 ran`;
         }
         return (await reloadedCount(kube, namespace, 'web')) > 0 ? 'web was reloaded' : undefined;
       });
