@@ -13,7 +13,14 @@ import { parseNotification } from '../../service/argocd/notification.ts';
 import { readArgoObject } from '../support/argo.ts';
 import { ArgoCdPlayer } from '../support/argocd-player.ts';
 import { it, type Kube } from '../support/kube.ts';
-import { livePods, PodTracker, waitAllReplaced, waitForEvent, waitReadyPods } from '../support/observe.ts';
+import {
+  livePods,
+  PodTracker,
+  type PodView,
+  waitAllReplaced,
+  waitForEvent,
+  waitReadyPods,
+} from '../support/observe.ts';
 import { restrictedKubeConfig } from '../support/restricted-service-account.ts';
 import { hashKeyFile } from '../support/service.ts';
 import { pending, waitFor } from '../support/wait-for.ts';
@@ -305,6 +312,47 @@ function notification(namespace: string, phase: string, startedAt: string) {
   };
 }
 
+/** The webhook's answer to a notification of `namespace/shop` it accepted, with the gate's action. */
+const acceptedAs = (namespace: string) => (startedAt: string, action: string) => ({
+  status: 202,
+  body: { status: 'accepted', app: `${namespace}/shop`, startedAt, action },
+});
+
+/**
+ * web (2 replicas, reading ConfigMap app) reloads for app: both pods replaced and Ready, the reload
+ * complete, no second reload within a window past the debounce, and each old pod replaced once.
+ */
+async function expectOneReloadOfWeb(
+  kube: Kube,
+  namespace: string,
+  svc: InProcessService,
+  before: readonly PodView[],
+  tracker: PodTracker,
+): Promise<void> {
+  const ev = await waitForEvent(kube, namespace, 'Reloaded', 'web', 60_000);
+  expect(ev.message).toMatch(/ConfigMap\/app/);
+  await waitAllReplaced(kube, namespace, 'web', before, 2);
+  const done = await svc.waitForLog(
+    'reload complete',
+    (l) => l.msg === 'reload complete' && l.workload === 'Deployment/web',
+    60_000,
+  );
+  expect(done.replaced).toBe(2);
+  await stayQuiet(2_000, async () => {
+    const n = await reloadedCount(kube, namespace, 'web');
+    return n > 1 ? `${n} reloads` : undefined;
+  });
+  tracker.stop();
+  expect(tracker.newSince(before), 'each pod replaced once').toHaveLength(2);
+}
+
+/** The app shop syncs ConfigMap app and web (2 replicas, reading it); web's pods once Ready. */
+async function shopWithWeb(kube: Kube, namespace: string) {
+  const player = await shop(kube, namespace);
+  await player.sync([[cm('app', { k: '1' })], [web('web', { configMaps: ['app'], replicas: 2 })]]);
+  return { player, before: await waitReadyPods(kube, namespace, 'web', 2) };
+}
+
 describe('notifications delivered out of order', () => {
   it('seed 6291: a late Failed end of an older sync, after a newer sync Succeeded, is ignored under --argocd-on-failed-sync=hold and holds nothing', async ({
     kube,
@@ -316,9 +364,7 @@ describe('notifications delivered out of order', () => {
     // notification listed counts as that sync's own late change. Before the fix the stale Failed end
     // set the app's failed-sync hold: the change was held with no safety release, until some future
     // sync of the app succeeded, so web kept the old config. Now it is ignored and web reloads once.
-    const player = await shop(kube, namespace);
-    await player.sync([[cm('app', { k: '1' })], [web('web', { configMaps: ['app'], replicas: 2 })]]);
-    const before = await waitReadyPods(kube, namespace, 'web', 2);
+    const { player, before } = await shopWithWeb(kube, namespace);
     const svc = await startNotified(kube, namespace, ['--argocd-on-failed-sync=hold']);
     await runThenStop(svc, async () => {
       await svc.waitForLog(
@@ -328,10 +374,7 @@ describe('notifications delivered out of order', () => {
       const tracker = await PodTracker.start(kube, namespace, 'web');
       const t1 = new Date(Math.floor(Date.now() / 1000) * 1000 - 60_000).toISOString().replace('.000Z', 'Z');
       const t2 = new Date(Date.parse(t1) + 30_000).toISOString().replace('.000Z', 'Z');
-      const accepted = (startedAt: string, action: string) => ({
-        status: 202,
-        body: { status: 'accepted', app: `${namespace}/shop`, startedAt, action },
-      });
+      const accepted = acceptedAs(namespace);
 
       expect(await post(svc, notification(namespace, 'Running', t1))).toEqual(
         accepted(t1, 'noted a running sync'),
@@ -361,25 +404,88 @@ describe('notifications delivered out of order', () => {
         'the change was seen within the grace',
       ).toBeLessThan(UNWATCHED_GRACE_MS);
 
-      const ev = await waitForEvent(kube, namespace, 'Reloaded', 'web', 60_000);
-      expect(ev.message).toMatch(/ConfigMap\/app/);
-      await waitAllReplaced(kube, namespace, 'web', before, 2);
-      const done = await svc.waitForLog(
-        'reload complete',
-        (l) => l.msg === 'reload complete' && l.workload === 'Deployment/web',
-        60_000,
-      );
-      expect(done.replaced).toBe(2);
-      await stayQuiet(2_000, async () => {
-        const n = await reloadedCount(kube, namespace, 'web');
-        return n > 1 ? `${n} reloads` : undefined;
-      });
-      tracker.stop();
-      expect(tracker.newSince(before), 'each pod replaced once').toHaveLength(2);
+      await expectOneReloadOfWeb(kube, namespace, svc, before, tracker);
       // Nothing was held, and no failed-sync hold was set.
       const after = svc.logs.slice(mark);
       expect(after.filter((l) => l.msg === 'config change held until the Argo CD sync ends')).toEqual([]);
       expect(svc.logs.filter((l) => l.msg.startsWith('Argo CD sync did not succeed'))).toEqual([]);
+    });
+  });
+
+  it('a late Succeeded end of an older sync, delivered while a newer sync runs, is ignored: web reloads once, after the newer sync ends', async ({
+    kube,
+    namespace,
+  }) => {
+    // Operation 1 runs and ends, but its end notification is delayed (a retried delivery); operation 2
+    // starts, its Running notification arrives, and its apply changes `app`, which is held. Then
+    // operation 1's Succeeded end arrives. Before the fix the gate only remembered ended operations, so
+    // this end was taken as current: it released what was held for operation 2 and web reloaded in the
+    // middle of operation 2, not once after it. Now the gate knows a newer sync started and ignores it.
+    const { player, before } = await shopWithWeb(kube, namespace);
+    const svc = await startNotified(kube, namespace);
+    await runThenStop(svc, async () => {
+      await svc.waitForLog(
+        'web baseline',
+        (l) => l.msg === 'baseline recorded' && l.workload === 'Deployment/web',
+      );
+      const tracker = await PodTracker.start(kube, namespace, 'web');
+      const accepted = acceptedAs(namespace);
+      const reloadStarts = () =>
+        svc.logs.filter((l) => l.msg === 'reload started' && l.workload === 'Deployment/web');
+
+      const t1 = new Date(Math.floor(Date.now() / 1000) * 1000 - 60_000).toISOString().replace('.000Z', 'Z');
+      expect(await post(svc, notification(namespace, 'Running', t1))).toEqual(
+        accepted(t1, 'noted a running sync'),
+      );
+      const op2 = await player.startSync('rev-2');
+      const t2 = op2.startedAt;
+      expect(Date.parse(t2)).toBeGreaterThan(Date.parse(t1));
+      expect(await post(svc, notification(namespace, 'Running', t2))).toEqual(
+        accepted(t2, 'noted a running sync'),
+      );
+
+      // Operation 2's apply changes app: held until operation 2 ends.
+      const mark = svc.logs.length;
+      await player.apply(op2, [cm('app', { k: '2' })]);
+      await svc.waitForLog(
+        'app held',
+        (l) =>
+          svc.logs.indexOf(l) >= mark &&
+          l.msg === 'config change held until the Argo CD sync ends' &&
+          String(l.configs).endsWith('/app'),
+      );
+
+      // Operation 1's end, late. Soft, so that without the fix the run also shows what it did: reload.
+      const lateAt = Date.now();
+      const late = await post(svc, notification(namespace, 'Succeeded', t1));
+      expect.soft(late).toEqual(accepted(t1, 'ignored: a newer sync already started'));
+      await stayQuiet(3_000, async () => {
+        const started = reloadStarts();
+        if (started.length > 0) {
+          const after = Date.parse(String(started[0]?.time)) - lateAt;
+          return `web's reload started ${after} ms after operation 1's late end was posted, while operation 2 ran`;
+        }
+        return (await reloadedCount(kube, namespace, 'web')) > 0 ? 'web was reloaded' : undefined;
+      });
+
+      // Operation 2 ends: what it changed is released as one batch.
+      await player.finishSync(op2);
+      const endMark = svc.logs.length;
+      expect(await post(svc, notification(namespace, 'Succeeded', t2))).toEqual(
+        accepted(t2, 'sync Succeeded'),
+      );
+      await expectOneReloadOfWeb(kube, namespace, svc, before, tracker);
+
+      // One reload, started after the gate took operation 2's end.
+      const starts = reloadStarts();
+      expect(starts, 'one reload of web').toHaveLength(1);
+      const ended = svc.logs.findIndex(
+        (l, i) => i >= endMark && l.msg === 'Argo CD sync ended' && l.startedAt === t2,
+      );
+      expect(ended, "the gate took operation 2's end").toBeGreaterThanOrEqual(endMark);
+      expect(svc.logs.indexOf(starts[0] as (typeof starts)[number])).toBeGreaterThan(ended);
+      // Operation 1's end ended nothing.
+      expect(svc.logs.filter((l) => l.msg === 'Argo CD sync ended' && l.startedAt === t1)).toEqual([]);
     });
   });
 });
