@@ -65,6 +65,13 @@ function statusLabel(code: number): string {
   return Number.isInteger(code) && code >= 100 && code <= 599 ? String(code) : 'other';
 }
 
+/** What the progressive-reload gauges show: changes halted, and reloads waiting for a wave or held by a halt. */
+export interface ProgressiveCounts {
+  halted: number;
+  wave: number;
+  halt: number;
+}
+
 /** One reload attempt, from start to finish. Every method is safe to call more than once. */
 export interface ReloadTimer {
   /** The reload has been blocked for --stall-after (a ReloadStalled Event was emitted). */
@@ -108,6 +115,8 @@ export class Metrics {
   readonly #keyChanges: Counter;
   readonly #stalls: Counter<'why'>;
   readonly #held: Counter<'why'>;
+  readonly #halts: Counter;
+  #progressive: () => ProgressiveCounts = () => ({ halted: 0, wave: 0, halt: 0 });
   readonly #rebaselined: Counter;
   readonly #recreated: Counter<'object'>;
   readonly #caughtUp: Counter<'result'>;
@@ -206,6 +215,31 @@ export class Metrics {
       help: 'Reloads held instead of run (a ReloadHeld Warning Event each): config-missing, a config the pods need does not exist, so a replaced pod could not start.',
       labelNames: ['why'],
       registers,
+    });
+    this.#halts = new Counter({
+      name: 'gitops_reloader_progressive_halts_total',
+      help: 'Config changes halted by progressive reloads (a ReloadHalted Warning Event on the config each): a wave failed, so nothing more started for the change.',
+      registers,
+    });
+    const progressive = () => this.#progressive();
+    new Gauge({
+      name: 'gitops_reloader_progressive_halted',
+      help: 'Config changes halted now (until a newer change of the config supersedes them).',
+      registers,
+      collect() {
+        this.set(progressive().halted);
+      },
+    });
+    new Gauge({
+      name: 'gitops_reloader_progressive_waiting',
+      help: 'Reloads waiting now in progressive reloads: for their wave to open (wave), or held by a halted change (halt).',
+      labelNames: ['why'],
+      registers,
+      collect() {
+        const c = progressive();
+        this.set({ why: 'wave' }, c.wave);
+        this.set({ why: 'halt' }, c.halt);
+      },
     });
     this.#keyChanges = new Counter({
       name: 'gitops_reloader_key_changes_total',
@@ -394,6 +428,19 @@ export class Metrics {
   /** A reload was held instead of run: a config its pods need is missing. */
   reloadHeld(why: 'config-missing'): void {
     this.#held.inc({ why });
+  }
+
+  /** A wave failed: a config change was halted. */
+  progressiveHalted(): void {
+    this.#halts.inc();
+  }
+
+  /** Where the progressive-reload gauges read from (the leader's engine). */
+  progressiveFrom(counts: () => ProgressiveCounts): () => void {
+    this.#progressive = counts;
+    return () => {
+      if (this.#progressive === counts) this.#progressive = () => ({ halted: 0, wave: 0, halt: 0 });
+    };
   }
 
   /** The ledger was written with another HMAC key: `workloads` were re-baselined instead of reloaded. */

@@ -24,8 +24,9 @@ import { configId } from './core/types.ts';
 import { WorkQueue } from './core/work-queue.ts';
 import { decide } from './engine/decide.ts';
 import type { ReconcilerDeps } from './engine/deps.ts';
-import { batchVerdict, type Held, heldAction, recordHold, recordMissing, resumeHeld } from './engine/hold.ts';
+import { batchVerdict, recordMissing, resumeHeld, WindowHolds } from './engine/hold.ts';
 import { plannedCutoff } from './engine/planned-cutoff.ts';
+import { Progressive } from './engine/progressive.ts';
 import { dropReload, forgetGone, forgetIfGone, Recorder } from './engine/recorder.ts';
 import { changeRV, emitOn, fields, reportPolicy } from './engine/report.ts';
 import { runReload } from './engine/run-reload.ts';
@@ -36,9 +37,6 @@ import type { TrackedWorkload } from './state.ts';
 
 export type { ReloadAction } from './core/reload-action.ts';
 export type { ReconcilerDeps } from './engine/deps.ts';
-
-/** Longest a held reload sleeps before looking at its window again (clock jumps, edited windows). */
-const HOLD_RECHECK_MS = 3_600_000;
 
 export class Reconciler {
   readonly #d: ReconcilerDeps;
@@ -59,7 +57,7 @@ export class Reconciler {
   /** Workloads whose baseline the ledger refused: the digests it was for, until one is recorded. */
   readonly #refused = new Map<string, Record<string, string>>();
   readonly #retrying = new Set<string>();
-  readonly #held = new Map<string, Held & { timer: unknown }>();
+  readonly #holds: WindowHolds;
   readonly #running = new Set<string>();
   /** Ledger ids removed at start as gone (out of scope, or deleted): their surge pods may still be ours. */
   #formerlyReloaded: readonly string[] = [];
@@ -71,6 +69,8 @@ export class Reconciler {
   /** When each workload's queued action was first submitted (reloader_workqueue_latency_seconds). */
   readonly #queuedAt = new Map<string, number>();
   #detachDepth: (() => void) | undefined;
+  /** --progressive-reloads: the waves a reload waits for (docs/progressive.md). */
+  readonly #progressive: Progressive | undefined;
 
   constructor(d: ReconcilerDeps) {
     this.#d = d;
@@ -78,6 +78,7 @@ export class Reconciler {
     this.#signal = d.term ? AbortSignal.any([d.term, this.#abort.signal]) : this.#abort.signal;
     this.#recorder = new Recorder(d.ledger, { reloadOnDelete: d.cfg.reloadOnDelete });
     this.#event = emitOn(d.events);
+    this.#holds = new WindowHolds(d, (a) => this.#submit(a));
     d.ledger.fence(this.#signal);
     d.ledger.identifyWith(identities(d.state));
     this.#batcher = new Batcher({
@@ -98,6 +99,9 @@ export class Reconciler {
       merge: mergeActions,
     });
     this.#detachDepth = d.metrics?.reloader.queueDepthFrom(() => this.#queue.waiting);
+    const p = d.cfg.progressive;
+    this.#progressive =
+      p && new Progressive(d, { ...p, release: (a) => this.#enqueue(a), signal: this.#signal });
   }
 
   /** Judges every known workload against the ledger once the caches are synced (invariant I6). */
@@ -222,12 +226,7 @@ export class Reconciler {
     if (!this.#d.inScope(now.rec.ref.namespace)) return;
     reportPolicy(this.#d, now, old);
     // A held reload looks at its (maybe edited) window again.
-    const held = this.#held.get(now.id);
-    if (held && !same(now.rec.annotations, old?.rec.annotations ?? {})) {
-      this.#timers.clear(held.timer);
-      this.#held.delete(now.id);
-      this.#submit(held.action);
-    }
+    if (!same(now.rec.annotations, old?.rec.annotations ?? {})) this.#holds.release(now.id, true);
     const req = now.rec.annotations[KEYS.reloadRequestedAt];
     if (req && req !== old?.rec.annotations[KEYS.reloadRequestedAt]) {
       this.#batcher.add({ workload: now.id, config: REQUEST, observedAt: this.#timers.now(), debounceMs: 0 });
@@ -267,8 +266,8 @@ export class Reconciler {
     this.#timers.clear(this.#sweepTimer);
     for (const t of this.#retryTimers) this.#timers.clear(t);
     this.#retryTimers.clear();
-    for (const h of this.#held.values()) this.#timers.clear(h.timer);
-    this.#held.clear();
+    this.#holds.clear();
+    this.#progressive?.stop();
     this.#abort.abort(new Error('the service is stopping'));
     await this.#queue.stop();
   }
@@ -357,6 +356,10 @@ export class Reconciler {
     }
     if (!this.#queuedAt.has(a.workload)) this.#queuedAt.set(a.workload, performance.now());
     this.#d.metrics?.reloader.queueAdded();
+    if (!this.#progressive?.parks(a)) this.#enqueue(a);
+  }
+
+  #enqueue(a: ReloadAction): void {
     // pause-period: the batch window runs from the end of the last reload, also one before a restart.
     const windowMs = this.#d.state.workloads.get(a.workload)?.parsed.policy.batchWindowMs;
     if (windowMs === undefined) {
@@ -383,6 +386,7 @@ export class Reconciler {
     let retried = false;
     try {
       const outcome = await this.#step(a);
+      this.#progressive?.ended(a, outcome);
       retried = outcome.kind === 'retry';
       await this.#settle(a, outcome);
     } finally {
@@ -409,14 +413,14 @@ export class Reconciler {
     this.#queuedAt.delete(a.workload);
     if (queuedAt !== undefined) this.#d.metrics?.reloader.queueLatency((performance.now() - queuedAt) / 1000);
     const t = state.workloads.get(a.workload);
-    const held = this.#held.get(a.workload);
+    const held = this.#holds.action(a.workload);
     const d = decide({
       workload: t,
       tracked: t !== undefined && isTracked(watchedSet(t.rec, t.parsed, state, this.#d.globals)),
       action: a,
       newest: this.#newest.get(a.workload),
       recorded: this.#recorder.recorded(a.workload),
-      ...(held ? { held: held.action } : {}),
+      ...(held ? { held } : {}),
       now: this.#timers.now(),
     });
     switch (d.kind) {
@@ -439,10 +443,7 @@ export class Reconciler {
       case 'hold':
         return { kind: 'hold', until: d.until, action: a, windowText: d.windowText };
       case 'run': {
-        if (held) {
-          this.#timers.clear(held.timer);
-          this.#held.delete(a.workload);
-        }
+        this.#holds.release(a.workload);
         const failures = this.#failures.get(a.workload) ?? 0;
         const run = { d: this.#d, recorder: this.#recorder, signal: this.#signal, failures };
         return runReload(run, t as TrackedWorkload, d.action);
@@ -472,19 +473,7 @@ export class Reconciler {
       }
       case 'hold': {
         const t = this.#d.state.workloads.get(a.workload);
-        if (!t) return;
-        const before = this.#held.get(a.workload);
-        if (before) this.#timers.clear(before.timer);
-        const action = heldAction(o.action, before);
-        const delay = Math.min(Math.max(0, o.until - this.#timers.now()), HOLD_RECHECK_MS);
-        const timer = this.#timers.set(() => {
-          if (this.#held.get(a.workload)?.timer !== timer) return;
-          this.#held.delete(a.workload);
-          this.#submit(action);
-        }, delay);
-        this.#held.set(a.workload, { action, opensAt: o.until, timer });
-        await recordHold(this.#d, t, { action, opensAt: o.until }, before, o.windowText);
-        return;
+        return t && this.#holds.hold(t, o.action, o.until, o.windowText);
       }
       case 'config-missing':
         // No timer: the config's return is a change event, judged against the ledger (docs/adr/0024).

@@ -150,6 +150,33 @@ export const serveFlags: readonly FlagSpec[] = [
     min: 1000,
   },
   {
+    name: 'progressive-reloads',
+    type: 'bool',
+    help: 'Reload the workloads of one config change in waves (docs/progressive.md): a first wave, then waves twice as large, each started when the one before completed, the second only after the first stayed healthy for --progressive-settle. A wave that fails (its reload makes no progress for --reload-deadline, or its pods are not Ready or restart while settling) halts the change: nothing more starts for it until a newer change of the config. A workload opts out with gitops-reloader.io/progressive: "false".',
+    default: 'false',
+  },
+  {
+    name: 'progressive-first-wave',
+    type: 'int',
+    help: 'Workloads in the first wave of a progressive reload (the highest gitops-reloader.io/reload-priority first, then namespace, then name).',
+    default: '1',
+    min: 1,
+  },
+  {
+    name: 'progressive-settle',
+    type: 'duration',
+    help: "How long a progressive reload's replaced pods must stay Ready, with no container restart, before the wave passes.",
+    default: '30s',
+    min: 0,
+  },
+  {
+    name: 'progressive-gather',
+    type: 'duration',
+    help: "How long a progressive reload waits, after a change's first reload is ready to start, for the other workloads of the change before it chooses the first wave.",
+    default: '2s',
+    min: 0,
+  },
+  {
     name: 'release-namespace',
     type: 'string',
     help: "The service's own namespace (ledger, lease, hash key). Defaults to $POD_NAMESPACE.",
@@ -413,6 +440,8 @@ export interface Config {
   minReloadIntervalMs: number;
   stallAfterMs: number;
   reloadDeadlineMs: number;
+  /** --progressive-reloads and its waves (docs/progressive.md); undefined when off. */
+  progressive?: { firstWave: number; settleMs: number; gatherMs: number };
   /** --reload-on-delete: a deleted config a workload references is a change (Reloader's default: off). */
   reloadOnDelete: boolean;
   surgeSweepIntervalMs: number;
@@ -536,6 +565,15 @@ export function buildConfig(
     minReloadIntervalMs: num(values['min-reload-interval']),
     stallAfterMs: num(values['stall-after']),
     reloadDeadlineMs: num(values['reload-deadline']),
+    ...(values['progressive-reloads'] === true
+      ? {
+          progressive: {
+            firstWave: num(values['progressive-first-wave']),
+            settleMs: num(values['progressive-settle']),
+            gatherMs: num(values['progressive-gather']),
+          },
+        }
+      : {}),
     reloadOnDelete: values['reload-on-delete'] === true,
     surgeSweepIntervalMs: num(values['surge-sweep-interval']),
     leaderCacheSyncTimeoutMs: num(values['leader-cache-sync-timeout']),

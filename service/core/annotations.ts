@@ -72,6 +72,10 @@ export const KEYS = {
   debounce: 'gitops-reloader.io/debounce',
   /** Maintenance windows: a reload outside them is held until one opens (core/restart-window.ts). */
   restartWindow: 'gitops-reloader.io/restart-window',
+  /** Progressive reloads: the order in a change's waves (a higher priority first; default 0). */
+  reloadPriority: 'gitops-reloader.io/reload-priority',
+  /** Progressive reloads: "false" takes the workload out of the waves (it reloads at once). */
+  progressive: 'gitops-reloader.io/progressive',
   /** Reloader's pause after a Deployment reload; read as a batch window (see readPausePeriod). */
   pausePeriod: 'deployment.reloader.stakater.com/pause-period',
   /** Reloader's per-Rollout choice between a template rollout and spec.restartAt. */
@@ -148,6 +152,9 @@ export interface WorkloadPolicy {
   readonly batchWindowMs: number | undefined;
   /** Maintenance windows: a reload starts only inside one. Undefined: any time. */
   readonly windows: RestartWindows | undefined;
+  /** Progressive reloads: its place in a change's waves (higher first), and false when it opted out. */
+  readonly priority: number;
+  readonly progressive: boolean;
 }
 
 export interface ParsedWorkloadPolicy {
@@ -403,6 +410,39 @@ function readDebounce(meta: Annotations, template: Annotations, problems: Set<st
   return undefined;
 }
 
+/** The most a priority may be, either way: far beyond any useful ordering, and exact as a number. */
+const MAX_PRIORITY = 1_000_000;
+
+/** Progressive reloads: the workload's place in a change's waves, and whether it takes part. */
+function readProgressive(
+  meta: Annotations,
+  template: Annotations,
+  problems: Set<string>,
+): { priority: number; progressive: boolean } {
+  let priority = 0;
+  let progressive = true;
+  for (const [ann, source] of [
+    [template, 'pod template'],
+    [meta, 'metadata'],
+  ] as const) {
+    const p = ann[KEYS.reloadPriority]?.trim();
+    if (p !== undefined && p !== '') {
+      if (!/^-?\d{1,7}$/.test(p) || Math.abs(Number(p)) > MAX_PRIORITY)
+        problems.add(
+          `${KEYS.reloadPriority}${where(source)}: ${JSON.stringify(p)} is not a whole number between -${MAX_PRIORITY} and ${MAX_PRIORITY}`,
+        );
+      else priority = Number(p);
+    }
+    const o = ann[KEYS.progressive]?.trim();
+    if (o !== undefined && o !== '') {
+      if (o !== 'true' && o !== 'false')
+        problems.add(`${KEYS.progressive}${where(source)}: ${JSON.stringify(o)} is not "true" or "false"`);
+      else progressive = o === 'true';
+    }
+  }
+  return { priority, progressive };
+}
+
 /**
  * Reloader pauses a Deployment (spec.paused) after a reload for `pause-period`, so that changes in that
  * time roll out together when it resumes it. Pausing would write the workload object, so we keep the
@@ -486,6 +526,8 @@ function reportUnread(
     KEYS.strategy,
     KEYS.debounce,
     KEYS.restartWindow,
+    KEYS.reloadPriority,
+    KEYS.progressive,
     KEYS.pausePeriod,
     KEYS.rolloutStrategy,
     KEYS.configHash,
@@ -573,6 +615,7 @@ export function parseWorkloadPolicy(
   const debounceMs = readDebounce(m, t, problems);
   const batchWindowMs = readPausePeriod(m, t, opts, problems, warnings, notes);
   const windows = readWindows(m, t, problems);
+  const { priority, progressive } = readProgressive(m, t, problems);
   reportUnread(m, t, rules, warnings, opts.csi === true);
   return {
     policy: {
@@ -584,6 +627,8 @@ export function parseWorkloadPolicy(
       debounceMs,
       batchWindowMs,
       windows,
+      priority,
+      progressive,
     },
     problems: [...problems],
     warnings: [...warnings],

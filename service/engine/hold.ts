@@ -4,6 +4,7 @@
 // a config its pods need is missing, which needs no timer (docs/adr/0024).
 
 import { KEYS } from '../core/annotations.ts';
+import { realTimers, type Timers } from '../core/batcher.ts';
 import type { LedgerEntry } from '../core/ledger-entry.ts';
 import { heldMessage } from '../core/needed-configs.ts';
 import { firstSeenRecord, type Verdict, verdict } from '../core/plan.ts';
@@ -66,6 +67,57 @@ export async function recordHold(
     'ReloadDeferred',
     `${changed.join(', ')} changed; reload held until ${until}, when a window of ${KEYS.restartWindow}="${windowText}" opens`,
   );
+}
+
+/** Longest a held reload sleeps before looking at its window again (clock jumps, edited windows). */
+const HOLD_RECHECK_MS = 3_600_000;
+
+/** The reloads held until their restart window opens, each with the timer that queues it again. */
+export class WindowHolds {
+  readonly #d: ReconcilerDeps;
+  readonly #timers: Timers;
+  readonly #submit: (a: ReloadAction) => void;
+  readonly #held = new Map<string, Held & { timer: unknown }>();
+
+  constructor(d: ReconcilerDeps, submit: (a: ReloadAction) => void) {
+    this.#d = d;
+    this.#timers = d.timers ?? realTimers;
+    this.#submit = submit;
+  }
+
+  /** The action held for the workload, which a run now covers. */
+  action(workload: string): ReloadAction | undefined {
+    return this.#held.get(workload)?.action;
+  }
+
+  /** Forgets the hold (a run covers it); with `resubmit`, queues it now (its window may have been edited). */
+  release(workload: string, resubmit = false): void {
+    const h = this.#held.get(workload);
+    if (!h) return;
+    this.#timers.clear(h.timer);
+    this.#held.delete(workload);
+    if (resubmit) this.#submit(h.action);
+  }
+
+  /** Holds the action until its window opens at `until`, recorded in the ledger and reported. */
+  async hold(t: TrackedWorkload, a: ReloadAction, until: number, windowText: string): Promise<void> {
+    const before = this.#held.get(t.id);
+    if (before) this.#timers.clear(before.timer);
+    const action = heldAction(a, before);
+    const delay = Math.min(Math.max(0, until - this.#timers.now()), HOLD_RECHECK_MS);
+    const timer = this.#timers.set(() => {
+      if (this.#held.get(t.id)?.timer !== timer) return;
+      this.#held.delete(t.id);
+      this.#submit(action);
+    }, delay);
+    this.#held.set(t.id, { action, opensAt: until, timer });
+    await recordHold(this.#d, t, { action, opensAt: until }, before, windowText);
+  }
+
+  clear(): void {
+    for (const h of this.#held.values()) this.#timers.clear(h.timer);
+    this.#held.clear();
+  }
 }
 
 /**

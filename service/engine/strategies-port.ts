@@ -71,6 +71,11 @@ export interface StrategiesPort {
   sweep(view: SweepView, signal: AbortSignal): Promise<void>;
   /** A Job with a reload pending is gone: create its recorded Job now, not at the next sweep. Never throws. */
   resumeJobs(view: SweepView, signal: AbortSignal): Promise<void>;
+  /**
+   * Progressive reloads: why the workload's pods are not healthy after its reload (not Ready, or a
+   * replacement created since `sinceMs` restarted), or undefined when they are. Throws when it cannot tell.
+   */
+  health(t: TrackedWorkload, sinceMs: number, signal: AbortSignal): Promise<string | undefined>;
   /** Deletes the surge pods of one Deployment whose reload was dropped. */
   dropSurgePods(t: TrackedWorkload, signal: AbortSignal): Promise<void>;
 }

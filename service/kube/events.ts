@@ -1,5 +1,5 @@
 // Records Kubernetes Events on workloads: Reloaded, ReloadSkipped, ReloadFailed,
-// ReloadConfigInvalid, ReloadStalled, ReloadDeferred, ReloadHeld, ReloadAnnotationMapped. Repeats of the same event for the same object are
+// ReloadConfigInvalid, ReloadStalled, ReloadDeferred, ReloadHeld, ReloadHalted, ReloadAnnotationMapped. Repeats of the same event for the same object are
 // suppressed for a while, so a bad annotation does not produce an Event per config change.
 import os from 'node:os';
 import type { Logger } from '../log.ts';
@@ -18,6 +18,8 @@ export type EventReason =
   | 'ReloadDeferred'
   /** Held while a config the pods need (not optional) is missing (Warning). */
   | 'ReloadHeld'
+  /** Progressive reloads: on a config, its change was halted by a failed wave; on a workload, its reload is held by it (Warning). */
+  | 'ReloadHalted'
   /** A Reloader annotation read with a meaning of our own (pause-period). */
   | 'ReloadAnnotationMapped'
   /** On our Lease: a new leader could not start acting (e.g. its caches did not sync) and gave it up. */

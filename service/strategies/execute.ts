@@ -4,7 +4,10 @@
 // look-ups the engine needs answered (does a config the pods need exist, docs/adr/0024) and the
 // periodic sweep (surge pods, Job reloads cut mid-way, docs/adr/0025) are here too.
 
+import type { V1Pod } from '@kubernetes/client-node';
 import type { Config } from '../config/config.ts';
+import { unhealthy } from '../core/pod-health.ts';
+import { selectorString } from '../core/records.ts';
 import type { ExecRequest, ExecResult, StrategiesPort, SweepView } from '../engine/strategies-port.ts';
 import { missingNeededConfigs } from '../kube/config-presence.ts';
 import type { EventRecorder } from '../kube/events.ts';
@@ -46,6 +49,18 @@ const fieldsOf = (r: ExecRequest) => ({
   workload: `${r.workload.rec.ref.kind}/${r.workload.rec.ref.name}`,
   namespace: r.workload.rec.ref.namespace,
 });
+
+/** What the health of a wave is judged by, of one pod. */
+function podHealthFacts(p: V1Pod) {
+  const statuses = p.status?.containerStatuses ?? [];
+  return {
+    name: p.metadata?.name ?? '',
+    createdMs: new Date(p.metadata?.creationTimestamp ?? 0).getTime(),
+    ready: (p.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True'),
+    restarts: statuses.reduce((n, c) => n + (c.restartCount ?? 0), 0),
+    terminating: p.metadata?.deletionTimestamp !== undefined,
+  };
+}
 
 export function strategyExecutor(d: ExecutorDeps): StrategiesPort {
   const webhook = d.webhook;
@@ -165,6 +180,12 @@ export function strategyExecutor(d: ExecutorDeps): StrategiesPort {
       }
     },
     resumeJobs,
+    async health(t, sinceMs) {
+      const labelSelector = selectorString(t.rec.selector);
+      if (labelSelector === '') return undefined; // a CronJob or Job: no pods that stay to judge
+      const list = await d.core.listNamespacedPod({ namespace: t.rec.ref.namespace, labelSelector });
+      return unhealthy(list.items.map(podHealthFacts), sinceMs);
+    },
     async dropSurgePods(t, signal) {
       if (t.rec.ref.kind !== 'Deployment' || d.cfg.dryRun) return;
       const f = { workload: `${t.rec.ref.kind}/${t.rec.ref.name}`, namespace: t.rec.ref.namespace };

@@ -517,6 +517,9 @@ export async function simulate(s: Schedule): Promise<string[]> {
     },
     async sweep() {},
     async resumeJobs() {},
+    async health() {
+      return undefined;
+    },
     async dropSurgePods() {},
   };
   const events = {

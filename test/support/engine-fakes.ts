@@ -91,7 +91,15 @@ export class HandStrategies implements StrategiesPort {
   async resumeJobs() {
     this.resumes++;
   }
-  async dropSurgePods() {}
+  /** Per workload id: why its pods are unhealthy (progressive reloads); absent: healthy. */
+  readonly unhealthy = new Map<string, string>();
+  async health(t: TrackedWorkload) {
+    return this.unhealthy.get(t.id);
+  }
+  readonly dropped: string[] = [];
+  async dropSurgePods(t: TrackedWorkload) {
+    this.dropped.push(t.id);
+  }
 }
 
 const KEY = Buffer.alloc(32, 7);

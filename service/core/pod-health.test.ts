@@ -1,0 +1,33 @@
+import { describe, expect, it } from 'vitest';
+import { type PodHealthFacts, unhealthy } from './pod-health.ts';
+
+const pod = (name: string, over: Partial<PodHealthFacts> = {}): PodHealthFacts => ({
+  name,
+  createdMs: 2_000,
+  ready: true,
+  restarts: 0,
+  terminating: false,
+  ...over,
+});
+
+describe('unhealthy', () => {
+  it('is healthy when every live pod is Ready and no replacement restarted', () => {
+    expect(unhealthy([pod('a'), pod('b', { createdMs: 500, restarts: 4 })], 1_000)).toBeUndefined();
+    expect(unhealthy([], 1_000)).toBeUndefined();
+  });
+
+  it('names the pods that are not Ready, ignoring those being deleted', () => {
+    expect(
+      unhealthy([pod('a', { ready: false }), pod('b', { ready: false, terminating: true })], 1_000),
+    ).toBe('not Ready: a');
+  });
+
+  it('names a replacement that restarted, even while it is Ready (a crash loop between crashes)', () => {
+    expect(unhealthy([pod('a', { restarts: 2 })], 1_000)).toBe('restarted: a (2×)');
+  });
+
+  it('keeps the message short for a large workload', () => {
+    const many = ['a', 'b', 'c', 'd', 'e'].map((n) => pod(n, { ready: false }));
+    expect(unhealthy(many, 1_000)).toBe('not Ready: a, b, c and 2 more');
+  });
+});

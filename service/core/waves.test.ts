@@ -1,0 +1,129 @@
+import { describe, expect, it } from 'vitest';
+import { type Candidate, Waves, waveOrder } from './waves.ts';
+
+const CM = 'ns/ConfigMap/shared';
+const cand = (workload: string, digest = 'd1', cutoffMs = 1_000): Candidate => ({
+  workload,
+  changes: [{ config: CM, digest }],
+  cutoffMs,
+});
+const GATHER = 500;
+
+/** Offers every name in order at `now`; returns those admitted. */
+function offerAll(w: Waves, names: string[], now: number, digest = 'd1'): string[] {
+  return names.filter((n) => w.offer(cand(n, digest), now).kind === 'run');
+}
+
+describe('Waves', () => {
+  it('gathers a new change before its first wave, then admits the first wave only', () => {
+    const w = new Waves({ firstWave: 1, gatherMs: GATHER });
+    expect(w.offer(cand('Deployment/ns/a'), 0)).toEqual({ kind: 'wait', until: GATHER });
+    expect(offerAll(w, ['Deployment/ns/a', 'Deployment/ns/b', 'Deployment/ns/c'], GATHER)).toEqual([
+      'Deployment/ns/a',
+    ]);
+  });
+
+  it('opens the second wave only after the first passed its settle, and doubles each wave', () => {
+    const w = new Waves({ firstWave: 1, gatherMs: 0 });
+    const all = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'].map((n) => `Deployment/ns/${n}`);
+    expect(offerAll(w, all, 0)).toEqual([all[0]]);
+    expect(w.completed(all[0] as string)).toBe(true);
+    expect(offerAll(w, all.slice(1), 1)).toEqual([]); // settling: not passed yet
+    w.passed(all[0] as string);
+    expect(offerAll(w, all.slice(1), 2)).toEqual(all.slice(1, 3)); // wave 2: two
+    // Wave 3 opens when wave 2 completed (its settle still runs), not before.
+    w.completed(all[1] as string);
+    expect(offerAll(w, all.slice(3), 3)).toEqual([]);
+    w.completed(all[2] as string);
+    expect(offerAll(w, all.slice(3), 4)).toEqual(all.slice(3, 7)); // wave 3: four
+  });
+
+  it('a failure halts the change: nothing more is admitted for it, a re-offer of the failed one included', () => {
+    const w = new Waves({ firstWave: 2, gatherMs: 0 });
+    expect(offerAll(w, ['Deployment/ns/a', 'Deployment/ns/b', 'Deployment/ns/c'], 0)).toEqual([
+      'Deployment/ns/a',
+      'Deployment/ns/b',
+    ]);
+    const halts = w.failed('Deployment/ns/a', 'no progress', 5);
+    expect(halts).toEqual([
+      { config: CM, digest: 'd1', wave: 1, workload: 'Deployment/ns/a', why: 'no progress', atMs: 5 },
+    ]);
+    w.completed('Deployment/ns/b');
+    w.passed('Deployment/ns/b');
+    expect(w.offer(cand('Deployment/ns/c'), 6).kind).toBe('halted');
+    expect(w.offer(cand('Deployment/ns/a'), 6).kind).toBe('halted');
+    // A second failure of the same change is not a second halt.
+    expect(w.failed('Deployment/ns/a', 'again', 7)).toEqual([]);
+    expect(w.halts()).toHaveLength(1);
+  });
+
+  it('a newer change of the config supersedes a halted one and starts again from the first wave', () => {
+    const w = new Waves({ firstWave: 1, gatherMs: 0 });
+    offerAll(w, ['Deployment/ns/a', 'Deployment/ns/b'], 0);
+    w.failed('Deployment/ns/a', 'not Ready', 1);
+    expect(w.offer({ ...cand('Deployment/ns/b', 'd2', 2_000) }, 2)).toEqual({ kind: 'run' });
+    expect(w.offer({ ...cand('Deployment/ns/a', 'd2', 2_000) }, 2)).toEqual({ kind: 'wait' });
+    expect(w.halts()).toEqual([]);
+    // The halted change's old action, retried, is stale now.
+    expect(w.offer(cand('Deployment/ns/a', 'd1', 1_000), 3)).toEqual({ kind: 'stale', config: CM });
+  });
+
+  it('a workload that leaves (dropped, held, gone) does not hold its wave', () => {
+    const w = new Waves({ firstWave: 1, gatherMs: 0 });
+    expect(offerAll(w, ['Deployment/ns/a', 'Deployment/ns/b'], 0)).toEqual(['Deployment/ns/a']);
+    w.forget('Deployment/ns/a');
+    expect(offerAll(w, ['Deployment/ns/b'], 1)).toEqual(['Deployment/ns/b']);
+  });
+
+  it('a reload carrying two changes starts only when both admit it', () => {
+    const w = new Waves({ firstWave: 1, gatherMs: 0 });
+    const other = 'ns/Secret/tls';
+    expect(w.offer(cand('Deployment/ns/a'), 0).kind).toBe('run');
+    const both: Candidate = {
+      workload: 'Deployment/ns/b',
+      changes: [
+        { config: CM, digest: 'd1' },
+        { config: other, digest: 's1' },
+      ],
+      cutoffMs: 1_000,
+    };
+    // The Secret's change would admit it, the ConfigMap's first wave is full: it waits, admitted to neither.
+    expect(w.offer(both, 1)).toEqual({ kind: 'wait' });
+    expect(
+      w.offer(
+        { workload: 'Deployment/ns/c', changes: [{ config: other, digest: 's1' }], cutoffMs: 1_000 },
+        1,
+      ),
+    ).toEqual({ kind: 'run' });
+  });
+
+  it('a completed change is forgotten, so its memory is bounded by the configs that change', () => {
+    const w = new Waves({ firstWave: 1, gatherMs: 0 });
+    w.offer(cand('Deployment/ns/a'), 0);
+    w.completed('Deployment/ns/a');
+    w.passed('Deployment/ns/a');
+    // A late workload of the same change starts a fresh progression, at once.
+    expect(w.offer(cand('Deployment/ns/z'), 1).kind).toBe('run');
+  });
+
+  it('refuses an empty first wave', () => {
+    expect(() => new Waves({ firstWave: 0, gatherMs: 0 })).toThrow(/at least one/);
+  });
+});
+
+describe('waveOrder', () => {
+  it('orders by priority (higher first), then namespace, then name', () => {
+    const xs = [
+      { priority: 0, workload: 'Deployment/b/x' },
+      { priority: 0, workload: 'Deployment/a/z' },
+      { priority: 5, workload: 'Deployment/z/canary' },
+      { priority: 0, workload: 'StatefulSet/a/y' },
+    ];
+    expect(xs.sort(waveOrder).map((x) => x.workload)).toEqual([
+      'Deployment/z/canary',
+      'StatefulSet/a/y',
+      'Deployment/a/z',
+      'Deployment/b/x',
+    ]);
+  });
+});

@@ -1,0 +1,227 @@
+// Progressive reloads (docs/progressive.md): one config change that concerns many workloads reloads
+// them in waves, so a bad value stops at the first wave instead of taking every workload that reads it
+// to its availability floor at once. A change is one config at one digest; the workloads whose reloads
+// carry it form its progression. Pure: the engine (engine/progressive.ts) keeps the timers, reads the
+// pods' health and reports.
+//
+// The waves: the first holds `firstWave` workloads; each next one twice the one before. The second
+// wave opens when every workload of the first has completed its reload and its pods stayed healthy for
+// the settle time; every later wave opens when the one before it has completed (its settle still runs,
+// and a failure there halts what has not started). So a good change waits one settle time in all.
+// A failure halts the change: nothing more starts for it, in any workload, until a newer change of the
+// config supersedes it.
+
+export interface WavesPolicy {
+  /** Workloads in the first wave (≥ 1). */
+  firstWave: number;
+  /** How long a new change gathers its workloads before the first wave is chosen, in ms. */
+  gatherMs: number;
+}
+
+/** A config at one digest: what groups workloads into one progression. `config` is `ns/Kind/name`. */
+export interface ChangeKey {
+  config: string;
+  digest: string;
+}
+
+export interface Candidate {
+  workload: string;
+  /** The changes its reload carries (the configs it changed, at the digests it would record). */
+  changes: readonly ChangeKey[];
+  /** The reload's cutoff: an action older than a change's progression carries a superseded digest. */
+  cutoffMs: number;
+}
+
+export interface Halt {
+  config: string;
+  digest: string;
+  wave: number;
+  workload: string;
+  why: string;
+  atMs: number;
+}
+
+export type Offer =
+  | { kind: 'run' }
+  /** Not yet: its wave has not opened. `until`: the earliest time to offer again by the clock (gathering). */
+  | { kind: 'wait'; until?: number }
+  /** A change it carries was halted. */
+  | { kind: 'halted'; halt: Halt }
+  /** It carries a digest older than a newer change of the same config: drop it. */
+  | { kind: 'stale'; config: string };
+
+type MemberState = 'running' | 'settling' | 'passed' | 'failed';
+
+class Progression {
+  readonly members = new Map<string, { state: MemberState; wave: number }>();
+  /** Workloads offered and told to wait: the change is not done while any waits. */
+  readonly waiting = new Set<string>();
+  /** The highest wave opened so far (0: none), and how many workloads it admitted. */
+  wave = 0;
+  inWave = 0;
+  halt: Halt | undefined;
+  readonly key: ChangeKey;
+  /** When it was first offered (its gathering ends `gatherMs` later), and the cutoff it was opened with. */
+  readonly openedMs: number;
+  readonly cutoffMs: number;
+
+  constructor(key: ChangeKey, openedMs: number, cutoffMs: number) {
+    this.key = key;
+    this.openedMs = openedMs;
+    this.cutoffMs = cutoffMs;
+  }
+
+  size(policy: WavesPolicy, wave: number): number {
+    return policy.firstWave * 2 ** (wave - 1);
+  }
+
+  /** Whether the next wave may open: the first wave passed, and the current one completed. */
+  nextMayOpen(): boolean {
+    for (const m of this.members.values()) {
+      if (m.wave === 1 && m.state !== 'passed') return false;
+      if (m.wave === this.wave && m.state === 'running') return false;
+    }
+    return true;
+  }
+
+  verdict(workload: string, now: number, policy: WavesPolicy): Offer {
+    if (this.halt) return { kind: 'halted', halt: this.halt };
+    if (this.members.has(workload)) return { kind: 'run' };
+    const gathered = this.openedMs + policy.gatherMs;
+    if (now < gathered) return { kind: 'wait', until: gathered };
+    if (this.wave > 0 && this.inWave < this.size(policy, this.wave)) return { kind: 'run' };
+    return this.nextMayOpen() ? { kind: 'run' } : { kind: 'wait' };
+  }
+
+  admit(workload: string, policy: WavesPolicy): void {
+    this.waiting.delete(workload);
+    if (this.members.has(workload)) return;
+    if (this.wave === 0 || this.inWave >= this.size(policy, this.wave)) {
+      this.wave += 1;
+      this.inWave = 0;
+    }
+    this.inWave += 1;
+    this.members.set(workload, { state: 'running', wave: this.wave });
+  }
+
+  done(): boolean {
+    return (
+      !this.halt && this.waiting.size === 0 && [...this.members.values()].every((m) => m.state === 'passed')
+    );
+  }
+}
+
+const keyOf = (c: ChangeKey) => c.config;
+
+/** Every change's progression, and the one place that says whether a workload's reload may start. */
+export class Waves {
+  readonly #policy: WavesPolicy;
+  /** Per config: the progression of its newest change. */
+  readonly #byConfig = new Map<string, Progression>();
+
+  constructor(policy: WavesPolicy) {
+    if (!(policy.firstWave >= 1)) throw new Error('the first wave needs at least one workload');
+    this.#policy = policy;
+  }
+
+  /**
+   * Whether the candidate's reload may start now. When it may, it is admitted into the current wave
+   * of every change it carries (so call this only when the reload will then start).
+   */
+  offer(c: Candidate, now: number): Offer {
+    const progressions: Progression[] = [];
+    for (const change of c.changes) {
+      let p = this.#byConfig.get(keyOf(change));
+      if (p && p.key.digest !== change.digest) {
+        // A different digest: the newer change supersedes the older one's progression (and its halt).
+        if (c.cutoffMs < p.cutoffMs) return { kind: 'stale', config: change.config };
+        p = undefined;
+      }
+      if (!p) {
+        p = new Progression(change, now, c.cutoffMs);
+        this.#byConfig.set(keyOf(change), p);
+      }
+      progressions.push(p);
+    }
+    let waiting = false;
+    let until = 0;
+    for (const p of progressions) {
+      const v = p.verdict(c.workload, now, this.#policy);
+      if (v.kind === 'halted') return v;
+      if (v.kind === 'wait') {
+        waiting = true;
+        until = Math.max(until, v.until ?? 0);
+      }
+    }
+    if (waiting) {
+      for (const p of progressions) if (!p.members.has(c.workload)) p.waiting.add(c.workload);
+      return until > 0 ? { kind: 'wait', until } : { kind: 'wait' };
+    }
+    for (const p of progressions) p.admit(c.workload, this.#policy);
+    return { kind: 'run' };
+  }
+
+  /** The workload's reload completed: its pods now settle. True when it is in a progression. */
+  completed(workload: string): boolean {
+    return this.#move(workload, 'running', 'settling');
+  }
+
+  /** Its pods stayed healthy for the settle time. */
+  passed(workload: string): void {
+    this.#move(workload, 'settling', 'passed');
+    for (const [config, p] of this.#byConfig) if (p.done()) this.#byConfig.delete(config);
+  }
+
+  /** Its reload failed, or its pods did not stay healthy: halts every change it carries. Returns the new halts. */
+  failed(workload: string, why: string, now: number): Halt[] {
+    const halts: Halt[] = [];
+    for (const p of this.#byConfig.values()) {
+      const m = p.members.get(workload);
+      if (!m || m.state === 'passed' || m.state === 'failed') continue;
+      m.state = 'failed';
+      if (p.halt) continue;
+      p.halt = { ...p.key, wave: m.wave, workload, why, atMs: now };
+      halts.push(p.halt);
+    }
+    return halts;
+  }
+
+  /** Its reload will not complete for this change (dropped, held, gone): it leaves the waves. */
+  forget(workload: string): void {
+    for (const [config, p] of this.#byConfig) {
+      p.waiting.delete(workload);
+      if (p.members.get(workload)?.state !== 'failed') p.members.delete(workload);
+      if (p.members.size === 0 && p.waiting.size === 0 && !p.halt) this.#byConfig.delete(config);
+    }
+  }
+
+  #move(workload: string, from: MemberState, to: MemberState): boolean {
+    let found = false;
+    for (const p of this.#byConfig.values()) {
+      const m = p.members.get(workload);
+      if (m?.state !== from) continue;
+      m.state = to;
+      found = true;
+    }
+    return found;
+  }
+
+  /** The halts in force. */
+  halts(): Halt[] {
+    return [...this.#byConfig.values()].flatMap((p) => (p.halt ? [p.halt] : []));
+  }
+}
+
+/**
+ * The order in which waiting workloads take the places of a wave: a higher priority first (the
+ * `gitops-reloader.io/reload-priority` annotation, default 0), then namespace, then name.
+ */
+export function waveOrder(
+  a: { priority: number; workload: string },
+  b: { priority: number; workload: string },
+): number {
+  if (a.priority !== b.priority) return b.priority - a.priority;
+  const [, an = '', aname = ''] = a.workload.split('/');
+  const [, bn = '', bname = ''] = b.workload.split('/');
+  return an !== bn ? (an < bn ? -1 : 1) : aname < bname ? -1 : aname > bname ? 1 : 0;
+}

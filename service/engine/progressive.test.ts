@@ -1,0 +1,142 @@
+// Progressive reloads driven one step at a time through the reconciler: fake clock and timers, a
+// ledger in memory, strategies whose runs the test ends by hand and whose pods' health it sets.
+import { describe, expect, it } from 'vitest';
+import { engineWorld } from '../../test/support/engine-fakes.ts';
+
+const FLAGS = [
+  '--progressive-reloads',
+  '--progressive-gather=1s',
+  '--progressive-settle=10s',
+  '--min-reload-interval=0s',
+  '--reload-deadline=30s',
+];
+
+/** Five Deployments in namespace a reading ConfigMap shared; `canary` first by priority. */
+async function fleet(flags: string[] = FLAGS) {
+  const w = engineWorld(flags);
+  w.state.putConfig(w.putConfigMap('a', 'shared', { k: '1' }));
+  for (const name of ['e', 'd', 'canary', 'b', 'a']) {
+    const ann = name === 'canary' ? { 'gitops-reloader.io/reload-priority': '10' } : {};
+    w.state.putWorkload(
+      w.deployment('a', name, 'shared', ann) as NonNullable<ReturnType<typeof w.deployment>>,
+    );
+  }
+  await w.reconciler.start();
+  /** Lets the debounce and the gathering pass. */
+  const gathered = async () => {
+    await w.time.advance(w.time.clock.now + 1000); // debounce
+    await w.settle();
+    await w.time.advance(w.time.clock.now + 1000); // gathering
+    await w.settle();
+  };
+  const running = () => w.strategies.runs.map((r) => r.req.workload.rec.ref.name);
+  return { ...w, gathered, running };
+}
+
+describe('progressive reloads', () => {
+  it('reloads the first wave (highest priority) alone, the next only after it settled healthy, then doubling', async () => {
+    const w = await fleet();
+    w.change('a', 'shared', { k: '2' });
+    await w.gathered();
+    expect(w.running()).toEqual(['canary']);
+    w.strategies.runs[0]?.end({ kind: 'done', replaced: 1, summary: 'restarted' });
+    await w.settle();
+    await w.time.advance(w.time.clock.now + 9_000);
+    await w.settle();
+    expect(w.running()).toEqual(['canary']); // still settling
+    await w.time.advance(w.time.clock.now + 1_000);
+    await w.settle();
+    expect(w.running()).toEqual(['canary', 'a', 'b']); // wave 2: two, by name
+    w.strategies.runs[1]?.end({ kind: 'done', replaced: 1, summary: 'restarted' });
+    w.strategies.runs[2]?.end({ kind: 'done', replaced: 1, summary: 'restarted' });
+    await w.settle();
+    // Wave 3 starts when wave 2 completed, without waiting for its settle.
+    expect(w.running()).toEqual(['canary', 'a', 'b', 'd', 'e']);
+  });
+
+  it('a failed first wave halts the change: nothing else starts, its surge pods go, and a halt is reported on the config', async () => {
+    const w = await fleet();
+    w.change('a', 'shared', { k: 'bad' });
+    await w.gathered();
+    expect(w.running()).toEqual(['canary']);
+    await w.time.advance(w.time.clock.now + 30_000); // no progress for --reload-deadline
+    w.strategies.runs[0]?.end({ kind: 'failed', error: new Error('aborted'), errorKind: 'update_workload' });
+    await w.settle();
+    expect(w.strategies.dropped).toEqual(['Deployment/a/canary']);
+    const halted = w.events.filter((e) => e.reason === 'ReloadHalted').map((e) => e.message);
+    expect(halted[0]).toMatch(/^change halted at wave 1: Deployment\/canary its reload failed/);
+    expect(halted.filter((m) => m.startsWith('held:'))).toHaveLength(4);
+    // The canary's retry is held too: nothing runs again, however long.
+    await w.time.advance(w.time.clock.now + 600_000);
+    await w.settle();
+    expect(w.running()).toEqual(['canary']);
+  });
+
+  it('pods that do not stay healthy through the settle time halt the change', async () => {
+    const w = await fleet();
+    w.change('a', 'shared', { k: 'crashy' });
+    await w.gathered();
+    w.strategies.unhealthy.set('Deployment/a/canary', 'restarted: canary-x (3×)');
+    w.strategies.runs[0]?.end({ kind: 'done', replaced: 1, summary: 'restarted' });
+    await w.settle();
+    await w.time.advance(w.time.clock.now + 10_000);
+    await w.settle();
+    await w.time.advance(w.time.clock.now + 600_000);
+    await w.settle();
+    expect(w.running()).toEqual(['canary']);
+    expect(w.events.find((e) => e.reason === 'ReloadHalted')?.message).toMatch(
+      /did not stay healthy for 10s: restarted: canary-x \(3×\)/,
+    );
+  });
+
+  it('a newer change of the config (the fix) supersedes the halt and reloads every workload once, from the first wave', async () => {
+    const w = await fleet();
+    w.change('a', 'shared', { k: 'bad' });
+    await w.gathered();
+    await w.time.advance(w.time.clock.now + 30_000);
+    w.strategies.runs[0]?.end({ kind: 'failed', error: new Error('aborted'), errorKind: 'update_workload' });
+    await w.settle();
+    w.change('a', 'shared', { k: 'fixed' });
+    await w.gathered();
+    expect(w.running()).toEqual(['canary', 'canary']);
+    const fix = w.strategies.runs[1];
+    expect(fix?.req.action.target['ConfigMap/a/shared']).toBe(
+      w.state.configs.get('ConfigMap/a/shared')?.digest.all,
+    );
+    fix?.end({ kind: 'done', replaced: 1, summary: 'restarted' });
+    await w.settle();
+    await w.time.advance(w.time.clock.now + 10_000);
+    await w.settle();
+    for (const r of w.strategies.runs.slice(2)) r.end({ kind: 'done', replaced: 1, summary: 'restarted' });
+    await w.settle();
+    for (const r of w.strategies.runs.slice(4)) r.end({ kind: 'done', replaced: 1, summary: 'restarted' });
+    await w.settle();
+    await w.time.advance(w.time.clock.now + 600_000);
+    await w.settle();
+    expect(w.running().sort()).toEqual(['a', 'b', 'canary', 'canary', 'd', 'e']);
+  });
+
+  it('a workload that opts out reloads at once, outside the waves', async () => {
+    const w = engineWorld(FLAGS);
+    w.state.putConfig(w.putConfigMap('a', 'shared', { k: '1' }));
+    for (const name of ['a', 'b']) {
+      const ann = name === 'b' ? { 'gitops-reloader.io/progressive': 'false' } : {};
+      w.state.putWorkload(
+        w.deployment('a', name, 'shared', ann) as NonNullable<ReturnType<typeof w.deployment>>,
+      );
+    }
+    await w.reconciler.start();
+    w.change('a', 'shared', { k: '2' });
+    await w.time.advance(w.time.clock.now + 1000);
+    await w.settle();
+    expect(w.strategies.runs.map((r) => r.req.workload.rec.ref.name)).toEqual(['b']);
+  });
+
+  it('off by default: every reload starts at once', async () => {
+    const w = await fleet(['--min-reload-interval=0s']);
+    w.change('a', 'shared', { k: '2' });
+    await w.time.advance(w.time.clock.now + 1000);
+    await w.settle();
+    expect(w.running()).toHaveLength(5);
+  });
+});

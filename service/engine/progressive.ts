@@ -1,0 +1,260 @@
+// Progressive reloads in the engine (docs/progressive.md). The reconciler asks `parks` before it
+// queues a reload, and tells `ended` how a run ended; the waves themselves are core/waves.ts. This
+// keeps the reloads that wait for their wave or are held by a halted change, the timers (gathering,
+// settling), reads the pods' health through the StrategiesPort, and reports halts: a Warning Event on
+// the config and on each workload held, a log line and metrics.
+
+import { realTimers, type Timers } from '../core/batcher.ts';
+import { mergeActions, type Outcome, type ReloadAction } from '../core/reload-action.ts';
+import { type ChangeKey, type Halt, Waves, waveOrder } from '../core/waves.ts';
+import { apiVersionOf } from '../kube/events.ts';
+import type { TrackedWorkload } from '../state.ts';
+import type { ReconcilerDeps } from './deps.ts';
+import { display, emitOn, fields } from './report.ts';
+
+const CONFIG_KINDS = ['ConfigMap/', 'Secret/', 'SecretProviderClass/'];
+
+/** The config changes a reload carries (a request or a new workload's first judgement carries none). */
+export function changesOf(a: ReloadAction): ChangeKey[] {
+  return a.changed
+    .filter((c) => CONFIG_KINDS.some((k) => c.startsWith(k)))
+    .map((c) => ({ config: c, digest: a.target[c] ?? 'deleted' }));
+}
+
+export interface ProgressiveOptions {
+  firstWave: number;
+  settleMs: number;
+  gatherMs: number;
+  /** Queues a reload whose wave opened. */
+  release(a: ReloadAction): void;
+  /** Aborts when the term ends. */
+  signal: AbortSignal;
+}
+
+export class Progressive {
+  readonly #d: ReconcilerDeps;
+  readonly #o: ProgressiveOptions;
+  readonly #timers: Timers;
+  readonly #waves: Waves;
+  /** Per workload: its reload waiting for a wave, or held by a halted change. */
+  readonly #parked = new Map<string, ReloadAction>();
+  /** The workloads of #parked held by a halt (the rest wait for a wave). */
+  readonly #halted = new Set<string>();
+  /** `workload config digest` of every halt already reported on that workload. */
+  readonly #told = new Set<string>();
+  readonly #pending = new Set<unknown>();
+  #wakeAt = Number.POSITIVE_INFINITY;
+  readonly #detach: (() => void) | undefined;
+
+  constructor(d: ReconcilerDeps, o: ProgressiveOptions) {
+    this.#d = d;
+    this.#o = o;
+    this.#timers = d.timers ?? realTimers;
+    this.#waves = new Waves({ firstWave: o.firstWave, gatherMs: o.gatherMs });
+    this.#detach = d.metrics?.progressiveFrom(() => ({
+      halted: this.#waves.halts().length,
+      wave: this.#parked.size - this.#halted.size,
+      halt: this.#halted.size,
+    }));
+  }
+
+  /** True when the reload must not be queued now: it waits for its wave, or a halt holds it. */
+  parks(a: ReloadAction): boolean {
+    const t = this.#d.state.workloads.get(a.workload);
+    const changes = changesOf(a);
+    if (!t?.parsed.policy.progressive || changes.length === 0) return false;
+    const o = this.#waves.offer({ workload: a.workload, changes, cutoffMs: a.cutoffMs }, this.#timers.now());
+    switch (o.kind) {
+      case 'run':
+        this.#unpark(a.workload);
+        return false;
+      case 'wait':
+        this.#park(a);
+        if (o.until !== undefined) this.#wake(o.until);
+        return true;
+      case 'halted':
+        this.#park(a);
+        this.#halted.add(a.workload);
+        this.#tellHeld(t, o.halt);
+        return true;
+      case 'stale':
+        // A newer change of the config has its own progression: this older reload is covered by it.
+        this.#unpark(a.workload);
+        this.#d.log.info(
+          { ...fields(t), config: display(o.config) },
+          'reload superseded by a newer change; not run',
+        );
+        return true;
+    }
+  }
+
+  /** How a queued reload's run ended (or what was decided instead of running it). */
+  ended(a: ReloadAction, o: Outcome): void {
+    switch (o.kind) {
+      case 'done':
+        if (this.#waves.completed(a.workload)) this.#settle(a, this.#o.settleMs);
+        break;
+      case 'retry':
+        if (!o.failed) return;
+        this.#fail(a, 'its reload failed or made no progress for --reload-deadline');
+        return;
+      case 'dropped':
+        // A newer action of the workload carries on its place in the wave.
+        if (o.reason.startsWith('superseded by a newer change')) return;
+        this.#waves.forget(a.workload);
+        break;
+      case 'hold':
+      case 'config-missing':
+        this.#waves.forget(a.workload);
+        break;
+      case 'interrupted':
+        return;
+    }
+    this.#reoffer();
+  }
+
+  stop(): void {
+    for (const t of this.#pending) this.#timers.clear(t);
+    this.#pending.clear();
+    this.#detach?.();
+  }
+
+  #park(a: ReloadAction): void {
+    const before = this.#parked.get(a.workload);
+    this.#parked.set(a.workload, before ? mergeActions(before, a) : a);
+  }
+
+  #unpark(workload: string): void {
+    this.#parked.delete(workload);
+    this.#halted.delete(workload);
+  }
+
+  #later(fn: () => void, ms: number): void {
+    const timer = this.#timers.set(() => {
+      this.#pending.delete(timer);
+      if (!this.#o.signal.aborted) fn();
+    }, ms);
+    this.#pending.add(timer);
+  }
+
+  /** Offers the parked reloads again at `at` (a change's gathering ends). */
+  #wake(at: number): void {
+    if (at >= this.#wakeAt) return;
+    this.#wakeAt = at;
+    this.#later(
+      () => {
+        if (this.#wakeAt === at) this.#wakeAt = Number.POSITIVE_INFINITY;
+        this.#reoffer();
+      },
+      Math.max(0, at - this.#timers.now()),
+    );
+  }
+
+  /** Offers every parked reload again, in wave order; those admitted are queued. */
+  #reoffer(): void {
+    const order = [...this.#parked.values()]
+      .map((a) => ({
+        a,
+        workload: a.workload,
+        priority: this.#d.state.workloads.get(a.workload)?.parsed.policy.priority ?? 0,
+      }))
+      .sort(waveOrder);
+    for (const { a } of order) {
+      if (!this.#d.state.workloads.has(a.workload)) {
+        this.#unpark(a.workload);
+        this.#waves.forget(a.workload);
+        continue;
+      }
+      if (!this.parks(a)) this.#o.release(a);
+    }
+  }
+
+  /** Judges the workload's pods once they had `afterMs` to settle. */
+  #settle(a: ReloadAction, afterMs: number): void {
+    this.#later(() => {
+      const t = this.#d.state.workloads.get(a.workload);
+      if (!t) {
+        this.#waves.forget(a.workload);
+        return this.#reoffer();
+      }
+      this.#d.strategies.health(t, a.cutoffMs, this.#o.signal).then(
+        (why) => {
+          if (why === undefined) {
+            this.#waves.passed(a.workload);
+            this.#d.log.info(fields(t), 'progressive reload: the workload settled healthy');
+            return this.#reoffer();
+          }
+          this.#fail(a, `its pods did not stay healthy for ${this.#o.settleMs / 1000}s: ${why}`);
+        },
+        (err: Error) => {
+          this.#d.log.warn(
+            { ...fields(t), err: err.message },
+            'could not read the pods’ health; asking again',
+          );
+          this.#settle(a, Math.max(1_000, this.#o.settleMs));
+        },
+      );
+    }, afterMs);
+  }
+
+  /** A wave failed at this workload: halt the changes it carries, and say so. */
+  #fail(a: ReloadAction, why: string): void {
+    const t = this.#d.state.workloads.get(a.workload);
+    const halts = this.#waves.failed(a.workload, why, this.#timers.now());
+    if (!t || halts.length === 0) return;
+    // Its surge pods never became Ready: remove them. Its old pods that were not replaced stay.
+    void this.#d.strategies
+      .dropSurgePods(t, this.#o.signal)
+      .catch((err: Error) =>
+        this.#d.log.warn({ ...fields(t), err: err.message }, 'could not remove surge pods'),
+      );
+    for (const h of halts) void this.#reportHalt(t, h);
+  }
+
+  async #reportHalt(t: TrackedWorkload, h: Halt): Promise<void> {
+    const d = this.#d;
+    d.metrics?.progressiveHalted();
+    const config = display(h.config);
+    const held = [...this.#parked.values()].filter((a) => a.changed.includes(h.config)).length;
+    d.log.warn(
+      { ...fields(t), config, wave: h.wave, why: h.why, held },
+      'progressive reload halted: nothing more starts for this change',
+    );
+    const [kind = '', namespace = '', ...name] = h.config.split('/');
+    const uid = d.state.configs.get(h.config)?.uid;
+    const message =
+      `change halted at wave ${h.wave}: ${t.rec.ref.kind}/${t.rec.ref.name} ${h.why}. ` +
+      `Nothing more starts for it; ${held} workload(s) held. A new change of ${config} starts again from the first wave`;
+    await d.events.emit(
+      { apiVersion: apiVersionOf(kind), kind, namespace, name: name.join('/'), ...(uid ? { uid } : {}) },
+      'ReloadHalted',
+      message,
+      'Warning',
+    );
+    await emitOn(d.events)(
+      t,
+      'ReloadHalted',
+      `the change of ${config} failed at this workload (wave ${h.wave}): ${h.why}; its surge pods are removed, its old pods stay`,
+      'Warning',
+    );
+    for (const a of this.#parked.values()) {
+      const w = d.state.workloads.get(a.workload);
+      if (w && a.changed.includes(h.config)) this.#tellHeld(w, h);
+    }
+  }
+
+  /** A Warning on a workload held by a halt, once per halt. */
+  #tellHeld(t: TrackedWorkload, h: Halt): void {
+    const key = `${t.id} ${h.config} ${h.digest}`;
+    if (this.#told.has(key) || t.id === h.workload) return;
+    this.#told.add(key);
+    this.#halted.add(t.id);
+    const failed = h.workload.split('/');
+    void emitOn(this.#d.events)(
+      t,
+      'ReloadHalted',
+      `held: the change of ${display(h.config)} was halted at wave ${h.wave} (${failed[0]}/${failed[2]} ${h.why})`,
+      'Warning',
+    );
+  }
+}
