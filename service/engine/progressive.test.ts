@@ -16,7 +16,8 @@ async function fleet(flags: string[] = FLAGS) {
   const w = engineWorld(flags);
   w.state.putConfig(w.putConfigMap('a', 'shared', { k: '1' }));
   for (const name of ['e', 'd', 'canary', 'b', 'a']) {
-    const ann = name === 'canary' ? { 'gitops-reloader.io/reload-priority': '10' } : {};
+    const ann: Record<string, string> =
+      name === 'canary' ? { 'gitops-reloader.io/reload-priority': '10' } : {};
     w.state.putWorkload(
       w.deployment('a', name, 'shared', ann) as NonNullable<ReturnType<typeof w.deployment>>,
     );
@@ -120,7 +121,7 @@ describe('progressive reloads', () => {
     const w = engineWorld(FLAGS);
     w.state.putConfig(w.putConfigMap('a', 'shared', { k: '1' }));
     for (const name of ['a', 'b']) {
-      const ann = name === 'b' ? { 'gitops-reloader.io/progressive': 'false' } : {};
+      const ann: Record<string, string> = name === 'b' ? { 'gitops-reloader.io/progressive': 'false' } : {};
       w.state.putWorkload(
         w.deployment('a', name, 'shared', ann) as NonNullable<ReturnType<typeof w.deployment>>,
       );

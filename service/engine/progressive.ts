@@ -243,12 +243,17 @@ export class Progressive {
     }
   }
 
-  /** A Warning on a workload held by a halt, once per halt. */
+  /** Says once per halt that the workload's reload is held by it (a Warning Event unless it failed it). */
   #tellHeld(t: TrackedWorkload, h: Halt): void {
     const key = `${t.id} ${h.config} ${h.digest}`;
-    if (this.#told.has(key) || t.id === h.workload) return;
+    if (this.#told.has(key)) return;
     this.#told.add(key);
     this.#halted.add(t.id);
+    this.#d.log.info(
+      { ...fields(t), config: display(h.config), wave: h.wave },
+      'reload held: its change was halted by a failed wave',
+    );
+    if (t.id === h.workload) return;
     const failed = h.workload.split('/');
     void emitOn(this.#d.events)(
       t,
