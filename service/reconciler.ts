@@ -114,6 +114,7 @@ export class Reconciler {
       changeRV: (ids) => changeRV(this.#d.state, ids),
       submit: (a) => this.#submit(a),
       heldByGate: (t, changed, observedAt) => heldAtStart(this.#d, t, changed, observedAt),
+      loaded: () => this.#progressive?.restore(),
     });
     const gone = [...ledger.entries().keys()].filter((id) => !state.workloads.has(id));
     if (gone.length > 0) await ledger.removeMany(gone);

@@ -296,4 +296,34 @@ describe('ledger entry uids (docs/catch-up.md)', () => {
     expect(reason(key, JSON.stringify({ w: '', c: {} }))).toMatch(/uid/);
     expect(() => encodeEntry(W, { configs: { a: D1 }, configUids: { b: UID_C } })).toThrow(/names no config/);
   });
+
+  it('round-trips a halt of a progressive reload under "h", and reports a bad one', () => {
+    const halted: LedgerEntry = {
+      ...inFlight,
+      halt: {
+        config: 'ConfigMap/shop/web-config',
+        digest: D2,
+        cutoff: '2026-12-02T14:39:22.310Z',
+        wave: 1,
+        why: 'its pods did not stay healthy for 30s: not Ready: web-7c9d-x2',
+        at: '2026-12-02T14:45:00.000Z',
+      },
+    };
+    const value = encodeEntry(W, halted);
+    expect(JSON.parse(value).h).toEqual({
+      c: 'ConfigMap/shop/web-config',
+      d: D2,
+      t: '2026-12-02T14:39:22.310Z',
+      n: 1,
+      y: 'its pods did not stay healthy for 30s: not Ready: web-7c9d-x2',
+      a: '2026-12-02T14:45:00.000Z',
+    });
+    expect(decodeOk(ledgerKey(W), value).entry).toEqual(halted);
+    const key = ledgerKey(W);
+    const h = JSON.parse(value).h;
+    expect(reason(key, JSON.stringify({ c: {}, h: { ...h, n: 0 } }))).toMatch(/halt.wave/);
+    expect(reason(key, JSON.stringify({ c: {}, h: { ...h, y: 'a\nb' } }))).toMatch(/halt.why/);
+    expect(reason(key, JSON.stringify({ c: {}, h: { ...h, x: 1 } }))).toMatch(/unknown halt field/);
+    expect(reason(key, JSON.stringify({ c: {}, h: { ...h, a: 'yesterday' } }))).toMatch(/halt.at/);
+  });
 });

@@ -11,7 +11,10 @@
 //    "p":  {"t": cutoff, "g": {configId: digest},    pending: reload in progress, its cutoff T, target
 //           "ch": [configId], "s": startedAt,                 digests, changed configs, start time,
 //           "u": [podUid]}                                    and the pods to replace (when snapshotted)
-//    "r":  reloadedAt}                               time of the last completed reload
+//    "r":  reloadedAt                                time of the last completed reload
+//    "h":  {"c": configId, "d": digest, "t": cutoff,  halt: a progressive reload of this config change
+//           "n": wave, "y": why, "a": haltedAt}               failed at this workload (docs/progressive.md)
+//   }
 // Times are ISO-8601 UTC with milliseconds, exactly as Date#toISOString writes them.
 
 import { createHash } from 'node:crypto';
@@ -48,7 +51,25 @@ export interface LedgerEntry {
   configUids?: Record<string, string>;
   pending?: PendingReload;
   reloadedAt?: string;
+  /**
+   * A progressive reload of one config change failed its wave at this workload: the change is halted
+   * until a newer change of the config. Kept here so a restart or a new leader holds it too.
+   */
+  halt?: HaltRecord;
 }
+
+export interface HaltRecord {
+  config: string;
+  digest: string;
+  /** The cutoff of the halted change's reload (what tells an older change from a newer one). */
+  cutoff: string;
+  wave: number;
+  why: string;
+  at: string;
+}
+
+/** The longest reason a halt keeps (it names pods, never config data). */
+export const MAX_HALT_WHY_CHARS = 512;
 
 export type DecodedEntry =
   | { ok: true; id: string; entry: LedgerEntry }
@@ -133,6 +154,8 @@ export function encodeEntry(id: string, entry: LedgerEntry): string {
     };
   }
   if (entry.reloadedAt !== undefined) value.r = entry.reloadedAt;
+  const h = entry.halt;
+  if (h) value.h = { c: h.config, d: h.digest, t: h.cutoff, n: h.wave, y: h.why, a: h.at };
   return JSON.stringify(value);
 }
 
@@ -146,7 +169,7 @@ export function decodeEntry(key: string, value: string): DecodedEntry {
     return fail(`value is not JSON (${(err as Error).message})`);
   }
   if (!isPlainObject(raw)) return fail('value is not a JSON object');
-  const extra = Object.keys(raw).filter((k) => !['id', 'w', 'c', 'cu', 'p', 'r'].includes(k));
+  const extra = Object.keys(raw).filter((k) => !['id', 'w', 'c', 'cu', 'p', 'r', 'h'].includes(k));
   if (extra.length > 0) return fail(`unknown field(s) ${extra.join(', ')}`);
 
   let id: string | undefined;
@@ -189,6 +212,20 @@ export function decodeEntry(key: string, value: string): DecodedEntry {
     };
   }
   if (raw.r !== undefined) entry.reloadedAt = raw.r as string;
+  if (raw.h !== undefined) {
+    if (!isPlainObject(raw.h)) return fail('field "h" (halt) is not an object');
+    const hExtra = Object.keys(raw.h).filter((k) => !['c', 'd', 't', 'n', 'y', 'a'].includes(k));
+    if (hExtra.length > 0) return fail(`unknown halt field(s) ${hExtra.join(', ')}`);
+    const h = raw.h;
+    entry.halt = {
+      config: h.c as string,
+      digest: h.d as string,
+      cutoff: h.t as string,
+      wave: h.n as number,
+      why: h.y as string,
+      at: h.a as string,
+    };
+  }
   const problem = checkEntry(entry);
   if (problem) return fail(problem);
   return { ok: true, id, entry: deepFreeze(entry) };
@@ -203,7 +240,7 @@ export function storedBytes(key: string, value: string): number {
 export function checkEntry(entry: unknown): string | undefined {
   if (!isPlainObject(entry)) return 'entry is not an object';
   const extra = Object.keys(entry).filter(
-    (k) => !['configs', 'uid', 'configUids', 'pending', 'reloadedAt'].includes(k),
+    (k) => !['configs', 'uid', 'configUids', 'pending', 'reloadedAt', 'halt'].includes(k),
   );
   if (extra.length > 0) return `unknown field(s) ${extra.join(', ')}`;
   const configs = checkDigests(entry.configs, 'configs');
@@ -242,7 +279,29 @@ export function checkEntry(entry: unknown): string | undefined {
       }
     }
   }
+  if (entry.halt !== undefined) {
+    const bad = checkHalt(entry.halt);
+    if (bad) return bad;
+  }
   if (entry.reloadedAt !== undefined) return checkTime(entry.reloadedAt, 'reloadedAt');
+  return undefined;
+}
+
+function checkHalt(h: unknown): string | undefined {
+  if (!isPlainObject(h)) return 'halt is not an object';
+  const extra = Object.keys(h).filter(
+    (k) => !['config', 'digest', 'cutoff', 'wave', 'why', 'at'].includes(k),
+  );
+  if (extra.length > 0) return `unknown halt field(s) ${extra.join(', ')}`;
+  const bad =
+    checkConfigId(h.config, 'halt.config') ??
+    checkDigests({ [String(h.config)]: h.digest }, 'halt.digest') ??
+    checkTime(h.cutoff, 'halt.cutoff') ??
+    checkTime(h.at, 'halt.at');
+  if (bad) return bad;
+  if (!Number.isInteger(h.wave) || (h.wave as number) < 1) return 'halt.wave is not a wave number';
+  if (typeof h.why !== 'string' || h.why.length > MAX_HALT_WHY_CHARS || [...h.why].some(isControl))
+    return `halt.why is not a line of at most ${MAX_HALT_WHY_CHARS} characters`;
   return undefined;
 }
 

@@ -106,6 +106,23 @@ describe('Waves', () => {
     expect(w.offer(cand('Deployment/ns/z'), 1).kind).toBe('run');
   });
 
+  it('a restored halt holds its change at once, and a newer change still supersedes it', () => {
+    const w = new Waves({ firstWave: 1, gatherMs: 500 });
+    const halt = {
+      config: CM,
+      digest: 'd1',
+      wave: 1,
+      workload: 'Deployment/ns/a',
+      why: 'not Ready',
+      atMs: 10,
+    };
+    w.restore(halt, 1_000);
+    expect(w.offer(cand('Deployment/ns/b'), 20)).toEqual({ kind: 'halted', halt });
+    expect(w.offer(cand('Deployment/ns/a', 'd0', 500), 20)).toEqual({ kind: 'stale', config: CM });
+    expect(w.offer(cand('Deployment/ns/b', 'd2', 2_000), 20).kind).toBe('wait');
+    expect(w.halts()).toEqual([]);
+  });
+
   it('refuses an empty first wave', () => {
     expect(() => new Waves({ firstWave: 0, gatherMs: 0 })).toThrow(/at least one/);
   });

@@ -206,6 +206,15 @@ export class Waves {
     return found;
   }
 
+  /** A halt recorded before (by another term): the change stays halted until a newer one. */
+  restore(h: Halt, cutoffMs: number): void {
+    const p = this.#byConfig.get(h.config);
+    if (p && (p.key.digest !== h.digest || p.halt)) return;
+    const restored = new Progression({ config: h.config, digest: h.digest }, h.atMs, cutoffMs);
+    restored.halt = h;
+    this.#byConfig.set(h.config, restored);
+  }
+
   /** The halts in force. */
   halts(): Halt[] {
     return [...this.#byConfig.values()].flatMap((p) => (p.halt ? [p.halt] : []));

@@ -2,6 +2,7 @@
 // ledger in memory, strategies whose runs the test ends by hand and whose pods' health it sets.
 import { describe, expect, it } from 'vitest';
 import { engineWorld } from '../../test/support/engine-fakes.ts';
+import { Reconciler } from '../reconciler.ts';
 
 const FLAGS = [
   '--progressive-reloads',
@@ -115,6 +116,35 @@ describe('progressive reloads', () => {
     await w.time.advance(w.time.clock.now + 600_000);
     await w.settle();
     expect(w.running().sort()).toEqual(['a', 'b', 'canary', 'canary', 'd', 'e']);
+  });
+
+  it('a halt survives a new term: it is recorded on the failing workload and holds every reload of the change', async () => {
+    const w = await fleet();
+    w.change('a', 'shared', { k: 'bad' });
+    await w.gathered();
+    await w.time.advance(w.time.clock.now + 30_000);
+    w.strategies.runs[0]?.end({ kind: 'failed', error: new Error('aborted'), errorKind: 'update_workload' });
+    await w.settle();
+    expect(w.ledger.get('Deployment/a/canary')?.halt).toMatchObject({
+      config: 'ConfigMap/a/shared',
+      wave: 1,
+    });
+    // A leader change: a new reconciler on the same ledger resumes the canary's pending reload and
+    // finds the others' changes, and holds them all.
+    await w.reconciler.stop();
+    const next = new Reconciler(w.deps);
+    await next.start();
+    await w.settle();
+    await w.time.advance(w.time.clock.now + 600_000);
+    await w.settle();
+    expect(w.running()).toEqual(['canary']);
+    // The fix still supersedes it, and the canary reloads first.
+    const rec = w.putConfigMap('a', 'shared', { k: 'fixed' });
+    next.configChanged(w.state.putConfig(rec), rec);
+    await w.gathered();
+    expect(w.running()).toEqual(['canary', 'canary']);
+    w.strategies.runs[1]?.end({ kind: 'done', replaced: 1, summary: 'restarted' });
+    await next.stop();
   });
 
   it('a workload that opts out reloads at once, outside the waves', async () => {

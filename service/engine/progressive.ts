@@ -5,6 +5,7 @@
 // the config and on each workload held, a log line and metrics.
 
 import { realTimers, type Timers } from '../core/batcher.ts';
+import { MAX_HALT_WHY_CHARS } from '../core/ledger-entry.ts';
 import { mergeActions, type Outcome, type ReloadAction } from '../core/reload-action.ts';
 import { type ChangeKey, type Halt, Waves, waveOrder } from '../core/waves.ts';
 import { apiVersionOf } from '../kube/events.ts';
@@ -56,6 +57,22 @@ export class Progressive {
       wave: this.#parked.size - this.#halted.size,
       halt: this.#halted.size,
     }));
+  }
+
+  /** Holds again the changes a previous term halted, as its ledger records them. */
+  restore(): void {
+    for (const [workload, e] of this.#d.ledger.entries()) {
+      const h = e.halt;
+      if (!h) continue;
+      this.#waves.restore(
+        { config: h.config, digest: h.digest, wave: h.wave, workload, why: h.why, atMs: Date.parse(h.at) },
+        Date.parse(h.cutoff),
+      );
+      this.#d.log.info(
+        { workload, config: display(h.config), wave: h.wave, haltedAt: h.at },
+        'progressive reload halt restored from the ledger: nothing more starts for this change',
+      );
+    }
   }
 
   /** True when the reload must not be queued now: it waits for its wave, or a halt holds it. */
@@ -209,6 +226,29 @@ export class Progressive {
         this.#d.log.warn({ ...fields(t), err: err.message }, 'could not remove surge pods'),
       );
     for (const h of halts) void this.#reportHalt(t, h);
+    void this.#record(a, halts[0] as Halt);
+  }
+
+  /** Records the halt on the failing workload's ledger entry: a restart or a new leader holds it too. */
+  async #record(a: ReloadAction, h: Halt): Promise<void> {
+    const entry = this.#d.ledger.get(a.workload);
+    if (!entry) return;
+    const halt = {
+      config: h.config,
+      digest: h.digest,
+      cutoff: new Date(a.cutoffMs).toISOString(),
+      wave: h.wave,
+      why: h.why.slice(0, MAX_HALT_WHY_CHARS),
+      at: new Date(h.atMs).toISOString(),
+    };
+    try {
+      await this.#d.ledger.put(a.workload, { ...entry, halt });
+    } catch (err) {
+      this.#d.log.error(
+        { workload: a.workload, err: (err as Error).message },
+        'could not record the halt; a restart would start the change again from its first wave',
+      );
+    }
   }
 
   async #reportHalt(t: TrackedWorkload, h: Halt): Promise<void> {

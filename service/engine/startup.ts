@@ -25,6 +25,8 @@ export interface StartupHooks {
    * under --argocd-on-failed-sync=hold): the gate, not this start, reloads when the hold ends.
    */
   heldByGate?(t: TrackedWorkload, changed: string[], observedAt: number): boolean;
+  /** The ledger is loaded, nothing is judged yet (progressive reloads restore their halts from it). */
+  loaded?(): void;
 }
 
 // Keeps the uids: the catch-up tells new objects of recorded names by them (core/catch-up.ts recreated).
@@ -33,6 +35,7 @@ const withoutPending = ({ pending: _pending, ...rest }: LedgerEntry): LedgerEntr
 export async function judgeAtStart(d: ReconcilerDeps, h: StartupHooks): Promise<void> {
   const { state, ledger, log } = d;
   await ledger.load();
+  h.loaded?.();
   // Digests made with another HMAC key (or one the ledger does not name) prove no change: the pods'
   // age decides instead (docs/catch-up.md).
   const keyState = ledger.keyState();

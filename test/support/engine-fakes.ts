@@ -10,7 +10,7 @@ import type { LedgerEntry } from '../../service/core/ledger-entry.ts';
 import { missingNeeded } from '../../service/core/needed-configs.ts';
 import type { ConfigRecord } from '../../service/core/records.ts';
 import type { ConfigRef } from '../../service/core/types.ts';
-import type { EventSink, LedgerStore } from '../../service/engine/deps.ts';
+import type { EventSink, LedgerStore, ReconcilerDeps } from '../../service/engine/deps.ts';
 import type {
   ExecRequest,
   ExecResult,
@@ -157,7 +157,7 @@ export function engineWorld(
         },
       },
     });
-  const reconciler = new Reconciler({
+  const deps: ReconcilerDeps = {
     cfg,
     state,
     ledger,
@@ -169,7 +169,8 @@ export function engineWorld(
     inScope: o.inScope ?? (() => true),
     timers: time.timers,
     ...(o.gate ? { gate: o.gate } : {}),
-  });
+  };
+  const reconciler = new Reconciler(deps);
   /** Changes a ConfigMap, as the watch reports it. */
   const change = (ns: string, name: string, data: Record<string, string>) => {
     const rec = putConfigMap(ns, name, data);
@@ -195,6 +196,8 @@ export function engineWorld(
     events,
     strategies,
     reconciler,
+    /** What the reconciler was given: a new term's reconciler is made from the same. */
+    deps,
     putConfigMap,
     deployment,
     change,
