@@ -199,6 +199,8 @@ export class Reconciler {
       );
       if (affected.length === 0) m?.skipped('no_match');
       const metadataOnly = old !== undefined && now !== undefined && old.digest.all === now.digest.all;
+      const resume = now?.annotations[KEYS.progressiveResume];
+      if (resume && resume !== old?.annotations[KEYS.progressiveResume]) this.#progressive?.resume(now);
       for (const w of affected) {
         const t = this.#d.state.workloads.get(w);
         if (t) m?.workloadsScanned(t.rec.ref.kind);

@@ -123,6 +123,24 @@ describe('Waves', () => {
     expect(w.halts()).toEqual([]);
   });
 
+  it('a resumed change continues: the failed workload takes its place in its wave again, then the waves go on', () => {
+    const w = new Waves({ firstWave: 1, gatherMs: 0 });
+    offerAll(w, ['Deployment/ns/a', 'Deployment/ns/b', 'Deployment/ns/c'], 0);
+    w.failed('Deployment/ns/a', 'not Ready', 1);
+    expect(w.resume('ns/ConfigMap/other')).toBeUndefined();
+    expect(w.resume(CM)?.workload).toBe('Deployment/ns/a');
+    expect(w.halts()).toEqual([]);
+    expect(offerAll(w, ['Deployment/ns/a', 'Deployment/ns/b', 'Deployment/ns/c'], 2)).toEqual([
+      'Deployment/ns/a',
+    ]);
+    w.completed('Deployment/ns/a');
+    w.passed('Deployment/ns/a');
+    expect(offerAll(w, ['Deployment/ns/b', 'Deployment/ns/c'], 3)).toEqual([
+      'Deployment/ns/b',
+      'Deployment/ns/c',
+    ]);
+  });
+
   it('refuses an empty first wave', () => {
     expect(() => new Waves({ firstWave: 0, gatherMs: 0 })).toThrow(/at least one/);
   });

@@ -206,6 +206,23 @@ export class Waves {
     return found;
   }
 
+  /**
+   * Continues a halted change of the config: the workloads that failed it take their places in their
+   * wave again, and the waves go on. Returns the halt lifted, if there was one.
+   */
+  resume(config: string): Halt | undefined {
+    const p = this.#byConfig.get(config);
+    const halt = p?.halt;
+    if (!p || !halt) return undefined;
+    p.halt = undefined;
+    for (const [w, m] of p.members) {
+      if (m.state !== 'failed') continue;
+      p.members.delete(w);
+      if (m.wave === p.wave) p.inWave -= 1;
+    }
+    return halt;
+  }
+
   /** A halt recorded before (by another term): the change stays halted until a newer one. */
   restore(h: Halt, cutoffMs: number): void {
     const p = this.#byConfig.get(h.config);

@@ -147,6 +147,29 @@ describe('progressive reloads', () => {
     await next.stop();
   });
 
+  it('gitops-reloader.io/progressive-resume on the config continues a halted change from the failed workload', async () => {
+    const w = await fleet();
+    w.change('a', 'shared', { k: 'slow' });
+    await w.gathered();
+    await w.time.advance(w.time.clock.now + 30_000);
+    w.strategies.runs[0]?.end({ kind: 'failed', error: new Error('aborted'), errorKind: 'update_workload' });
+    await w.settle();
+    await w.time.advance(w.time.clock.now + 5_000); // its retry comes, and is held
+    await w.settle();
+    expect(w.running()).toEqual(['canary']);
+    w.change('a', 'shared', { k: 'slow' }, { 'gitops-reloader.io/progressive-resume': 'ops-1' });
+    await w.settle();
+    expect(w.ledger.get('Deployment/a/canary')?.halt).toBeUndefined();
+    expect(w.events.map((e) => e.reason)).toContain('ReloadResumed');
+    expect(w.running()).toEqual(['canary', 'canary']); // the canary again, with the same change
+    expect(w.strategies.runs[1]?.req.action.cutoffMs).toBe(w.strategies.runs[0]?.req.action.cutoffMs);
+    w.strategies.runs[1]?.end({ kind: 'done', replaced: 1, summary: 'restarted' });
+    await w.settle();
+    await w.time.advance(w.time.clock.now + 10_000);
+    await w.settle();
+    expect(w.running()).toEqual(['canary', 'canary', 'a', 'b']);
+  });
+
   it('a workload that opts out reloads at once, outside the waves', async () => {
     const w = engineWorld(FLAGS);
     w.state.putConfig(w.putConfigMap('a', 'shared', { k: '1' }));

@@ -4,9 +4,12 @@
 // settling), reads the pods' health through the StrategiesPort, and reports halts: a Warning Event on
 // the config and on each workload held, a log line and metrics.
 
+import { KEYS } from '../core/annotations.ts';
 import { realTimers, type Timers } from '../core/batcher.ts';
 import { MAX_HALT_WHY_CHARS } from '../core/ledger-entry.ts';
+import type { ConfigRecord } from '../core/records.ts';
 import { mergeActions, type Outcome, type ReloadAction } from '../core/reload-action.ts';
+import { configId } from '../core/types.ts';
 import { type ChangeKey, type Halt, Waves, waveOrder } from '../core/waves.ts';
 import { apiVersionOf } from '../kube/events.ts';
 import type { TrackedWorkload } from '../state.ts';
@@ -73,6 +76,41 @@ export class Progressive {
         'progressive reload halt restored from the ledger: nothing more starts for this change',
       );
     }
+  }
+
+  /**
+   * The config's gitops-reloader.io/progressive-resume annotation got a new value: its halted change
+   * continues. Whoever may edit the config may resume it; it reaches no other config's change.
+   */
+  resume(config: ConfigRecord): void {
+    const id = configId(config.ref);
+    const halt = this.#waves.resume(id);
+    if (!halt) return;
+    for (const key of [...this.#told]) if (key.endsWith(` ${id} ${halt.digest}`)) this.#told.delete(key);
+    for (const w of [...this.#halted]) if (this.#parked.get(w)?.changed.includes(id)) this.#halted.delete(w);
+    const entry = this.#d.ledger.get(halt.workload);
+    if (entry?.halt?.config === id) {
+      const { halt: _lifted, ...rest } = entry;
+      void this.#d.ledger
+        .put(halt.workload, rest)
+        .catch((err: Error) =>
+          this.#d.log.error({ err: err.message }, 'could not record that the halt was lifted'),
+        );
+    }
+    this.#d.log.info({ config: display(id), wave: halt.wave }, 'progressive reload resumed');
+    const r = config.ref;
+    void this.#d.events.emit(
+      {
+        apiVersion: apiVersionOf(r.kind),
+        kind: r.kind,
+        namespace: r.namespace,
+        name: r.name,
+        ...(config.uid ? { uid: config.uid } : {}),
+      },
+      'ReloadResumed',
+      `the halted change (wave ${halt.wave}, ${halt.why}) continues: ${KEYS.progressiveResume} was set`,
+    );
+    this.#reoffer();
   }
 
   /** True when the reload must not be queued now: it waits for its wave, or a halt holds it. */

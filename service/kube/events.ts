@@ -20,6 +20,8 @@ export type EventReason =
   | 'ReloadHeld'
   /** Progressive reloads: on a config, its change was halted by a failed wave; on a workload, its reload is held by it (Warning). */
   | 'ReloadHalted'
+  /** Progressive reloads: on a config, its halted change was resumed (gitops-reloader.io/progressive-resume). */
+  | 'ReloadResumed'
   /** A Reloader annotation read with a meaning of our own (pause-period). */
   | 'ReloadAnnotationMapped'
   /** On our Lease: a new leader could not start acting (e.g. its caches did not sync) and gave it up. */

@@ -124,10 +124,16 @@ export function engineWorld(
   const strategies = new HandStrategies();
   strategies.exists = (c) => state.get(c) !== undefined;
   let rv = 100;
-  const putConfigMap = (ns: string, name: string, data: Record<string, string>): ConfigRecord => {
+  const putConfigMap = (
+    ns: string,
+    name: string,
+    data: Record<string, string>,
+    annotations?: Record<string, string>,
+  ): ConfigRecord => {
+    const meta = { name, namespace: ns, uid: `uid-${name}`, resourceVersion: String(++rv) };
     const rec = configRecord(
       'ConfigMap',
-      { metadata: { name, namespace: ns, uid: `uid-${name}`, resourceVersion: String(++rv) }, data },
+      { metadata: { ...meta, ...(annotations ? { annotations } : {}) }, data },
       KEY,
     ) as ConfigRecord;
     return rec;
@@ -172,8 +178,13 @@ export function engineWorld(
   };
   const reconciler = new Reconciler(deps);
   /** Changes a ConfigMap, as the watch reports it. */
-  const change = (ns: string, name: string, data: Record<string, string>) => {
-    const rec = putConfigMap(ns, name, data);
+  const change = (
+    ns: string,
+    name: string,
+    data: Record<string, string>,
+    annotations?: Record<string, string>,
+  ) => {
+    const rec = putConfigMap(ns, name, data, annotations);
     const old = state.putConfig(rec);
     reconciler.configChanged(old, rec);
     return rec;
