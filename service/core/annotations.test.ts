@@ -641,6 +641,36 @@ describe("pause-period (Reloader's, read as a batch window)", () => {
   });
 });
 
+describe('progressive reload keys', () => {
+  it('reads a priority and an opt-out, the metadata winning over the pod template', () => {
+    expect(policyOf({})).toMatchObject({ priority: 0, progressive: true });
+    expect(
+      policyOf(
+        { 'gitops-reloader.io/reload-priority': '100', 'gitops-reloader.io/progressive': 'false' },
+        { 'gitops-reloader.io/reload-priority': '5' },
+      ),
+    ).toMatchObject({ priority: 100, progressive: false });
+    expect(policyOf({}, { 'gitops-reloader.io/reload-priority': '-3' }).priority).toBe(-3);
+  });
+
+  it('refuses a priority that is not a bounded whole number, and an opt-out that is not true or false', () => {
+    for (const bad of ['1.5', 'high', '10000000', '1e3']) {
+      expect(parse({ 'gitops-reloader.io/reload-priority': bad }).problems[0]).toMatch(
+        /reload-priority: .* is not a whole number/,
+      );
+    }
+    expect(parse({ 'gitops-reloader.io/progressive': 'no' }).problems[0]).toMatch(
+      /progressive: "no" is not "true" or "false"/,
+    );
+  });
+
+  it('reports the resume key on a workload as not acted on: it belongs on the config', () => {
+    expect(parse({ 'gitops-reloader.io/progressive-resume': 'x' }).warnings.join()).toMatch(
+      /progressive-resume/,
+    );
+  });
+});
+
 describe('restart-window', () => {
   it('reads the windows from the metadata, else from the pod template', () => {
     const meta = parse({

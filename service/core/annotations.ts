@@ -523,6 +523,7 @@ function reportUnread(
     KEYS.ignore.reloader,
     KEYS.match.ours,
     KEYS.match.reloader,
+    KEYS.progressiveResume,
   ];
   const always: readonly string[] = [
     KEYS.strategy,
