@@ -6,13 +6,19 @@
 //   annotation kwok.gitops-reloader.io/unready;
 // - kwok's pod-unready stage (test/cluster/kwok/stages.yaml) then runs such a pod without readiness.
 // The value is read once, at the pod's admission, as an app reads its config once at start.
+//
+// An API server fault shapes this file (kubernetes/kubernetes#130887, fix proposed in #141015, open
+// as of v1.36.3): the API server watches ConfigMaps for policy parameters with its shared informer,
+// and stops that informer for good the first moment no binding uses a ConfigMap-parameter policy. From
+// then on, until it restarts, parameters are frozen or missing. So one inert anchor policy and binding
+// are created before any test's and never deleted; while they exist the informer is never stopped.
 import {
   AdmissionregistrationV1Api,
   type V1ConfigMap,
   type V1Pod,
   type V1PodCondition,
 } from '@kubernetes/client-node';
-import type { Kube } from './kube.ts';
+import { type Kube, statusOf } from './kube.ts';
 import { pending, waitFor } from './wait-for.ts';
 
 /** The annotation kwok's pod-unready stage reads. */
@@ -91,6 +97,46 @@ export function healthPolicy(namespace: string, h: ConfigHealth) {
   };
 }
 
+/** The anchor's name: one per cluster, shared by every test, never deleted (see the header). */
+export const ANCHOR = 'gr-health-configmap-params-anchor';
+
+/** Creates the anchor unless it exists. It matches nothing: no namespace carries its label. */
+async function ensureAnchor(adm: AdmissionregistrationV1Api): Promise<void> {
+  const exists = (err: unknown) => statusOf(err) === 409;
+  await adm
+    .createMutatingAdmissionPolicy({
+      body: {
+        metadata: { name: ANCHOR },
+        spec: {
+          paramKind: { apiVersion: 'v1', kind: 'ConfigMap' },
+          failurePolicy: 'Ignore',
+          reinvocationPolicy: 'Never',
+          matchConstraints: {
+            resourceRules: [
+              { apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'] },
+            ],
+            namespaceSelector: { matchLabels: { [ANCHOR]: 'never' } },
+          },
+          matchConditions: [{ name: 'never', expression: 'false' }],
+          mutations: [{ patchType: 'ApplyConfiguration', applyConfiguration: { expression: 'Object{}' } }],
+        },
+      },
+    })
+    .catch((err) => {
+      if (!exists(err)) throw err;
+    });
+  await adm
+    .createMutatingAdmissionPolicyBinding({
+      body: {
+        metadata: { name: ANCHOR },
+        spec: { policyName: ANCHOR, paramRef: { name: ANCHOR, parameterNotFoundAction: 'Allow' } },
+      },
+    })
+    .catch((err) => {
+      if (!exists(err)) throw err;
+    });
+}
+
 /** A pod that is never stored: created with dryRun, to see what admission would make of it. */
 async function admitted(kube: Kube, namespace: string, labels: Record<string, string>): Promise<V1Pod> {
   return kube.core.createNamespacedPod({
@@ -113,6 +159,7 @@ export async function readsConfigAtStart(kube: Kube, namespace: string, h: Confi
   const adm = kube.kc.makeApiClient(AdmissionregistrationV1Api);
   const { policy, binding } = healthPolicy(namespace, h);
   const name = policy.metadata.name;
+  await ensureAnchor(adm);
   await adm.createMutatingAdmissionPolicy({ body: policy });
   await adm.createMutatingAdmissionPolicyBinding({ body: binding });
   const labels = { [h.podLabel.key]: h.podLabel.value };
@@ -123,7 +170,10 @@ export async function readsConfigAtStart(kube: Kube, namespace: string, h: Confi
       const p = await admitted(kube, namespace, { ...labels, [PROBE]: 'true' });
       return marked(p) ? true : pending(p.metadata?.annotations ?? 'no annotations');
     },
-    { describe: `the ${name} policy in force`, timeout: 30_000 },
+    {
+      describe: `the ${name} policy in force (if it never is while ${h.config} exists, the API server's ConfigMap parameter informer may be stopped, kubernetes#130887: restart the control plane)`,
+      timeout: 30_000,
+    },
   );
   const health: AppHealth = {
     async seesCurrentConfig() {
