@@ -100,8 +100,9 @@ export class Reconciler {
     });
     this.#detachDepth = d.metrics?.reloader.queueDepthFrom(() => this.#queue.waiting);
     const p = d.cfg.progressive;
+    const forget = (a: ReloadAction) => this.#forgetContent(a.workload, a.target);
     this.#progressive =
-      p && new Progressive(d, { ...p, release: (a) => this.#enqueue(a), signal: this.#signal });
+      p && new Progressive(d, { ...p, release: (a) => this.#enqueue(a), forget, signal: this.#signal });
   }
 
   /** Judges every known workload against the ledger once the caches are synced (invariant I6). */
@@ -199,6 +200,7 @@ export class Reconciler {
       );
       if (affected.length === 0) m?.skipped('no_match');
       const metadataOnly = old !== undefined && now !== undefined && old.digest.all === now.digest.all;
+      if (!metadataOnly) this.#progressive?.configChanged(id, now?.digest.all);
       const resume = now?.annotations[KEYS.progressiveResume];
       if (resume && resume !== old?.annotations[KEYS.progressiveResume]) this.#progressive?.resume(now);
       for (const w of affected) {
@@ -359,7 +361,8 @@ export class Reconciler {
     }
     if (!this.#queuedAt.has(a.workload)) this.#queuedAt.set(a.workload, performance.now());
     this.#d.metrics?.reloader.queueAdded();
-    if (!this.#progressive?.parks(a)) this.#enqueue(a);
+    const go = this.#progressive ? this.#progressive.admit(a) : a;
+    if (go) this.#enqueue(go);
   }
 
   #enqueue(a: ReloadAction): void {

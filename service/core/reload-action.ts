@@ -24,6 +24,12 @@ export interface ReloadAction {
    * A workload deleted and created again under the same name is a new object: this action is not for it.
    */
   uid?: string;
+  /**
+   * Per changed config: the digest of its whole content when the action was planned. One change of a
+   * config has one content, while `target` holds each workload's own digest of the keys it uses
+   * (progressive reloads group workloads by it, core/waves.ts).
+   */
+  contents?: Record<string, string>;
   /** True when resuming a pending action found in the ledger (after a crash or leader change), or a retry. */
   resumed?: boolean;
   /** The pods a resumed restart replaces: the snapshot its first run recorded. */

@@ -207,6 +207,17 @@ export class Waves {
   }
 
   /**
+   * The config's content is now `digest` (undefined: deleted): a progression of other content is over,
+   * its halt included (a revert to the content the workloads run needs no reload). Returns the halt lifted.
+   */
+  supersede(config: string, digest: string | undefined): Halt | undefined {
+    const p = this.#byConfig.get(config);
+    if (!p || p.key.digest === digest) return undefined;
+    this.#byConfig.delete(config);
+    return p.halt;
+  }
+
+  /**
    * Continues a halted change of the config: the workloads that failed it take their places in their
    * wave again, and the waves go on. Returns the halt lifted, if there was one.
    */

@@ -170,6 +170,26 @@ describe('progressive reloads', () => {
     expect(w.running()).toEqual(['canary', 'canary', 'a', 'b']);
   });
 
+  it('a revert to the content the pods run lifts the halt and runs nothing; the same bad content later is planned again', async () => {
+    const w = await fleet();
+    w.change('a', 'shared', { k: 'bad' });
+    await w.gathered();
+    await w.time.advance(w.time.clock.now + 30_000);
+    w.strategies.runs[0]?.end({ kind: 'failed', error: new Error('aborted'), errorKind: 'update_workload' });
+    await w.settle();
+    expect(w.ledger.get('Deployment/a/canary')?.halt).toBeDefined();
+    w.change('a', 'shared', { k: '1' }); // what every pod runs
+    await w.gathered();
+    await w.time.advance(w.time.clock.now + 600_000);
+    await w.settle();
+    expect(w.running()).toEqual(['canary']);
+    expect(w.ledger.get('Deployment/a/canary')?.halt).toBeUndefined();
+    // Nothing of the halted change is left under way: the bad content again is a change again.
+    w.change('a', 'shared', { k: 'bad' });
+    await w.gathered();
+    expect(w.running()).toEqual(['canary', 'canary']);
+  });
+
   it('a workload that opts out reloads at once, outside the waves', async () => {
     const w = engineWorld(FLAGS);
     w.state.putConfig(w.putConfigMap('a', 'shared', { k: '1' }));

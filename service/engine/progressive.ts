@@ -22,8 +22,10 @@ const CONFIG_KINDS = ['ConfigMap/', 'Secret/', 'SecretProviderClass/'];
 export function changesOf(a: ReloadAction): ChangeKey[] {
   return a.changed
     .filter((c) => CONFIG_KINDS.some((k) => c.startsWith(k)))
-    .map((c) => ({ config: c, digest: a.target[c] ?? 'deleted' }));
+    .map((c) => ({ config: c, digest: a.contents?.[c] ?? a.target[c] ?? DELETED }));
 }
+
+const DELETED = 'deleted';
 
 export interface ProgressiveOptions {
   firstWave: number;
@@ -31,6 +33,8 @@ export interface ProgressiveOptions {
   gatherMs: number;
   /** Queues a reload whose wave opened. */
   release(a: ReloadAction): void;
+  /** A parked reload will not run: the reconciler forgets its content (it is no longer under way). */
+  forget(a: ReloadAction): void;
   /** Aborts when the term ends. */
   signal: AbortSignal;
 }
@@ -113,34 +117,99 @@ export class Progressive {
     this.#reoffer();
   }
 
-  /** True when the reload must not be queued now: it waits for its wave, or a halt holds it. */
-  parks(a: ReloadAction): boolean {
+  /**
+   * The reload to queue now, or undefined when it must wait: for its wave, or because a halt holds it
+   * (then it is kept, and queued through `release` when its wave opens).
+   */
+  admit(planned: ReloadAction): ReloadAction | undefined {
+    const a = this.#stamp(planned);
     const t = this.#d.state.workloads.get(a.workload);
     const changes = changesOf(a);
-    if (!t?.parsed.policy.progressive || changes.length === 0) return false;
+    if (!t?.parsed.policy.progressive || changes.length === 0) return a;
+    // Planned for content the config no longer has (a retry after a revert or a newer change): the
+    // workload's batch for the config's content now plans what is needed, and a revert needs nothing.
+    const gone = changes.find(
+      (c) => c.digest !== (this.#d.state.configs.get(c.config)?.digest.all ?? DELETED),
+    );
+    if (gone) {
+      this.#unpark(a.workload);
+      this.#o.forget(a);
+      this.#d.log.info(
+        { ...fields(t), config: display(gone.config) },
+        'reload not run: the config changed since it was planned',
+      );
+      return undefined;
+    }
     const o = this.#waves.offer({ workload: a.workload, changes, cutoffMs: a.cutoffMs }, this.#timers.now());
     switch (o.kind) {
       case 'run':
         this.#unpark(a.workload);
-        return false;
+        return a;
       case 'wait':
         this.#park(a);
         if (o.until !== undefined) this.#wake(o.until);
-        return true;
+        return undefined;
       case 'halted':
         this.#park(a);
         this.#halted.add(a.workload);
         this.#tellHeld(t, o.halt);
-        return true;
+        return undefined;
       case 'stale':
         // A newer change of the config has its own progression: this older reload is covered by it.
         this.#unpark(a.workload);
+        this.#o.forget(a);
         this.#d.log.info(
           { ...fields(t), config: display(o.config) },
           'reload superseded by a newer change; not run',
         );
-        return true;
+        return undefined;
     }
+  }
+
+  /** The content of each config the action changes, as the caches hold it now (when it is planned). */
+  #stamp(a: ReloadAction): ReloadAction {
+    const missing = a.changed.filter(
+      (c) => a.contents?.[c] === undefined && CONFIG_KINDS.some((k) => c.startsWith(k)),
+    );
+    if (missing.length === 0) return a;
+    const contents = { ...a.contents };
+    for (const c of missing) contents[c] = this.#d.state.configs.get(c)?.digest.all ?? DELETED;
+    return { ...a, contents };
+  }
+
+  /**
+   * A config's data changed (or it was deleted): a progression of other content is over. A reload held
+   * or waiting for that content will not run (its workload's next batch plans what is needed now, and
+   * a revert to the content its pods run needs none), and a halt of it is lifted.
+   */
+  configChanged(config: string, digest: string | undefined): void {
+    const now = digest ?? DELETED;
+    const lifted = this.#waves.supersede(config, now);
+    for (const a of [...this.#parked.values()]) {
+      const c = changesOf(a).find((k) => k.config === config);
+      if (!c || c.digest === now) continue;
+      this.#unpark(a.workload);
+      this.#waves.forget(a.workload);
+      this.#o.forget(a);
+    }
+    if (!lifted) return;
+    this.#clearHalt(lifted);
+    this.#d.log.info(
+      { config: display(config), wave: lifted.wave },
+      'progressive reload halt lifted: the config changed since',
+    );
+  }
+
+  /** Removes a lifted halt from the failing workload's ledger entry. */
+  #clearHalt(h: Halt): void {
+    const entry = this.#d.ledger.get(h.workload);
+    if (entry?.halt?.config !== h.config || entry.halt.digest !== h.digest) return;
+    const { halt: _lifted, ...rest } = entry;
+    void this.#d.ledger
+      .put(h.workload, rest)
+      .catch((err: Error) =>
+        this.#d.log.error({ err: err.message }, 'could not record that the halt was lifted'),
+      );
   }
 
   /** How a queued reload's run ended (or what was decided instead of running it). */
@@ -220,7 +289,8 @@ export class Progressive {
         this.#waves.forget(a.workload);
         continue;
       }
-      if (!this.parks(a)) this.#o.release(a);
+      const go = this.admit(a);
+      if (go) this.#o.release(go);
     }
   }
 

@@ -1,0 +1,206 @@
+// Progressive reloads on the real control plane (docs/progressive.md): 30 Deployments read one
+// ConfigMap, whose pods, as an app that reads its config at start, never become Ready while the
+// ConfigMap is bad (a MutatingAdmissionPolicy and a kwok stage, test/support/app-health.ts). A bad
+// change touches the first wave only and is halted; the halt survives a leader change; the fixing
+// change reloads every workload exactly once. Observed as a user would: pods, Events, logs.
+import { afterEach, describe, expect, onTestFinished } from 'vitest';
+import { readsConfigAtStart } from '../support/app-health.ts';
+import { it, type Kube } from '../support/kube.ts';
+import {
+  events,
+  livePods,
+  PodTracker,
+  type PodView,
+  surgePods,
+  waitAllReplaced,
+  waitForEvent,
+  waitReadyPods,
+} from '../support/observe.ts';
+import { FAST_LEASE } from '../support/replicas.ts';
+import { hashKeyFile, killAll, type RunningService, serviceArgs, startService } from '../support/service.ts';
+import { pending, waitFor } from '../support/wait-for.ts';
+import { configMap, deployment } from '../support/workloads.ts';
+
+afterEach(killAll);
+
+const N = 30;
+const REPLICAS = 2;
+const READS = { key: 'reads-config', value: 'shared' };
+/** Not the first by name: the priority, not the order of names, makes it the first wave. */
+const CANARY = 'app-17';
+const apps = Array.from({ length: N }, (_, i) => `app-${String(i).padStart(2, '0')}`);
+
+async function setHealth(kube: Kube, namespace: string, value: string) {
+  await kube.core.replaceNamespacedConfigMap({
+    name: 'shared',
+    namespace,
+    body: configMap('shared', { health: value }),
+  });
+}
+
+function start(namespace: string, key: string): RunningService {
+  return startService(
+    serviceArgs(namespace, key, [
+      '--debounce=500ms',
+      '--progressive-reloads',
+      '--progressive-gather=2s',
+      '--progressive-settle=3s',
+      // A replacement that never becomes Ready stops the restart at maxUnavailable 0: no progress.
+      '--reload-deadline=5s',
+      ...FAST_LEASE,
+    ]),
+  );
+}
+
+/** Each app's live pods, by app. */
+async function podsByApp(kube: Kube, namespace: string): Promise<Map<string, PodView[]>> {
+  const out = new Map<string, PodView[]>();
+  for (const app of apps) out.set(app, await livePods(kube, namespace, app));
+  return out;
+}
+
+/** Every app's pods are exactly `before`'s, all Ready, and no surge pod is left. */
+async function untouched(kube: Kube, namespace: string, before: Map<string, PodView[]>) {
+  const now = await podsByApp(kube, namespace);
+  for (const app of apps) {
+    const pods = now.get(app) ?? [];
+    expect({ app, uids: pods.map((p) => p.uid).sort(), ready: pods.every((p) => p.ready) }).toEqual({
+      app,
+      uids: (before.get(app) ?? []).map((p) => p.uid).sort(),
+      ready: true,
+    });
+  }
+}
+
+describe('progressive reloads', () => {
+  it('a bad shared config stops at the first wave, stays halted across a leader change, and the fix reloads every workload once', async ({
+    kube,
+    namespace,
+  }) => {
+    await kube.core.createNamespacedConfigMap({ namespace, body: configMap('shared', { health: 'good' }) });
+    const health = await readsConfigAtStart(kube, namespace, {
+      config: 'shared',
+      key: 'health',
+      bad: 'bad',
+      podLabel: READS,
+    });
+    onTestFinished(health.remove);
+    for (const app of apps) {
+      await kube.apps.createNamespacedDeployment({
+        namespace,
+        body: deployment(app, {
+          replicas: REPLICAS,
+          labels: { [READS.key]: READS.value },
+          annotations: {
+            'reloader.stakater.com/auto': 'true',
+            ...(app === CANARY ? { 'gitops-reloader.io/reload-priority': '100' } : {}),
+          },
+          container: { envFrom: [{ configMapRef: { name: 'shared' } }] },
+        }),
+      });
+    }
+    for (const app of apps) await waitReadyPods(kube, namespace, app, REPLICAS);
+    const before = await podsByApp(kube, namespace);
+    const trackers = new Map<string, PodTracker>();
+    for (const app of apps) trackers.set(app, await PodTracker.start(kube, namespace, app));
+    onTestFinished(() => {
+      for (const t of trackers.values()) t.stop();
+    });
+    const key = await hashKeyFile();
+    let svc = start(namespace, key);
+    await svc.waitForLog('ready', (l) => l.msg === 'ready');
+
+    // The bad change: only the canary is touched, and the change is halted.
+    await setHealth(kube, namespace, 'bad');
+    const halted = await waitForEvent(kube, namespace, 'ReloadHalted', 'shared', 90_000);
+    expect(halted.type).toBe('Warning');
+    expect(halted.involvedObject.kind).toBe('ConfigMap');
+    expect(halted.message).toMatch(
+      new RegExp(`^change halted at wave 1: Deployment/${CANARY} its reload failed or made no progress`),
+    );
+    expect(halted.message).toMatch(/29 workload\(s\) held/);
+    // The canary's retry came back and was held too, not run.
+    await svc.waitForLog(
+      'the canary held',
+      (l) =>
+        l.msg === 'reload held: its change was halted by a failed wave' &&
+        l.workload === `Deployment/${CANARY}`,
+      30_000,
+    );
+    // Its surge pod, which never became Ready, is removed; its old pods stay, Ready.
+    await waitFor(
+      async () => {
+        const left = await surgePods(kube, namespace);
+        return left.length === 0 ? left : pending(left.map((p) => p.metadata?.name));
+      },
+      { describe: 'no surge pod left', timeout: 30_000 },
+    );
+    await untouched(kube, namespace, before);
+    const canarySurge = trackers.get(CANARY)?.surgePods() ?? [];
+    expect(canarySurge.length).toBeGreaterThan(0); // it was the first wave: it was touched
+    for (const app of apps.filter((a) => a !== CANARY)) {
+      expect({ app, seen: trackers.get(app)?.seen.size }).toEqual({ app, seen: REPLICAS });
+    }
+    const held = await events(kube, namespace, 'ReloadHalted');
+    expect(
+      held
+        .filter((e) => e.message?.startsWith('held:'))
+        .map((e) => e.involvedObject.name)
+        .sort(),
+    ).toEqual(apps.filter((a) => a !== CANARY));
+
+    // A leader change (a crash, and a new process): the halt is restored from the ledger, and the
+    // reloads the new term finds are all held.
+    await svc.kill();
+    svc = start(namespace, key);
+    await svc.waitForLog(
+      'halt restored',
+      (l) =>
+        l.msg === 'progressive reload halt restored from the ledger: nothing more starts for this change',
+      60_000,
+    );
+    await svc.waitForLog('ready', (l) => l.msg === 'ready');
+    await waitFor(
+      async () => {
+        const heldNow = new Set(
+          svc.logs
+            .filter((l) => l.msg === 'reload held: its change was halted by a failed wave')
+            .map((l) => l.workload),
+        );
+        return heldNow.size === N ? heldNow : pending(heldNow.size);
+      },
+      { describe: `all ${N} reloads held by the restored halt`, timeout: 60_000 },
+    );
+    await untouched(kube, namespace, before);
+
+    // The fix: a newer change supersedes the halt; every workload reloads exactly once.
+    await setHealth(kube, namespace, 'good');
+    for (const app of apps) await waitAllReplaced(kube, namespace, app, before.get(app) ?? [], REPLICAS);
+    await waitFor(
+      async () => {
+        const done = new Set(
+          svc.logs.filter((l) => l.msg === 'reload complete').map((l) => l.workload as string),
+        );
+        return done.size === N ? done : pending(done.size);
+      },
+      { describe: `${N} reloads complete`, timeout: 120_000 },
+    );
+    await waitFor(
+      async () => {
+        const left = await surgePods(kube, namespace);
+        return left.length === 0 ? left : pending(left.map((p) => p.metadata?.name));
+      },
+      { describe: 'no surge pod left after the fix', timeout: 30_000 },
+    );
+    for (const app of apps) {
+      // I3: each old pod was replaced once, by a pod that saw the fix (Ready).
+      const fresh = trackers.get(app)?.newSince(before.get(app) ?? []) ?? [];
+      expect({ app, replacements: fresh.length }).toEqual({ app, replacements: REPLICAS });
+      expect(await events(kube, namespace, 'Reloaded', app)).toHaveLength(1);
+    }
+    // The canary went first again: the fix started from the first wave.
+    const started = svc.logs.filter((l) => l.msg === 'reload started').map((l) => l.workload);
+    expect(started[0]).toBe(`Deployment/${CANARY}`);
+    expect(new Set(started).size).toBe(N);
+  });
+});
