@@ -134,10 +134,7 @@ export class Progressive {
     if (gone) {
       this.#unpark(a.workload);
       this.#o.forget(a);
-      this.#d.log.info(
-        { ...fields(t), config: display(gone.config) },
-        'reload not run: the config changed since it was planned',
-      );
+      this.#notRun(a, gone.config);
       return undefined;
     }
     const o = this.#waves.offer({ workload: a.workload, changes, cutoffMs: a.cutoffMs }, this.#timers.now());
@@ -191,12 +188,21 @@ export class Progressive {
       this.#unpark(a.workload);
       this.#waves.forget(a.workload);
       this.#o.forget(a);
+      this.#notRun(a, config);
     }
     if (!lifted) return;
     this.#clearHalt(lifted);
     this.#d.log.info(
       { config: display(config), wave: lifted.wave },
       'progressive reload halt lifted: the config changed since',
+    );
+  }
+
+  #notRun(a: ReloadAction, config: string): void {
+    const [kind, namespace, ...name] = a.workload.split('/');
+    this.#d.log.info(
+      { workload: `${kind}/${name.join('/')}`, namespace, config: display(config) },
+      'reload not run: the config changed since it was planned',
     );
   }
 

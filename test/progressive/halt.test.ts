@@ -2,7 +2,8 @@
 // ConfigMap, whose pods, as an app that reads its config at start, never become Ready while the
 // ConfigMap is bad (a MutatingAdmissionPolicy and a kwok stage, test/support/app-health.ts). A bad
 // change touches the first wave only and is halted; the halt survives a leader change; the fixing
-// change reloads every workload exactly once. Observed as a user would: pods, Events, logs.
+// change reloads every workload exactly once, and a revert to what the pods run restarts nothing.
+// Observed as a user would: pods, Events, logs.
 import { afterEach, describe, expect, onTestFinished } from 'vitest';
 import { readsConfigAtStart } from '../support/app-health.ts';
 import { it, type Kube } from '../support/kube.ts';
@@ -53,16 +54,17 @@ function start(namespace: string, key: string): RunningService {
 }
 
 /** Each app's live pods, by app. */
-async function podsByApp(kube: Kube, namespace: string): Promise<Map<string, PodView[]>> {
+async function podsByApp(kube: Kube, namespace: string, names: string[]): Promise<Map<string, PodView[]>> {
   const out = new Map<string, PodView[]>();
-  for (const app of apps) out.set(app, await livePods(kube, namespace, app));
+  for (const app of names) out.set(app, await livePods(kube, namespace, app));
   return out;
 }
 
-/** Every app's pods are exactly `before`'s, all Ready, and no surge pod is left. */
+/** Every app's pods are exactly `before`'s, all Ready. */
 async function untouched(kube: Kube, namespace: string, before: Map<string, PodView[]>) {
-  const now = await podsByApp(kube, namespace);
-  for (const app of apps) {
+  const names = [...before.keys()];
+  const now = await podsByApp(kube, namespace, names);
+  for (const app of names) {
     const pods = now.get(app) ?? [];
     expect({ app, uids: pods.map((p) => p.uid).sort(), ready: pods.every((p) => p.ready) }).toEqual({
       app,
@@ -72,40 +74,46 @@ async function untouched(kube: Kube, namespace: string, before: Map<string, PodV
   }
 }
 
+/** The shared ConfigMap (good), the app that reads it at start, and `names` Ready; their pods tracked. */
+async function fleet(kube: Kube, namespace: string, names: string[]) {
+  await kube.core.createNamespacedConfigMap({ namespace, body: configMap('shared', { health: 'good' }) });
+  const health = await readsConfigAtStart(kube, namespace, {
+    config: 'shared',
+    key: 'health',
+    bad: 'bad',
+    podLabel: READS,
+  });
+  onTestFinished(health.remove);
+  for (const app of names) {
+    await kube.apps.createNamespacedDeployment({
+      namespace,
+      body: deployment(app, {
+        replicas: REPLICAS,
+        labels: { [READS.key]: READS.value },
+        annotations: {
+          'reloader.stakater.com/auto': 'true',
+          ...(app === CANARY ? { 'gitops-reloader.io/reload-priority': '100' } : {}),
+        },
+        container: { envFrom: [{ configMapRef: { name: 'shared' } }] },
+      }),
+    });
+  }
+  for (const app of names) await waitReadyPods(kube, namespace, app, REPLICAS);
+  const before = await podsByApp(kube, namespace, names);
+  const trackers = new Map<string, PodTracker>();
+  for (const app of names) trackers.set(app, await PodTracker.start(kube, namespace, app));
+  onTestFinished(() => {
+    for (const t of trackers.values()) t.stop();
+  });
+  return { before, trackers };
+}
+
 describe('progressive reloads', () => {
   it('a bad shared config stops at the first wave, stays halted across a leader change, and the fix reloads every workload once', async ({
     kube,
     namespace,
   }) => {
-    await kube.core.createNamespacedConfigMap({ namespace, body: configMap('shared', { health: 'good' }) });
-    const health = await readsConfigAtStart(kube, namespace, {
-      config: 'shared',
-      key: 'health',
-      bad: 'bad',
-      podLabel: READS,
-    });
-    onTestFinished(health.remove);
-    for (const app of apps) {
-      await kube.apps.createNamespacedDeployment({
-        namespace,
-        body: deployment(app, {
-          replicas: REPLICAS,
-          labels: { [READS.key]: READS.value },
-          annotations: {
-            'reloader.stakater.com/auto': 'true',
-            ...(app === CANARY ? { 'gitops-reloader.io/reload-priority': '100' } : {}),
-          },
-          container: { envFrom: [{ configMapRef: { name: 'shared' } }] },
-        }),
-      });
-    }
-    for (const app of apps) await waitReadyPods(kube, namespace, app, REPLICAS);
-    const before = await podsByApp(kube, namespace);
-    const trackers = new Map<string, PodTracker>();
-    for (const app of apps) trackers.set(app, await PodTracker.start(kube, namespace, app));
-    onTestFinished(() => {
-      for (const t of trackers.values()) t.stop();
-    });
+    const { before, trackers } = await fleet(kube, namespace, apps);
     const key = await hashKeyFile();
     let svc = start(namespace, key);
     await svc.waitForLog('ready', (l) => l.msg === 'ready');
@@ -173,8 +181,8 @@ describe('progressive reloads', () => {
     );
     await untouched(kube, namespace, before);
 
-    // The fix: a newer change supersedes the halt; every workload reloads exactly once.
-    await setHealth(kube, namespace, 'good');
+    // The fix, new content: a newer change supersedes the halt; every workload reloads exactly once.
+    await setHealth(kube, namespace, 'fixed');
     for (const app of apps) await waitAllReplaced(kube, namespace, app, before.get(app) ?? [], REPLICAS);
     await waitFor(
       async () => {
@@ -202,5 +210,54 @@ describe('progressive reloads', () => {
     const started = svc.logs.filter((l) => l.msg === 'reload started').map((l) => l.workload);
     expect(started[0]).toBe(`Deployment/${CANARY}`);
     expect(new Set(started).size).toBe(N);
+  });
+
+  it('a revert to the content the pods run lifts the halt and restarts nothing', async ({
+    kube,
+    namespace,
+  }) => {
+    const names = apps.slice(0, 6).concat(CANARY);
+    const { before, trackers } = await fleet(kube, namespace, names);
+    const svc = start(namespace, await hashKeyFile());
+    await svc.waitForLog('ready', (l) => l.msg === 'ready');
+    await setHealth(kube, namespace, 'bad');
+    await waitForEvent(kube, namespace, 'ReloadHalted', 'shared', 90_000);
+    await setHealth(kube, namespace, 'good');
+    await svc.waitForLog(
+      'halt lifted',
+      (l) => l.msg === 'progressive reload halt lifted: the config changed since',
+    );
+    // Every workload's batch for the revert is judged: nothing is needed.
+    await waitFor(
+      async () => {
+        const judged = new Set(svc.logs.filter((l) => l.msg === 'no reload needed').map((l) => l.workload));
+        return judged.size === names.length ? judged : pending(judged.size);
+      },
+      { describe: 'every workload judged after the revert', timeout: 30_000 },
+    );
+    // The canary's retry, planned for the bad content, comes and does not run.
+    await svc.waitForLog(
+      'the retry not run',
+      (l) =>
+        l.msg === 'reload not run: the config changed since it was planned' &&
+        l.workload === `Deployment/${CANARY}`,
+      30_000,
+    );
+    await waitFor(
+      async () => {
+        const left = await surgePods(kube, namespace);
+        return left.length === 0 ? left : pending(left.map((p) => p.metadata?.name));
+      },
+      { describe: 'no surge pod left', timeout: 30_000 },
+    );
+    await untouched(kube, namespace, before);
+    for (const app of names)
+      expect({ app, replacements: trackers.get(app)?.newSince(before.get(app) ?? []).length }).toEqual({
+        app,
+        replacements: 0,
+      });
+    expect(svc.logs.filter((l) => l.msg === 'reload started').map((l) => l.workload)).toEqual([
+      `Deployment/${CANARY}`,
+    ]);
   });
 });
