@@ -180,6 +180,9 @@ describe('progressive reloads', () => {
       { describe: `all ${N} reloads held by the restored halt`, timeout: 60_000 },
     );
     await untouched(kube, namespace, before);
+    // Held by the restored halt, not halted again: the new term started no reload, not even the canary's.
+    expect(svc.logs.filter((l) => l.msg === 'reload started')).toEqual([]);
+    expect(trackers.get(CANARY)?.surgePods().length).toBe(canarySurge.length);
 
     // The fix, new content: a newer change supersedes the halt; every workload reloads exactly once.
     await setHealth(kube, namespace, 'fixed');
