@@ -117,6 +117,7 @@ export class Metrics {
   readonly #held: Counter<'why'>;
   readonly #halts: Counter;
   #progressive: () => ProgressiveCounts = () => ({ halted: 0, wave: 0, halt: 0 });
+  #braked: (() => number) | undefined;
   readonly #rebaselined: Counter;
   readonly #recreated: Counter<'object'>;
   readonly #caughtUp: Counter<'result'>;
@@ -239,6 +240,23 @@ export class Metrics {
         const c = progressive();
         this.set({ why: 'wave' }, c.wave);
         this.set({ why: 'halt' }, c.halt);
+      },
+    });
+    const braked = () => this.#braked;
+    new Gauge({
+      name: 'gitops_reloader_brake',
+      help: '1 while the leader runs with --brake (no reload starts), else 0.',
+      registers,
+      collect() {
+        this.set(braked() ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'gitops_reloader_brake_held',
+      help: 'Workloads whose reload the brake holds now.',
+      registers,
+      collect() {
+        this.set(braked()?.() ?? 0);
       },
     });
     this.#keyChanges = new Counter({
@@ -433,6 +451,14 @@ export class Metrics {
   /** A wave failed: a config change was halted. */
   progressiveHalted(): void {
     this.#halts.inc();
+  }
+
+  /** --brake is set: the brake gauges read the reloads it holds from `held`. */
+  brakeFrom(held: () => number): () => void {
+    this.#braked = held;
+    return () => {
+      if (this.#braked === held) this.#braked = undefined;
+    };
   }
 
   /** Where the progressive-reload gauges read from (the leader's engine). */

@@ -22,6 +22,7 @@ import {
 } from './core/reload-action.ts';
 import { configId } from './core/types.ts';
 import { WorkQueue } from './core/work-queue.ts';
+import { Brake } from './engine/brake.ts';
 import { decide } from './engine/decide.ts';
 import type { ReconcilerDeps } from './engine/deps.ts';
 import { batchVerdict, recordMissing, resumeHeld, WindowHolds } from './engine/hold.ts';
@@ -71,6 +72,7 @@ export class Reconciler {
   #detachDepth: (() => void) | undefined;
   /** --progressive-reloads: the waves a reload waits for (docs/progressive.md). */
   readonly #progressive: Progressive | undefined;
+  readonly #brake: Brake;
 
   constructor(d: ReconcilerDeps) {
     this.#d = d;
@@ -100,6 +102,7 @@ export class Reconciler {
     });
     this.#detachDepth = d.metrics?.reloader.queueDepthFrom(() => this.#queue.waiting);
     const p = d.cfg.progressive;
+    this.#brake = new Brake(d);
     const forget = (a: ReloadAction) => this.#forgetContent(a.workload, a.target);
     this.#progressive =
       p && new Progressive(d, { ...p, release: (a) => this.#enqueue(a), forget, signal: this.#signal });
@@ -273,6 +276,7 @@ export class Reconciler {
     this.#retryTimers.clear();
     this.#holds.clear();
     this.#progressive?.stop();
+    this.#brake.stop();
     this.#abort.abort(new Error('the service is stopping'));
     await this.#queue.stop();
   }
@@ -361,6 +365,7 @@ export class Reconciler {
     }
     if (!this.#queuedAt.has(a.workload)) this.#queuedAt.set(a.workload, performance.now());
     this.#d.metrics?.reloader.queueAdded();
+    if (this.#brake.holds(a)) return;
     const go = this.#progressive ? this.#progressive.admit(a) : a;
     if (go) this.#enqueue(go);
   }

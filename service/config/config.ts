@@ -150,6 +150,18 @@ export const serveFlags: readonly FlagSpec[] = [
     min: 1000,
   },
   {
+    name: 'brake',
+    type: 'bool',
+    help: 'The emergency brake: no reload starts, in any namespace (a ReloadHeld Warning on each workload held). Changes are kept, not applied: when the brake is released (the service restarts without it), every held change is found at start-up and reloaded once, and an interrupted reload resumes from its pods.',
+    default: 'false',
+  },
+  {
+    name: 'brake-allows-requests',
+    type: 'bool',
+    help: 'While --brake is set, still run the reloads a person asks for with the Argo CD "reload (drift-free)" action.',
+    default: 'false',
+  },
+  {
     name: 'progressive-reloads',
     type: 'bool',
     help: 'Reload the workloads of one config change in waves (docs/progressive.md): a first wave, then waves twice as large, each started when the one before completed, the second only after the first stayed healthy for --progressive-settle. A wave that fails (its reload makes no progress for --reload-deadline, or its pods are not Ready or restart while settling) halts the change: nothing more starts for it until a newer change of the config. A workload opts out with gitops-reloader.io/progressive: "false".',
@@ -440,6 +452,9 @@ export interface Config {
   minReloadIntervalMs: number;
   stallAfterMs: number;
   reloadDeadlineMs: number;
+  /** --brake: no reload starts; --brake-allows-requests: except the Argo CD action's. */
+  brake: boolean;
+  brakeAllowsRequests: boolean;
   /** --progressive-reloads and its waves (docs/progressive.md); undefined when off. */
   progressive?: { firstWave: number; settleMs: number; gatherMs: number };
   /** --reload-on-delete: a deleted config a workload references is a change (Reloader's default: off). */
@@ -565,6 +580,8 @@ export function buildConfig(
     minReloadIntervalMs: num(values['min-reload-interval']),
     stallAfterMs: num(values['stall-after']),
     reloadDeadlineMs: num(values['reload-deadline']),
+    brake: values.brake === true,
+    brakeAllowsRequests: values['brake-allows-requests'] === true,
     ...(values['progressive-reloads'] === true
       ? {
           progressive: {

@@ -1,0 +1,47 @@
+// The emergency brake (docs/progressive.md, "The brake"): with --brake, no reload starts, in any
+// namespace. It is a flag, so it is durable and in git like the rest of the install: setting it (a
+// rollout of the service) interrupts the reloads that run, whose pending entries stay in the ledger
+// with their pod snapshots; the braked service holds them and every change it sees. Nothing is
+// recorded as applied, so releasing the brake (another rollout) finds every held change at start-up
+// (invariant I6) and resumes every interrupted reload from its snapshot (I3, I5).
+
+import { REQUEST } from '../core/plan.ts';
+import type { ReloadAction } from '../core/reload-action.ts';
+import type { ReconcilerDeps } from './deps.ts';
+import { emitOn, fields } from './report.ts';
+
+export class Brake {
+  readonly #d: ReconcilerDeps;
+  /** The workloads whose reloads the brake holds (each told once). */
+  readonly #held = new Set<string>();
+  readonly #detach: (() => void) | undefined;
+
+  constructor(d: ReconcilerDeps) {
+    this.#d = d;
+    this.#detach = d.cfg.brake ? d.metrics?.brakeFrom(() => this.#held.size) : undefined;
+  }
+
+  /** True when the brake holds this reload: it is not queued. */
+  holds(a: ReloadAction): boolean {
+    const { cfg, state, log, events } = this.#d;
+    if (!cfg.brake) return false;
+    // The Argo CD "reload (drift-free)" action: a person asked for this one reload.
+    if (cfg.brakeAllowsRequests && a.changed.every((c) => c === REQUEST)) return false;
+    if (this.#held.has(a.workload)) return true;
+    this.#held.add(a.workload);
+    const t = state.workloads.get(a.workload);
+    if (!t) return true;
+    log.warn({ ...fields(t), configs: a.changed }, 'reload held by the brake (--brake)');
+    void emitOn(events)(
+      t,
+      'ReloadHeld',
+      'held by the emergency brake (--brake): no reload starts until it is released; the change is kept and reloaded then',
+      'Warning',
+    );
+    return true;
+  }
+
+  stop(): void {
+    this.#detach?.();
+  }
+}
