@@ -116,6 +116,7 @@ export class Metrics {
   readonly #stalls: Counter<'why'>;
   readonly #held: Counter<'why'>;
   readonly #halts: Counter;
+  readonly #flaps: Counter;
   #progressive: () => ProgressiveCounts = () => ({ halted: 0, wave: 0, halt: 0 });
   #braked: (() => number) | undefined;
   readonly #rebaselined: Counter;
@@ -215,6 +216,11 @@ export class Metrics {
       name: 'gitops_reloader_reloads_held_total',
       help: 'Reloads held instead of run (a ReloadHeld Warning Event each): config-missing, a config the pods need does not exist, so a replaced pod could not start.',
       labelNames: ['why'],
+      registers,
+    });
+    this.#flaps = new Counter({
+      name: 'gitops_reloader_config_flaps_total',
+      help: 'Flapping configs reported (a ConfigFlapping Warning Event each): changed --flap-changes times within --flap-window.',
       registers,
     });
     this.#halts = new Counter({
@@ -446,6 +452,11 @@ export class Metrics {
   /** A reload was held instead of run: a config its pods need is missing. */
   reloadHeld(why: 'config-missing'): void {
     this.#held.inc({ why });
+  }
+
+  /** A config was reported flapping. */
+  configFlapped(): void {
+    this.#flaps.inc();
   }
 
   /** A wave failed: a config change was halted. */

@@ -23,6 +23,7 @@ import {
 import { configId } from './core/types.ts';
 import { WorkQueue } from './core/work-queue.ts';
 import { Brake } from './engine/brake.ts';
+import { ConfigHooks } from './engine/config-hooks.ts';
 import { decide } from './engine/decide.ts';
 import type { ReconcilerDeps } from './engine/deps.ts';
 import { batchVerdict, recordMissing, resumeHeld, WindowHolds } from './engine/hold.ts';
@@ -73,6 +74,7 @@ export class Reconciler {
   /** --progressive-reloads: the waves a reload waits for (docs/progressive.md). */
   readonly #progressive: Progressive | undefined;
   readonly #brake: Brake;
+  readonly #hooks: ConfigHooks;
 
   constructor(d: ReconcilerDeps) {
     this.#d = d;
@@ -101,11 +103,10 @@ export class Reconciler {
       merge: mergeActions,
     });
     this.#detachDepth = d.metrics?.reloader.queueDepthFrom(() => this.#queue.waiting);
-    const p = d.cfg.progressive;
     this.#brake = new Brake(d);
     const forget = (a: ReloadAction) => this.#forgetContent(a.workload, a.target);
-    this.#progressive =
-      p && new Progressive(d, { ...p, release: (a) => this.#enqueue(a), forget, signal: this.#signal });
+    this.#progressive = Progressive.of(d, { release: (a) => this.#enqueue(a), forget, signal: this.#signal });
+    this.#hooks = new ConfigHooks(d, this.#progressive);
   }
 
   /** Judges every known workload against the ledger once the caches are synced (invariant I6). */
@@ -203,9 +204,7 @@ export class Reconciler {
       );
       if (affected.length === 0) m?.skipped('no_match');
       const metadataOnly = old !== undefined && now !== undefined && old.digest.all === now.digest.all;
-      if (!metadataOnly) this.#progressive?.configChanged(id, now?.digest.all);
-      const resume = now?.annotations[KEYS.progressiveResume];
-      if (resume && resume !== old?.annotations[KEYS.progressiveResume]) this.#progressive?.resume(now);
+      this.#hooks.changed(old, now, metadataOnly);
       for (const w of affected) {
         const t = this.#d.state.workloads.get(w);
         if (t) m?.workloadsScanned(t.rec.ref.kind);

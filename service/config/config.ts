@@ -150,6 +150,20 @@ export const serveFlags: readonly FlagSpec[] = [
     min: 1000,
   },
   {
+    name: 'flap-changes',
+    type: 'int',
+    help: 'A ConfigMap or Secret whose data changes this many times within --flap-window is flapping: one ConfigFlapping Warning Event on it per episode, naming the field managers that wrote it. Its workloads still restart at most once per --min-reload-interval.',
+    default: '5',
+    min: 2,
+  },
+  {
+    name: 'flap-window',
+    type: 'duration',
+    help: 'The window of --flap-changes.',
+    default: '1m',
+    min: 1000,
+  },
+  {
     name: 'brake',
     type: 'bool',
     help: 'The emergency brake: no reload starts, in any namespace (a ReloadHeld Warning on each workload held). Changes are kept, not applied: when the brake is released (the service restarts without it), every held change is found at start-up and reloaded once, and an interrupted reload resumes from its pods.',
@@ -452,6 +466,8 @@ export interface Config {
   minReloadIntervalMs: number;
   stallAfterMs: number;
   reloadDeadlineMs: number;
+  /** --flap-changes within --flap-window: a flapping config (core/flap.ts). */
+  flap: { changes: number; windowMs: number };
   /** --brake: no reload starts; --brake-allows-requests: except the Argo CD action's. */
   brake: boolean;
   brakeAllowsRequests: boolean;
@@ -580,6 +596,7 @@ export function buildConfig(
     minReloadIntervalMs: num(values['min-reload-interval']),
     stallAfterMs: num(values['stall-after']),
     reloadDeadlineMs: num(values['reload-deadline']),
+    flap: { changes: num(values['flap-changes']), windowMs: num(values['flap-window']) },
     brake: values.brake === true,
     brakeAllowsRequests: values['brake-allows-requests'] === true,
     ...(values['progressive-reloads'] === true

@@ -17,6 +17,8 @@ export interface ConfigRecord {
    * the object carries no managedFields.
    */
   writtenAtMs?: number;
+  /** The field manager of that newest write (what a flapping config's Warning names). */
+  writer?: string;
 }
 
 export interface LabelSelectorLike {

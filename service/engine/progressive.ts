@@ -28,9 +28,6 @@ export function changesOf(a: ReloadAction): ChangeKey[] {
 const DELETED = 'deleted';
 
 export interface ProgressiveOptions {
-  firstWave: number;
-  settleMs: number;
-  gatherMs: number;
   /** Queues a reload whose wave opened. */
   release(a: ReloadAction): void;
   /** A parked reload will not run: the reconciler forgets its content (it is no longer under way). */
@@ -41,7 +38,7 @@ export interface ProgressiveOptions {
 
 export class Progressive {
   readonly #d: ReconcilerDeps;
-  readonly #o: ProgressiveOptions;
+  readonly #o: ProgressiveOptions & { settleMs: number };
   readonly #timers: Timers;
   readonly #waves: Waves;
   /** Per workload: its reload waiting for a wave, or held by a halted change. */
@@ -54,7 +51,16 @@ export class Progressive {
   #wakeAt = Number.POSITIVE_INFINITY;
   readonly #detach: (() => void) | undefined;
 
-  constructor(d: ReconcilerDeps, o: ProgressiveOptions) {
+  /** The progressive reloads of --progressive-reloads, or undefined when it is off. */
+  static of(d: ReconcilerDeps, o: ProgressiveOptions): Progressive | undefined {
+    const p = d.cfg.progressive;
+    return p && new Progressive(d, { ...o, ...p });
+  }
+
+  constructor(
+    d: ReconcilerDeps,
+    o: ProgressiveOptions & { firstWave: number; settleMs: number; gatherMs: number },
+  ) {
     this.#d = d;
     this.#o = o;
     this.#timers = d.timers ?? realTimers;

@@ -22,6 +22,8 @@ export type EventReason =
   | 'ReloadHalted'
   /** Progressive reloads: on a config, its halted change was resumed (gitops-reloader.io/progressive-resume). */
   | 'ReloadResumed'
+  /** On a config: it changed again and again within --flap-window (Warning, once per episode). */
+  | 'ConfigFlapping'
   /** A Reloader annotation read with a meaning of our own (pause-period). */
   | 'ReloadAnnotationMapped'
   /** On our Lease: a new leader could not start acting (e.g. its caches did not sync) and gave it up. */

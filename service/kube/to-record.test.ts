@@ -83,4 +83,24 @@ describe('configRecord', () => {
     );
     expect(rec && 'writtenAtMs' in rec).toBe(false);
   });
+
+  it('keeps the field manager of the newest write, short and on one line', () => {
+    const rec = configRecord(
+      'ConfigMap',
+      {
+        metadata: {
+          name: 'cfg',
+          namespace: 'ns',
+          managedFields: [
+            { time: '2026-12-04T09:10:00Z', manager: 'kubectl' },
+            { time: '2026-12-04T09:30:00Z', manager: `flapper\n${'x'.repeat(300)}` },
+            { manager: 'no-time' },
+          ],
+        },
+        data: {},
+      },
+      key,
+    );
+    expect(rec?.writer).toBe(`flapper?${'x'.repeat(120)}`);
+  });
 });

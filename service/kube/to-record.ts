@@ -15,7 +15,7 @@ interface RawMeta {
   resourceVersion?: string;
   generation?: number;
   creationTimestamp?: string;
-  managedFields?: Array<{ time?: string }> | null;
+  managedFields?: Array<{ time?: string; manager?: string }> | null;
   annotations?: Record<string, string> | null;
   labels?: Record<string, string> | null;
   ownerReferences?: Array<{ kind?: string; controller?: boolean }> | null;
@@ -45,7 +45,22 @@ export function configRecord(kind: ConfigKind, raw: RawObject, key: Buffer): Con
     labels: relevant(m.labels),
     digest,
     ...optional('writtenAtMs', newestWrite(m)),
+    ...optional('writer', newestWriter(m)),
   };
+}
+
+/** A field manager name is the writer's own choice: kept short, one line. */
+const MAX_WRITER_CHARS = 128;
+
+/** The field manager of the newest managedFields entry. */
+function newestWriter(m: NonNullable<RawObject['metadata']>): string | undefined {
+  let best: { at: number; manager: string } | undefined;
+  for (const f of m.managedFields ?? []) {
+    const at = f.time ? new Date(f.time).getTime() : Number.NaN;
+    if (!f.manager || !Number.isFinite(at) || (best && best.at > at)) continue;
+    best = { at, manager: f.manager };
+  }
+  return best?.manager.replace(/[\u0000-\u001f\u007f]/g, '?').slice(0, MAX_WRITER_CHARS);
 }
 
 interface RawTemplate {
