@@ -117,6 +117,7 @@ export class Metrics {
   readonly #held: Counter<'why'>;
   readonly #halts: Counter;
   readonly #flaps: Counter;
+  readonly #budgetWaits: Counter<'scope'>;
   #progressive: () => ProgressiveCounts = () => ({ halted: 0, wave: 0, halt: 0 });
   #braked: (() => number) | undefined;
   readonly #rebaselined: Counter;
@@ -216,6 +217,12 @@ export class Metrics {
       name: 'gitops_reloader_reloads_held_total',
       help: 'Reloads held instead of run (a ReloadHeld Warning Event each): config-missing, a config the pods need does not exist, so a replaced pod could not start.',
       labelNames: ['why'],
+      registers,
+    });
+    this.#budgetWaits = new Counter({
+      name: 'gitops_reloader_restart_budget_waits_total',
+      help: 'Pod replacements that waited for the restart budget (--restart-budget, --restart-budget-per-namespace), by the scope that made them wait: cluster or namespace.',
+      labelNames: ['scope'],
       registers,
     });
     this.#flaps = new Counter({
@@ -452,6 +459,11 @@ export class Metrics {
   /** A reload was held instead of run: a config its pods need is missing. */
   reloadHeld(why: 'config-missing'): void {
     this.#held.inc({ why });
+  }
+
+  /** A pod replacement waited for the restart budget. */
+  restartBudgetWaited(scope: 'cluster' | 'namespace'): void {
+    this.#budgetWaits.inc({ scope });
   }
 
   /** A config was reported flapping. */

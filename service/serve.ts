@@ -35,6 +35,7 @@ import { routeEvents } from './routing.ts';
 import { ClusterState } from './state.ts';
 import { strategyExecutor } from './strategies/execute.ts';
 import { createGitCommitter } from './strategies/git-commit.ts';
+import { RestartBudget } from './strategies/restart-budget.ts';
 
 /** Reads the HMAC key: --hash-key-file, else the Secret <release-name>-hash-key (created when missing). */
 async function hashKey(cfg: Config, core: CoreApi, log: Logger): Promise<Buffer> {
@@ -181,6 +182,10 @@ export async function serve(
   // leadership term, which alone runs reloads and writes the ledger.
   let reconciler: Reconciler | undefined;
   // The code that changes the cluster, given to each term's Reconciler (docs/adr/0020).
+  const budget = RestartBudget.of({
+    ...cfg.restartBudget,
+    onWait: (scope) => metrics.restartBudgetWaited(scope),
+  });
   const strategies = strategyExecutor({
     cfg,
     state,
@@ -192,6 +197,7 @@ export async function serve(
     metrics,
     git,
     ...(webhook ? { webhook } : {}),
+    ...(budget ? { budget } : {}),
     // Job reload records live beside the ledger, in the release namespace (docs/adr/0025).
     jobSpecs: new JobSpecStore({
       // Leader writes: fenced by the clock like the ledger's (docs/adr/0027).

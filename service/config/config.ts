@@ -150,6 +150,20 @@ export const serveFlags: readonly FlagSpec[] = [
     min: 1000,
   },
   {
+    name: 'restart-budget',
+    type: 'int',
+    help: 'Most pods the restarts replace per minute in the whole cluster (0: no ceiling), on top of --api-write-qps. A reload waiting for its turn is not stalled: --reload-deadline does not cut it.',
+    default: '0',
+    min: 0,
+  },
+  {
+    name: 'restart-budget-per-namespace',
+    type: 'int',
+    help: 'Most pods the restarts replace per minute in one namespace (0: no ceiling).',
+    default: '0',
+    min: 0,
+  },
+  {
     name: 'flap-changes',
     type: 'int',
     help: 'A ConfigMap or Secret whose data changes this many times within --flap-window is flapping: one ConfigFlapping Warning Event on it per episode, naming the field managers that wrote it. Its workloads still restart at most once per --min-reload-interval.',
@@ -466,6 +480,8 @@ export interface Config {
   minReloadIntervalMs: number;
   stallAfterMs: number;
   reloadDeadlineMs: number;
+  /** --restart-budget, --restart-budget-per-namespace: pods replaced per minute (0: no ceiling). */
+  restartBudget: { perMinute: number; perNamespacePerMinute: number };
   /** --flap-changes within --flap-window: a flapping config (core/flap.ts). */
   flap: { changes: number; windowMs: number };
   /** --brake: no reload starts; --brake-allows-requests: except the Argo CD action's. */
@@ -596,6 +612,10 @@ export function buildConfig(
     minReloadIntervalMs: num(values['min-reload-interval']),
     stallAfterMs: num(values['stall-after']),
     reloadDeadlineMs: num(values['reload-deadline']),
+    restartBudget: {
+      perMinute: num(values['restart-budget']),
+      perNamespacePerMinute: num(values['restart-budget-per-namespace']),
+    },
     flap: { changes: num(values['flap-changes']), windowMs: num(values['flap-window']) },
     brake: values.brake === true,
     brakeAllowsRequests: values['brake-allows-requests'] === true,

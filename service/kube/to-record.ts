@@ -60,7 +60,11 @@ function newestWriter(m: NonNullable<RawObject['metadata']>): string | undefined
     if (!f.manager || !Number.isFinite(at) || (best && best.at > at)) continue;
     best = { at, manager: f.manager };
   }
-  return best?.manager.replace(/[\u0000-\u001f\u007f]/g, '?').slice(0, MAX_WRITER_CHARS);
+  if (!best) return undefined;
+  const line = [...best.manager].map((ch) =>
+    ch.charCodeAt(0) < 0x20 || ch.charCodeAt(0) === 0x7f ? '?' : ch,
+  );
+  return line.join('').slice(0, MAX_WRITER_CHARS);
 }
 
 interface RawTemplate {

@@ -65,6 +65,7 @@ export class PodEvictor {
   async evict(pods: ReadonlyArray<Evictee>): Promise<boolean> {
     if (pods.length > 0) await this.#views.durable();
     for (const p of pods) {
+      await this.#ctx.budget?.take(this.#namespace, this.#ctx.signal, this.#ctx.progress);
       const r = await evictPod(this.#ctx.core, this.#namespace, p.name, {
         uid: p.uid,
         ...(p.resourceVersion ? { resourceVersion: p.resourceVersion } : {}),

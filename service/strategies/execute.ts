@@ -23,6 +23,7 @@ import {
   sendReloadNotice,
   WebhookDeliveryError,
 } from './reload-webhook.ts';
+import type { RestartBudget } from './restart-budget.ts';
 import { runStrategy } from './run.ts';
 import { deleteSurgePodsOf, surgeNamespacesOf, sweepSurgePods } from './surge-sweep.ts';
 import { templateChangeCheck } from './template-change.ts';
@@ -37,6 +38,8 @@ export interface ExecutorDeps
   metrics?: Metrics;
   /** The git strategy (one GitWriter per process). */
   git?: GitCommitter;
+  /** --restart-budget and --restart-budget-per-namespace (none when neither is set). */
+  budget?: RestartBudget;
   /** --webhook-url: POST each reload's details there instead of reloading. */
   webhook?: ReloadWebhookOptions;
   /** Where a Job reload records the Job to create before deleting the old one (docs/adr/0025). */
@@ -73,6 +76,7 @@ export function strategyExecutor(d: ExecutorDeps): StrategiesPort {
     const a = r.action;
     if (webhook) return notify(webhook, r);
     return runStrategy(r.strategy, t.rec, {
+      ...(d.budget ? { budget: d.budget } : {}),
       core: d.core,
       apps: d.apps,
       batch: d.batch,

@@ -377,6 +377,8 @@ export async function restartDeployment(
           step.pairs.map(async ({ surge: s, old: o }) => {
             const sp = byName.get(s) as V1Pod;
             const op = byName.get(o) as V1Pod;
+            // The old pod is replaced here, not evicted: it takes its slot of the restart budget too.
+            await ctx.budget?.take(namespace, ctx.signal, ctx.progress);
             const r = await handOver(ctx, namespace, sp, op, current?.hash as string);
             if (r.outcome === 'handed') {
               mine.delete(s);

@@ -6,6 +6,7 @@ import type { AppsApi, BatchApi, CoreApi, CustomApi } from '../kube/api.ts';
 import type { JobSpecStore } from '../kube/job-spec-store.ts';
 import type { RawObject } from '../kube/watch-logic.ts';
 import type { Logger } from '../log.ts';
+import type { RestartBudget } from './restart-budget.ts';
 
 export interface StrategyContext {
   core: CoreApi;
@@ -33,6 +34,8 @@ export interface StrategyContext {
   begin(targets?: readonly string[]): Promise<void>;
   /** Where a Job reload records the Job to create before deleting the old one (docs/adr/0025). */
   jobSpecs?: JobSpecStore;
+  /** --restart-budget: every old pod's eviction waits for its slot (restart-budget.ts). */
+  budget?: RestartBudget;
 }
 
 export interface ReloadRequest {
