@@ -10,14 +10,16 @@ import { loadClusterAccess, observedAccess } from './kube/access.ts';
 import { createLogger } from './log.ts';
 import { Metrics } from './metrics.ts';
 import { serve } from './serve.ts';
+import { startStatusServer } from './status-server.ts';
 
 // The other commands are imported when run: `serve` never loads the git writer, the YAML parser or the
 // migration code (bench/README.md, "Where the memory goes").
-const COMMANDS = ['serve', 'plan', 'checksum', 'tenant-key', 'migrate', 'version', 'help'] as const;
+const COMMANDS = ['serve', 'status', 'plan', 'checksum', 'tenant-key', 'migrate', 'version', 'help'] as const;
 type Command = (typeof COMMANDS)[number];
 
 const SYNOPSIS: Record<Command, string> = {
   serve: 'gitops-reloader serve [flags]',
+  status: 'gitops-reloader status [--url URL] [--output text|json]',
   plan: 'gitops-reloader plan --namespace N (--configmap NAME | --secret NAME) [--kubeconfig PATH]',
   checksum: 'gitops-reloader checksum [DIR|-] [--in-place] [--check] [--key-file F | --namespace-key-file F]',
   'tenant-key': 'gitops-reloader tenant-key --namespace NS [--key-file F] [--secret NAME]',
@@ -44,6 +46,8 @@ Usage:\n  ${SYNOPSIS.plan}\n\nFlags:\n${usage(planFlags)}\n`;
     }
     case 'checksum':
       return (await import('../git/checksum-command.ts')).CHECKSUM_USAGE;
+    case 'status':
+      return (await import('./status-command.ts')).STATUS_USAGE;
     case 'tenant-key':
       return (await import('./tenant-key-command.ts')).TENANT_KEY_USAGE;
     case 'migrate': {
@@ -116,6 +120,14 @@ async function runServe(argv: string[]): Promise<number> {
     http.routes.use(svc.argocdWebhook);
   }
   log.info({ url: http.url }, 'http listening');
+  // The status of the engine, on its own address: loopback by default, reached by port-forward.
+  // Not reaching it costs the status, never the service: a taken port is logged, and serving goes on.
+  const statusServer = cfg.statusAddress
+    ? await startStatusServer(cfg.statusAddress, () => svc.status(), log).catch((err: Error) => {
+        log.error({ address: cfg.statusAddress, err: err.message }, 'status endpoint not started');
+        return undefined;
+      })
+    : undefined;
   let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) return;
@@ -124,7 +136,7 @@ async function runServe(argv: string[]): Promise<number> {
     http.drain();
     void svc
       .stop()
-      .then(() => http.close())
+      .then(() => Promise.all([http.close(), statusServer?.close()]))
       .then(
         () => {
           log.info('stopped');
@@ -165,6 +177,15 @@ async function main(argv: string[]): Promise<number> {
     case 'checksum': {
       const { checksum } = await import('../git/checksum-command.ts');
       return checksum(rest, process.env, (s) => process.stdout.write(s));
+    }
+    case 'status': {
+      const { status } = await import('./status-command.ts');
+      return status(
+        rest,
+        process.env,
+        (s) => process.stdout.write(s),
+        (s) => process.stderr.write(s),
+      );
     }
     case 'tenant-key': {
       const { tenantKey } = await import('./tenant-key-command.ts');

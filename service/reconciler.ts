@@ -22,17 +22,17 @@ import {
 } from './core/reload-action.ts';
 import { configId } from './core/types.ts';
 import { WorkQueue } from './core/work-queue.ts';
-import { Brake } from './engine/brake.ts';
 import { ConfigHooks } from './engine/config-hooks.ts';
 import { decide } from './engine/decide.ts';
 import type { ReconcilerDeps } from './engine/deps.ts';
+import { Gates } from './engine/gates.ts';
 import { batchVerdict, recordMissing, resumeHeld, WindowHolds } from './engine/hold.ts';
 import { plannedCutoff } from './engine/planned-cutoff.ts';
-import { Progressive } from './engine/progressive.ts';
 import { dropReload, forgetGone, forgetIfGone, Recorder } from './engine/recorder.ts';
-import { changeRV, emitOn, fields, reportPolicy } from './engine/report.ts';
+import { changeRV, emitOn, fields, reconciledTimer, reportPolicy } from './engine/report.ts';
 import { runReload } from './engine/run-reload.ts';
 import { heldAtStart, judgeAtStart, sameDigests as same } from './engine/startup.ts';
+import { type ReloadStatus, StatusBook } from './engine/status.ts';
 import type { SweepView } from './engine/strategies-port.ts';
 import { sweepView } from './engine/sweep-view.ts';
 import type { TrackedWorkload } from './state.ts';
@@ -71,10 +71,10 @@ export class Reconciler {
   /** When each workload's queued action was first submitted (reloader_workqueue_latency_seconds). */
   readonly #queuedAt = new Map<string, number>();
   #detachDepth: (() => void) | undefined;
-  /** --progressive-reloads: the waves a reload waits for (docs/progressive.md). */
-  readonly #progressive: Progressive | undefined;
-  readonly #brake: Brake;
+  /** The brake and the progressive reloads' waves (docs/progressive.md). */
+  readonly #gates: Gates;
   readonly #hooks: ConfigHooks;
+  readonly #book: StatusBook;
 
   constructor(d: ReconcilerDeps) {
     this.#d = d;
@@ -103,10 +103,10 @@ export class Reconciler {
       merge: mergeActions,
     });
     this.#detachDepth = d.metrics?.reloader.queueDepthFrom(() => this.#queue.waiting);
-    this.#brake = new Brake(d);
     const forget = (a: ReloadAction) => this.#forgetContent(a.workload, a.target);
-    this.#progressive = Progressive.of(d, { release: (a) => this.#enqueue(a), forget, signal: this.#signal });
-    this.#hooks = new ConfigHooks(d, this.#progressive);
+    this.#gates = new Gates(d, { release: (a) => this.#enqueue(a), forget, signal: this.#signal });
+    this.#hooks = new ConfigHooks(d, this.#gates.progressive);
+    this.#book = new StatusBook(() => this.#timers.now());
   }
 
   /** Judges every known workload against the ledger once the caches are synced (invariant I6). */
@@ -119,7 +119,7 @@ export class Reconciler {
       changeRV: (ids) => changeRV(this.#d.state, ids),
       submit: (a) => this.#submit(a),
       heldByGate: (t, changed, observedAt) => heldAtStart(this.#d, t, changed, observedAt),
-      loaded: () => this.#progressive?.restore(),
+      loaded: () => this.#gates.restore(),
     });
     const gone = [...ledger.entries().keys()].filter((id) => !state.workloads.has(id));
     if (gone.length > 0) await ledger.removeMany(gone);
@@ -176,16 +176,7 @@ export class Reconciler {
     }
     const rec = (now ?? old) as ConfigRecord;
     const m = this.#d.metrics?.reloader;
-    const eventType = !old ? 'add' : !now ? 'delete' : 'update';
-    // Reloader's resource names: a SecretProviderClass changes through its pod statuses.
-    const resource = {
-      ConfigMap: 'configmaps',
-      Secret: 'secrets',
-      SecretProviderClass: 'secretproviderclasspodstatuses',
-    }[rec.ref.kind];
-    const started = performance.now();
-    const done = (result: 'success' | 'skipped' | 'error') =>
-      m?.reconciled(eventType, resource, result, (performance.now() - started) / 1000);
+    const done = reconciledTimer(this.#d, old, now);
     if (!this.#d.inScope(rec.ref.namespace)) {
       m?.skipped('ignored_or_not_selected');
       return;
@@ -274,8 +265,7 @@ export class Reconciler {
     for (const t of this.#retryTimers) this.#timers.clear(t);
     this.#retryTimers.clear();
     this.#holds.clear();
-    this.#progressive?.stop();
-    this.#brake.stop();
+    this.#gates.stop();
     this.#abort.abort(new Error('the service is stopping'));
     await this.#queue.stop();
   }
@@ -364,8 +354,7 @@ export class Reconciler {
     }
     if (!this.#queuedAt.has(a.workload)) this.#queuedAt.set(a.workload, performance.now());
     this.#d.metrics?.reloader.queueAdded();
-    if (this.#brake.holds(a)) return;
-    const go = this.#progressive ? this.#progressive.admit(a) : a;
+    const go = this.#gates.admit(a);
     if (go) this.#enqueue(go);
   }
 
@@ -391,19 +380,27 @@ export class Reconciler {
   /** Runs one action and forgets its content once nothing more will run for it. */
   async #runTracked(a: ReloadAction): Promise<void> {
     this.#running.add(a.workload);
+    this.#book.started(a);
     // Only this run's own retry keeps its content in flight: an older action's retry timer (it will
     // find itself superseded) must not, or this content would count as under way forever.
-    let retried = false;
+    let outcome: Outcome = { kind: 'interrupted' };
     try {
-      const outcome = await this.#step(a);
-      this.#progressive?.ended(a, outcome);
-      retried = outcome.kind === 'retry';
+      outcome = await this.#step(a);
+      this.#gates.ended(a, outcome);
       await this.#settle(a, outcome);
     } finally {
+      this.#book.ended(a, outcome);
+      const retried = outcome.kind === 'retry';
       this.#running.delete(a.workload);
       if (!retried) this.#forgetContent(a.workload, a.target);
       await forgetIfGone(this.#d, a.workload);
     }
+  }
+
+  /** What the engine does now: reloads running, waiting and why, halts, the last done (engine/status.ts). */
+  status(): ReloadStatus {
+    const queues = { queued: this.#queue.queued(), held: this.#holds.actions(), retrying: this.#retrying };
+    return this.#book.status({ ...this.#gates.status(), ...queues });
   }
 
   /** A batch that judges the workload against the ledger, as for a new one (no config named). */

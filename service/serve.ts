@@ -12,6 +12,7 @@ import { FlagError } from './config/flags.ts';
 import { compileGlobals } from './core/annotations.ts';
 import { keyFingerprint } from './core/config-hash.ts';
 import { RateGate } from './core/token-bucket.ts';
+import type { ReloadStatus } from './engine/status.ts';
 import { WatchProgress } from './http.ts';
 import { type ClusterAccess, writeGatedAccess } from './kube/access.ts';
 import { appsApi, batchApi, type CoreApi, coreApi, customApi } from './kube/api.ts';
@@ -87,6 +88,8 @@ export interface RunningService {
   watchesFailing(): string[];
   /** False when a watch loop stopped cycling, or failed without a success for as long (liveness). */
   watchesProgressing(): boolean;
+  /** What the engine does now, when this replica leads (engine/status.ts). */
+  status(): ReloadStatus | { leader: false };
   stop(): Promise<void>;
 }
 
@@ -449,6 +452,7 @@ export async function serve(
     isSynced: () => isSynced,
     watchesFailing: () => progress.failing(WATCH_UNREADY_AFTER_MS),
     watchesProgressing: () => progress.progressing(),
+    status: () => reconciler?.status() ?? { leader: false },
     stop: async () => {
       // Stop acting first (and hand the lease over), then stop watching.
       stopInboxExpiry();

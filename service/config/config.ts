@@ -328,6 +328,12 @@ export const serveFlags: readonly FlagSpec[] = [
     help: 'Address for /metrics, /healthz, /readyz and the Argo CD webhook: [host]:port; ":8080" is every interface.',
   },
   {
+    name: 'status-address',
+    type: 'string',
+    default: '127.0.0.1:8081',
+    help: 'Address of the status endpoint (GET /status: reloads running, waiting and why, halts, the last done; read by `gitops-reloader status`). Loopback by default, reached by kubectl port-forward; "" turns it off. It names workloads and configs of every namespace: do not expose it.',
+  },
+  {
     name: 'leader-elect',
     type: 'bool',
     help: 'Elect one acting replica with a Lease <release-name>-leader in the release namespace. Only the leader reloads and writes the ledger; others watch and stand by.',
@@ -526,6 +532,8 @@ export interface Config {
   gitAuthorEmail: string;
   gitMessageTemplate?: string;
   httpAddress: string;
+  /** --status-address; undefined when "" (no status endpoint). */
+  statusAddress?: string;
   leaderElect: boolean;
   leaderIdentity?: string;
   leaseDurationMs: number;
@@ -664,6 +672,7 @@ export function buildConfig(
     gitAuthorEmail: str(values['git-author-email']) ?? 'gitops-reloader@localhost',
     gitMessageTemplate: str(values['git-message-template']),
     httpAddress: str(values['http-address']) ?? ':8080',
+    statusAddress: str(values['status-address']),
     leaderElect: values['leader-elect'] === true,
     leaderIdentity: str(values['leader-identity']),
     leaseDurationMs: num(values['lease-duration']),
@@ -709,13 +718,18 @@ export function buildConfig(
       `invalid value for --max-debounce-wait: ${cfg.maxDebounceWaitMs}ms is shorter than --debounce ${cfg.debounceMs}ms`,
     );
   }
-  if (
-    !/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]*):\d{1,5}$/.test(cfg.httpAddress) ||
-    Number(cfg.httpAddress.split(':').pop()) > 65535
-  ) {
-    throw new FlagError(
-      `invalid value ${JSON.stringify(cfg.httpAddress)} for --http-address: expected [host]:port, e.g. :8080`,
-    );
+  for (const [flag, address] of [
+    ['http-address', cfg.httpAddress],
+    ['status-address', cfg.statusAddress ?? ':0'],
+  ] as const) {
+    if (
+      !/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]*):\d{1,5}$/.test(address) ||
+      Number(address.split(':').pop()) > 65535
+    ) {
+      throw new FlagError(
+        `invalid value ${JSON.stringify(address)} for --${flag}: expected [host]:port, e.g. :8080`,
+      );
+    }
   }
   if (cfg.leaseRenewDeadlineMs >= cfg.leaseDurationMs || cfg.leaseRetryPeriodMs >= cfg.leaseRenewDeadlineMs) {
     throw new FlagError(

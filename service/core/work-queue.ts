@@ -89,6 +89,11 @@ export class WorkQueue<A extends QueuedAction> {
     return this.#active;
   }
 
+  /** The actions queued and not yet running. */
+  *queued(): Iterable<A> {
+    for (const s of this.#slots.values()) if (s.queued !== undefined) yield s.queued;
+  }
+
   /** Actions queued and not yet running (waiting for a slot, their workload, or its interval). */
   get waiting(): number {
     let n = 0;

@@ -41,6 +41,11 @@ export class Brake {
     return true;
   }
 
+  /** The workloads whose reloads it holds. */
+  held(): Iterable<string> {
+    return this.#held;
+  }
+
   stop(): void {
     this.#detach?.();
   }

@@ -90,6 +90,11 @@ export class WindowHolds {
     return this.#held.get(workload)?.action;
   }
 
+  /** Every action held. */
+  *actions(): Iterable<ReloadAction> {
+    for (const h of this.#held.values()) yield h.action;
+  }
+
   /** Forgets the hold (a run covers it); with `resubmit`, queues it now (its window may have been edited). */
   release(workload: string, resubmit = false): void {
     const h = this.#held.get(workload);

@@ -249,6 +249,15 @@ export class Progressive {
     this.#reoffer();
   }
 
+  /** The reloads it keeps: waiting for their wave, or held by a halt. */
+  *parked(): Iterable<{ action: ReloadAction; halted: boolean }> {
+    for (const [w, action] of this.#parked) yield { action, halted: this.#halted.has(w) };
+  }
+
+  halts(): Halt[] {
+    return this.#waves.halts();
+  }
+
   stop(): void {
     for (const t of this.#pending) this.#timers.clear(t);
     this.#pending.clear();

@@ -2,7 +2,7 @@
 
 import { KEYS } from '../core/annotations.ts';
 import { REQUEST } from '../core/plan.ts';
-import { compareResourceVersions } from '../core/records.ts';
+import { type ConfigRecord, compareResourceVersions } from '../core/records.ts';
 import { apiVersionOf, type EventReason } from '../kube/events.ts';
 import type { ClusterState, TrackedWorkload } from '../state.ts';
 import type { EventSink, ReconcilerDeps } from './deps.ts';
@@ -56,6 +56,27 @@ export function reportPolicy(
     d.log.warn({ ...fields(t), warnings }, 'reload annotations not acted on');
     void event(t, 'ReloadSkipped', `annotations not acted on: ${warnings.join('; ')}`, 'Warning');
   }
+}
+
+/**
+ * Reloader's reconcile metric for one config event: call the result with how handling it ended.
+ * Reloader's resource names: a SecretProviderClass changes through its pod statuses.
+ */
+export function reconciledTimer(
+  d: Pick<ReconcilerDeps, 'metrics'>,
+  old: ConfigRecord | undefined,
+  now: ConfigRecord | undefined,
+): (result: 'success' | 'skipped' | 'error') => void {
+  const rec = (now ?? old) as ConfigRecord;
+  const eventType = !old ? 'add' : !now ? 'delete' : 'update';
+  const resource = {
+    ConfigMap: 'configmaps',
+    Secret: 'secrets',
+    SecretProviderClass: 'secretproviderclasspodstatuses',
+  }[rec.ref.kind];
+  const started = performance.now();
+  return (result) =>
+    d.metrics?.reloader.reconciled(eventType, resource, result, (performance.now() - started) / 1000);
 }
 
 /** The newest resourceVersion among these configs (deleted ones and pseudo-configs have none). */

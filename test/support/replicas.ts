@@ -83,13 +83,16 @@ export async function installRelease(
   await kubectl(['apply', '-f', '-'], applied());
   const container = deploymentOf(objects).spec.template.spec.containers[0];
   // Files the pod would mount are local files here; the HTTP port is a free loopback one.
-  const args = ((container?.args as string[] | undefined) ?? []).map((a) =>
-    a.startsWith('--http-address=')
-      ? '--http-address=127.0.0.1:0'
-      : a.startsWith('--webhook-token-file=') && tokenFile
-        ? `--webhook-token-file=${tokenFile}`
-        : a,
-  );
+  const args = ((container?.args as string[] | undefined) ?? [])
+    .map((a) =>
+      a.startsWith('--http-address=')
+        ? '--http-address=127.0.0.1:0'
+        : a.startsWith('--webhook-token-file=') && tokenFile
+          ? `--webhook-token-file=${tokenFile}`
+          : a,
+    )
+    // Every replica runs on this host: each its own status port (a pod has its own loopback).
+    .concat('--status-address=127.0.0.1:0');
   const fullname = deploymentOf(objects).metadata.name;
   return {
     name,

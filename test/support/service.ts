@@ -119,6 +119,7 @@ export function serviceArgs(namespace: string, keyFile: string, extra: string[] 
     '--log-level=debug',
     '--min-reload-interval=0s',
     '--http-address=127.0.0.1:0',
+    '--status-address=127.0.0.1:0',
     ...extra,
   ];
 }

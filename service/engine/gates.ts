@@ -1,0 +1,50 @@
+// The gates a reload passes before it is queued: the emergency brake (engine/brake.ts), then the
+// progressive reloads' waves (engine/progressive.ts). One object, so the reconciler asks once.
+
+import type { Outcome, ReloadAction } from '../core/reload-action.ts';
+import { Brake } from './brake.ts';
+import type { ReconcilerDeps } from './deps.ts';
+import { Progressive, type ProgressiveOptions } from './progressive.ts';
+import type { StatusSources } from './status.ts';
+
+export class Gates {
+  readonly brake: Brake;
+  /** Undefined without --progressive-reloads. */
+  readonly progressive: Progressive | undefined;
+  readonly #d: ReconcilerDeps;
+
+  constructor(d: ReconcilerDeps, o: ProgressiveOptions) {
+    this.#d = d;
+    this.brake = new Brake(d);
+    this.progressive = Progressive.of(d, o);
+  }
+
+  /** The reload to queue now, or undefined when a gate keeps it (and queues it later, or never). */
+  admit(a: ReloadAction): ReloadAction | undefined {
+    if (this.brake.holds(a)) return undefined;
+    return this.progressive ? this.progressive.admit(a) : a;
+  }
+
+  ended(a: ReloadAction, o: Outcome): void {
+    this.progressive?.ended(a, o);
+  }
+
+  /** The ledger is loaded at the start of a term: the halts it records hold again. */
+  restore(): void {
+    this.progressive?.restore();
+  }
+
+  stop(): void {
+    this.progressive?.stop();
+    this.brake.stop();
+  }
+
+  status(): Pick<StatusSources, 'brake' | 'parked' | 'braked' | 'halts'> {
+    return {
+      brake: this.#d.cfg.brake,
+      parked: this.progressive?.parked() ?? [],
+      braked: this.brake.held(),
+      halts: this.progressive?.halts() ?? [],
+    };
+  }
+}

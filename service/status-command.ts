@@ -1,0 +1,56 @@
+// `gitops-reloader status`: what the leader's engine is doing, read from its status endpoint
+// (--status-address, loopback by default: `kubectl port-forward` to the leader's pod reaches it):
+// reloads running, waiting and why, changes halted, the last reloads done (docs/progressive.md).
+
+import { FlagError, type FlagSpec, parseFlags, usage } from './config/flags.ts';
+import { formatStatus, type ReloadStatus } from './engine/status.ts';
+
+export const statusFlags: readonly FlagSpec[] = [
+  {
+    name: 'url',
+    type: 'string',
+    default: 'http://127.0.0.1:8081/status',
+    help: "The leader's status endpoint (serve --status-address), e.g. through kubectl port-forward.",
+  },
+  { name: 'output', type: 'enum', values: ['text', 'json'], default: 'text', help: 'text or json.' },
+  { name: 'timeout', type: 'duration', default: '5s', min: 1, help: 'How long to wait for the answer.' },
+];
+
+export const STATUS_USAGE = `Usage: gitops-reloader status [--url URL] [--output text|json]
+
+Prints what the leader is doing: reloads running, waiting (and why: queue, retry, window, wave,
+halt, brake), config changes halted by progressive reloads, and the last reloads done.
+
+  kubectl -n gitops-reloader port-forward deploy/gitops-reloader 8081 &
+  gitops-reloader status
+
+${usage(statusFlags)}
+`;
+
+export async function status(
+  argv: string[],
+  env: NodeJS.ProcessEnv,
+  out: (s: string) => void,
+  err: (s: string) => void,
+): Promise<number> {
+  const { values: v, positionals } = parseFlags(statusFlags, argv, env);
+  if (positionals.length > 0) throw new FlagError(`status takes no arguments, got ${positionals.join(' ')}`);
+  const url = v.url as string;
+  // The operator's own endpoint, not a URL that decides authority: fetch reads it as it is.
+  if (!(url.startsWith('http://') || url.startsWith('https://')) || /\s/.test(url))
+    throw new FlagError(`invalid value ${JSON.stringify(url)} for --url: expected http:// or https://`);
+  let res: Response;
+  try {
+    res = await fetch(url, { signal: AbortSignal.timeout(v.timeout as number) });
+  } catch (e) {
+    err(`gitops-reloader status: could not reach ${url}: ${(e as Error).message}\n`);
+    return 1;
+  }
+  if (!res.ok) {
+    err(`gitops-reloader status: ${url} answered HTTP ${res.status}\n`);
+    return 1;
+  }
+  const body = (await res.json()) as ReloadStatus | { leader: false };
+  out(v.output === 'json' ? `${JSON.stringify(body, null, 2)}\n` : formatStatus(body));
+  return 0;
+}

@@ -1,0 +1,53 @@
+// The status endpoint (--status-address): GET /status answers what the engine does now as JSON
+// (engine/status.ts). Its own listener, loopback by default, so that it is reached by port-forward
+// and never through the Service that carries the Argo CD webhook: it names workloads and configs of
+// every namespace, which no tenant should read. Nothing here writes.
+
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { parseHttpAddress } from './http.ts';
+import type { Logger } from './log.ts';
+
+export interface StatusServer {
+  url: string;
+  close(): Promise<void>;
+}
+
+export async function startStatusServer(
+  address: string,
+  status: () => unknown,
+  log: Logger,
+): Promise<StatusServer> {
+  const { host, port } = parseHttpAddress(address);
+  const server = createServer((req, res) => {
+    const path = (req.url ?? '').split('?')[0];
+    if (req.method !== 'GET' || path !== '/status') {
+      res.writeHead(path === '/status' ? 405 : 404, { 'Content-Type': 'text/plain' }).end('not found\n');
+      return;
+    }
+    let body: string;
+    try {
+      body = JSON.stringify(status());
+    } catch (err) {
+      log.error({ err: (err as Error).message }, 'could not build the status');
+      res.writeHead(500, { 'Content-Type': 'text/plain' }).end('status unavailable\n');
+      return;
+    }
+    res.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-store' }).end(body);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  const a = server.address() as AddressInfo;
+  const url = `http://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}`;
+  log.info({ url }, 'status listening');
+  return {
+    url,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
