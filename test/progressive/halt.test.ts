@@ -5,6 +5,7 @@
 // change reloads every workload exactly once, and a revert to what the pods run restarts nothing.
 // Observed as a user would: pods, Events, logs.
 import { afterEach, describe, expect, onTestFinished } from 'vitest';
+import type { ReloadStatus } from '../../service/engine/status.ts';
 import { readsConfigAtStart } from '../support/app-health.ts';
 import { it, type Kube } from '../support/kube.ts';
 import {
@@ -18,7 +19,14 @@ import {
   waitReadyPods,
 } from '../support/observe.ts';
 import { FAST_LEASE } from '../support/replicas.ts';
-import { hashKeyFile, killAll, type RunningService, serviceArgs, startService } from '../support/service.ts';
+import {
+  hashKeyFile,
+  killAll,
+  type RunningService,
+  runCli,
+  serviceArgs,
+  startService,
+} from '../support/service.ts';
 import { pending, waitFor } from '../support/wait-for.ts';
 import { configMap, deployment } from '../support/workloads.ts';
 
@@ -225,6 +233,30 @@ describe('progressive reloads', () => {
     await svc.waitForLog('ready', (l) => l.msg === 'ready');
     await setHealth(kube, namespace, 'bad');
     await waitForEvent(kube, namespace, 'ReloadHalted', 'shared', 90_000);
+    // What anyone with a port-forward reads: the halt, and every other workload held by it.
+    const url = `${(await svc.waitForLog('status url', (l) => l.msg === 'status listening')).url}/status`;
+    const status = (await (await fetch(url)).json()) as ReloadStatus;
+    expect(status.halted).toEqual([
+      expect.objectContaining({
+        config: `ConfigMap/${namespace}/shared`,
+        wave: 1,
+        workload: `Deployment/${namespace}/${CANARY}`,
+      }),
+    ]);
+    expect(
+      status.waiting
+        .filter((w) => w.why === 'halt')
+        .map((w) => w.workload)
+        .sort(),
+    ).toEqual(
+      names
+        .filter((n) => n !== CANARY)
+        .map((n) => `Deployment/${namespace}/${n}`)
+        .sort(),
+    );
+    const cli = await runCli(['status', `--url=${url}`]);
+    expect(cli.code).toBe(0);
+    expect(cli.stdout).toContain(`halted (1)\n  ConfigMap/${namespace}/shared at wave 1`);
     await setHealth(kube, namespace, 'good');
     await svc.waitForLog(
       'halt lifted',
