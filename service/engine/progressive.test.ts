@@ -32,7 +32,15 @@ async function fleet(flags: string[] = FLAGS) {
     await w.settle();
   };
   const running = () => w.strategies.runs.map((r) => r.req.workload.rec.ref.name);
-  return { ...w, gathered, running };
+  /** Changes the config to `value`; the canary's reload, the first wave, makes no progress for the deadline. */
+  const haltAtCanary = async (value: string) => {
+    w.change('a', 'shared', { k: value });
+    await gathered();
+    await w.time.advance(w.time.clock.now + 30_000);
+    w.strategies.runs[0]?.end({ kind: 'failed', error: new Error('aborted'), errorKind: 'update_workload' });
+    await w.settle();
+  };
+  return { ...w, gathered, running, haltAtCanary };
 }
 
 describe('progressive reloads', () => {
@@ -93,11 +101,7 @@ describe('progressive reloads', () => {
 
   it('a newer change of the config (the fix) supersedes the halt and reloads every workload once, from the first wave', async () => {
     const w = await fleet();
-    w.change('a', 'shared', { k: 'bad' });
-    await w.gathered();
-    await w.time.advance(w.time.clock.now + 30_000);
-    w.strategies.runs[0]?.end({ kind: 'failed', error: new Error('aborted'), errorKind: 'update_workload' });
-    await w.settle();
+    await w.haltAtCanary('bad');
     w.change('a', 'shared', { k: 'fixed' });
     await w.gathered();
     expect(w.running()).toEqual(['canary', 'canary']);
@@ -120,11 +124,7 @@ describe('progressive reloads', () => {
 
   it('a halt survives a new term: it is recorded on the failing workload and holds every reload of the change', async () => {
     const w = await fleet();
-    w.change('a', 'shared', { k: 'bad' });
-    await w.gathered();
-    await w.time.advance(w.time.clock.now + 30_000);
-    w.strategies.runs[0]?.end({ kind: 'failed', error: new Error('aborted'), errorKind: 'update_workload' });
-    await w.settle();
+    await w.haltAtCanary('bad');
     expect(w.ledger.get('Deployment/a/canary')?.halt).toMatchObject({
       config: 'ConfigMap/a/shared',
       wave: 1,
@@ -172,11 +172,7 @@ describe('progressive reloads', () => {
 
   it('a revert to the content the pods run lifts the halt and runs nothing; the same bad content later is planned again', async () => {
     const w = await fleet();
-    w.change('a', 'shared', { k: 'bad' });
-    await w.gathered();
-    await w.time.advance(w.time.clock.now + 30_000);
-    w.strategies.runs[0]?.end({ kind: 'failed', error: new Error('aborted'), errorKind: 'update_workload' });
-    await w.settle();
+    await w.haltAtCanary('bad');
     expect(w.ledger.get('Deployment/a/canary')?.halt).toBeDefined();
     w.change('a', 'shared', { k: '1' }); // what every pod runs
     await w.gathered();

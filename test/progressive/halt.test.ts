@@ -61,6 +61,17 @@ function start(namespace: string, key: string): RunningService {
   );
 }
 
+/** Waits until no surge pod is left in the namespace. */
+async function noSurgeLeft(kube: Kube, namespace: string, what: string) {
+  await waitFor(
+    async () => {
+      const left = await surgePods(kube, namespace);
+      return left.length === 0 ? left : pending(left.map((p) => p.metadata?.name));
+    },
+    { describe: what, timeout: 30_000 },
+  );
+}
+
 /** Each app's live pods, by app. */
 async function podsByApp(kube: Kube, namespace: string, names: string[]): Promise<Map<string, PodView[]>> {
   const out = new Map<string, PodView[]>();
@@ -144,13 +155,7 @@ describe('progressive reloads', () => {
       30_000,
     );
     // Its surge pod, which never became Ready, is removed; its old pods stay, Ready.
-    await waitFor(
-      async () => {
-        const left = await surgePods(kube, namespace);
-        return left.length === 0 ? left : pending(left.map((p) => p.metadata?.name));
-      },
-      { describe: 'no surge pod left', timeout: 30_000 },
-    );
+    await noSurgeLeft(kube, namespace, 'no surge pod left');
     await untouched(kube, namespace, before);
     const canarySurge = trackers.get(CANARY)?.surgePods() ?? [];
     expect(canarySurge.length).toBeGreaterThan(0); // it was the first wave: it was touched
@@ -204,13 +209,7 @@ describe('progressive reloads', () => {
       },
       { describe: `${N} reloads complete`, timeout: 120_000 },
     );
-    await waitFor(
-      async () => {
-        const left = await surgePods(kube, namespace);
-        return left.length === 0 ? left : pending(left.map((p) => p.metadata?.name));
-      },
-      { describe: 'no surge pod left after the fix', timeout: 30_000 },
-    );
+    await noSurgeLeft(kube, namespace, 'no surge pod left after the fix');
     for (const app of apps) {
       // I3: each old pod was replaced once, by a pod that saw the fix (Ready).
       const fresh = trackers.get(app)?.newSince(before.get(app) ?? []) ?? [];
@@ -278,13 +277,7 @@ describe('progressive reloads', () => {
         l.workload === `Deployment/${CANARY}`,
       30_000,
     );
-    await waitFor(
-      async () => {
-        const left = await surgePods(kube, namespace);
-        return left.length === 0 ? left : pending(left.map((p) => p.metadata?.name));
-      },
-      { describe: 'no surge pod left', timeout: 30_000 },
-    );
+    await noSurgeLeft(kube, namespace, 'no surge pod left');
     await untouched(kube, namespace, before);
     for (const app of names)
       expect({ app, replacements: trackers.get(app)?.newSince(before.get(app) ?? []).length }).toEqual({
