@@ -87,7 +87,15 @@ export function retryDelayMs(attempt: number): number {
  */
 export type Outcome =
   | { kind: 'done' }
-  | { kind: 'retry'; action: ReloadAction; afterMs: number; targets?: readonly string[]; failed: boolean }
+  | {
+      kind: 'retry';
+      action: ReloadAction;
+      afterMs: number;
+      targets?: readonly string[];
+      failed: boolean;
+      /** Cut by --reload-deadline: it made no progress (a replacement that never gets Ready, a PDB). */
+      stalled?: boolean;
+    }
   | { kind: 'hold'; until: number; action: ReloadAction; windowText: string }
   | { kind: 'config-missing'; action: ReloadAction; missing: string[] }
   | { kind: 'dropped'; reason: string }

@@ -74,12 +74,24 @@ describe('progressive reloads', () => {
     await w.settle();
     expect(w.strategies.dropped).toEqual(['Deployment/a/canary']);
     const halted = w.events.filter((e) => e.reason === 'ReloadHalted').map((e) => e.message);
-    expect(halted[0]).toMatch(/^change halted at wave 1: Deployment\/canary its reload failed/);
+    expect(halted[0]).toMatch(/^change halted at wave 1: Deployment\/canary its reload made no progress/);
     expect(halted.filter((m) => m.startsWith('held:'))).toHaveLength(4);
     // The canary's retry is held too: nothing runs again, however long.
     await w.time.advance(w.time.clock.now + 600_000);
     await w.settle();
     expect(w.running()).toEqual(['canary']);
+  });
+
+  it('an API error is retried, not a failed wave: only no progress for --reload-deadline halts', async () => {
+    const w = await fleet();
+    w.change('a', 'shared', { k: '2' });
+    await w.gathered();
+    w.strategies.runs[0]?.end({ kind: 'failed', error: new Error('HTTP 500'), errorKind: 'update_workload' });
+    await w.settle();
+    await w.time.advance(w.time.clock.now + 2_000); // the first retry's back-off
+    await w.settle();
+    expect(w.running()).toEqual(['canary', 'canary']);
+    expect(w.events.filter((e) => e.reason === 'ReloadHalted')).toEqual([]);
   });
 
   it('pods that do not stay healthy through the settle time halt the change', async () => {

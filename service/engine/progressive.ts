@@ -231,8 +231,10 @@ export class Progressive {
         if (this.#waves.completed(a.workload)) this.#settle(a, this.#o.settleMs);
         break;
       case 'retry':
-        if (!o.failed) return;
-        this.#fail(a, 'its reload failed or made no progress for --reload-deadline');
+        // Only a reload that made no progress fails its wave: an API error is retried, as it would be
+        // without waves, and says nothing about the config.
+        if (!o.stalled) return;
+        this.#fail(a, 'its reload made no progress for --reload-deadline');
         return;
       case 'dropped':
         // A newer action of the workload carries on its place in the wave.

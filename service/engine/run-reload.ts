@@ -180,7 +180,14 @@ export async function runReload(c: RunContext, t: TrackedWorkload, a: ReloadActi
       `attempt ${n} made no progress for ${cfg.reloadDeadlineMs / 1000}s; released its slot, retrying in ${retryMs / 1000}s`,
       'Warning',
     );
-    return { kind: 'retry', action: a, afterMs: retryMs, failed: true, ...(targets ? { targets } : {}) };
+    return {
+      kind: 'retry',
+      action: a,
+      afterMs: retryMs,
+      failed: true,
+      stalled: true,
+      ...(targets ? { targets } : {}),
+    };
   }
   if (r.kind === 'waiting') {
     // Not a failure, and nothing was written: the ledger still holds the old digests, so a restarted

@@ -143,7 +143,9 @@ describe('progressive reloads', () => {
     expect(halted.type).toBe('Warning');
     expect(halted.involvedObject.kind).toBe('ConfigMap');
     expect(halted.message).toMatch(
-      new RegExp(`^change halted at wave 1: Deployment/${CANARY} its reload failed or made no progress`),
+      new RegExp(
+        `^change halted at wave 1: Deployment/${CANARY} its reload made no progress for --reload-deadline`,
+      ),
     );
     expect(halted.message).toMatch(/29 workload\(s\) held/);
     // The canary's retry came back and was held too, not run.
