@@ -36,9 +36,12 @@ async function fleet(flags: string[] = FLAGS) {
   const haltAtCanary = async (value: string) => {
     w.change('a', 'shared', { k: value });
     await gathered();
+    w.strategies.unhealthy.set('Deployment/a/canary', 'not Ready: canary-surge');
     await w.time.advance(w.time.clock.now + 30_000);
     w.strategies.runs[0]?.end({ kind: 'failed', error: new Error('aborted'), errorKind: 'update_workload' });
     await w.settle();
+    // Halted: its surge pods are gone, its old pods are healthy.
+    w.strategies.unhealthy.delete('Deployment/a/canary');
   };
   return { ...w, gathered, running, haltAtCanary };
 }
@@ -69,17 +72,33 @@ describe('progressive reloads', () => {
     w.change('a', 'shared', { k: 'bad' });
     await w.gathered();
     expect(w.running()).toEqual(['canary']);
+    w.strategies.unhealthy.set('Deployment/a/canary', 'not Ready: canary-surge');
     await w.time.advance(w.time.clock.now + 30_000); // no progress for --reload-deadline
     w.strategies.runs[0]?.end({ kind: 'failed', error: new Error('aborted'), errorKind: 'update_workload' });
     await w.settle();
     expect(w.strategies.dropped).toEqual(['Deployment/a/canary']);
     const halted = w.events.filter((e) => e.reason === 'ReloadHalted').map((e) => e.message);
-    expect(halted[0]).toMatch(/^change halted at wave 1: Deployment\/canary its reload made no progress/);
+    expect(halted[0]).toMatch(
+      /^change halted at wave 1: Deployment\/canary its reload made no progress for --reload-deadline: not Ready: canary-surge/,
+    );
     expect(halted.filter((m) => m.startsWith('held:'))).toHaveLength(4);
     // The canary's retry is held too: nothing runs again, however long.
     await w.time.advance(w.time.clock.now + 600_000);
     await w.settle();
     expect(w.running()).toEqual(['canary']);
+  });
+
+  it('no progress with every pod healthy (a PodDisruptionBudget) is not a failed wave: the reload is retried', async () => {
+    const w = await fleet();
+    w.change('a', 'shared', { k: '2' });
+    await w.gathered();
+    await w.time.advance(w.time.clock.now + 30_000);
+    w.strategies.runs[0]?.end({ kind: 'failed', error: new Error('aborted'), errorKind: 'update_workload' });
+    await w.settle();
+    await w.time.advance(w.time.clock.now + 2_000);
+    await w.settle();
+    expect(w.running()).toEqual(['canary', 'canary']);
+    expect(w.events.filter((e) => e.reason === 'ReloadHalted')).toEqual([]);
   });
 
   it('an API error is retried, not a failed wave: only no progress for --reload-deadline halts', async () => {
@@ -161,11 +180,7 @@ describe('progressive reloads', () => {
 
   it('gitops-reloader.io/progressive-resume on the config continues a halted change from the failed workload', async () => {
     const w = await fleet();
-    w.change('a', 'shared', { k: 'slow' });
-    await w.gathered();
-    await w.time.advance(w.time.clock.now + 30_000);
-    w.strategies.runs[0]?.end({ kind: 'failed', error: new Error('aborted'), errorKind: 'update_workload' });
-    await w.settle();
+    await w.haltAtCanary('slow');
     await w.time.advance(w.time.clock.now + 5_000); // its retry comes, and is held
     await w.settle();
     expect(w.running()).toEqual(['canary']);
@@ -196,6 +211,43 @@ describe('progressive reloads', () => {
     w.change('a', 'shared', { k: 'bad' });
     await w.gathered();
     expect(w.running()).toEqual(['canary', 'canary']);
+  });
+
+  it('a reload waiting for its wave whose workload is deleted and created again is not lost (simulation seed 5875)', async () => {
+    const w = engineWorld(FLAGS);
+    w.state.putConfig(w.putConfigMap('a', 'cm', { k: '1' }));
+    const web = () => w.deployment('a', 'web', 'cm') as NonNullable<ReturnType<typeof w.deployment>>;
+    w.state.putWorkload(web());
+    await w.reconciler.start();
+    w.change('a', 'cm', { k: '2' });
+    await w.time.advance(w.time.clock.now + 2_000); // debounce and gathering: it runs
+    await w.settle();
+    expect(w.strategies.runs).toHaveLength(1);
+    w.change('a', 'cm', { k: '3' });
+    await w.time.advance(w.time.clock.now + 1_000); // its batch waits for its change's gathering
+    await w.settle();
+    // Deleted while its reload runs, and the gathering ends while it is gone.
+    w.state.deleteWorkload('Deployment/a/web');
+    await w.reconciler.workloadDeleted('Deployment/a/web');
+    await w.time.advance(w.time.clock.now + 1_000);
+    await w.settle();
+    // Created again (a new object of the name) while the first reload still runs; then that one ends.
+    const again = web();
+    const { now } = w.state.putWorkload({ ...again, ref: { ...again.ref, uid: 'uid-web-2' } });
+    w.reconciler.workloadChanged(undefined, now);
+    w.strategies.runs[0]?.end({ kind: 'done', replaced: 1, summary: 'restarted' });
+    await w.settle();
+    await w.time.advance(w.time.clock.now + 60_000);
+    await w.settle();
+    // The new object is judged afresh, and its pods (older than cm=3) reloaded, in a wave of its own.
+    expect(w.strategies.runs).toHaveLength(2);
+    const last = w.strategies.runs[1];
+    expect(last?.req.workload.rec.ref.uid).toBe('uid-web-2');
+    last?.end({ kind: 'done', replaced: 1, summary: 'restarted' });
+    await w.settle();
+    const entry = w.ledger.get('Deployment/a/web');
+    expect(entry?.configs['ConfigMap/a/cm']).toBe(w.state.configs.get('ConfigMap/a/cm')?.digest.all);
+    expect(entry?.pending).toBeUndefined();
   });
 
   it('a workload that opts out reloads at once, outside the waves', async () => {

@@ -233,8 +233,7 @@ export class Progressive {
       case 'retry':
         // Only a reload that made no progress fails its wave: an API error is retried, as it would be
         // without waves, and says nothing about the config.
-        if (!o.stalled) return;
-        this.#fail(a, 'its reload made no progress for --reload-deadline');
+        if (o.stalled) this.#judgeStall(a);
         return;
       case 'dropped':
         // A newer action of the workload carries on its place in the wave.
@@ -308,8 +307,13 @@ export class Progressive {
       .sort(waveOrder);
     for (const { a } of order) {
       if (!this.#d.state.workloads.has(a.workload)) {
+        // Gone: queued all the same, so the engine's own rules decide, as for any reload of a gone
+        // workload: its entry is forgotten, or a new object of its name is judged afresh (dropped
+        // here, a workload deleted and created again while its reload ran lost its change: engine
+        // simulation seed 5875 with --progressive-reloads).
         this.#unpark(a.workload);
         this.#waves.forget(a.workload);
+        this.#o.release(a);
         continue;
       }
       const go = this.admit(a);
@@ -343,6 +347,31 @@ export class Progressive {
         },
       );
     }, afterMs);
+  }
+
+  /**
+   * The reload made no progress for --reload-deadline. A replacement that is not Ready (or restarts)
+   * fails the wave: the config is what is wrong. With every pod healthy, something else holds it (a
+   * PodDisruptionBudget, a slow node): not the config, and it goes on with its retry.
+   */
+  #judgeStall(a: ReloadAction): void {
+    const t = this.#d.state.workloads.get(a.workload);
+    if (!t) return;
+    this.#d.strategies.health(t, a.cutoffMs, this.#o.signal).then(
+      (why) => {
+        if (why !== undefined)
+          return this.#fail(a, `its reload made no progress for --reload-deadline: ${why}`);
+        this.#d.log.info(
+          fields(t),
+          'progressive reload: no progress, but its pods are healthy; not a failed wave',
+        );
+      },
+      (err: Error) =>
+        this.#d.log.warn(
+          { ...fields(t), err: (err as Error).message },
+          'could not read the pods’ health after a stall',
+        ),
+    );
   }
 
   /** A wave failed at this workload: halt the changes it carries, and say so. */

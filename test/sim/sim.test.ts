@@ -2,7 +2,7 @@
 // SIM_SEED=s replays one seed. A failure prints the replay command and a shortened schedule.
 import { describe, expect, it } from 'vitest';
 import { randomSchedule, shrink } from './schedule.ts';
-import { simulate, stats } from './sim.ts';
+import { type SimOptions, simulate, stats } from './sim.ts';
 
 const replay = process.env.SIM_SEED ? [Number(process.env.SIM_SEED)] : undefined;
 
@@ -13,7 +13,37 @@ const replay = process.env.SIM_SEED ? [Number(process.env.SIM_SEED)] : undefined
  */
 const KNOWN: Record<number, string> = {};
 const count = Number(process.env.SIM_SCHEDULES ?? 3000);
+/** The same schedules with --progressive-reloads: its waves and gathering must lose nothing either. */
+const progressiveCount = Number(process.env.SIM_PROGRESSIVE_SCHEDULES ?? 6000);
 const first = Number(process.env.SIM_FIRST_SEED ?? 1);
+
+/** Simulates one seed; on a violation, fails with the replay command and a shortened schedule. */
+async function check(seed: number, totals: Totals, o: SimOptions = {}): Promise<void> {
+  const s = randomSchedule(seed);
+  const violations = await simulate(s, o);
+  totals.runs += stats.runs;
+  totals.replaced += stats.replaced;
+  totals.ledgerFaults += stats.ledgerFaults;
+  for (const [k, n] of Object.entries(stats.steps)) totals.steps[k] = (totals.steps[k] ?? 0) + n;
+  if (violations.length === 0) return;
+  const short = await shrink(s, async (x) => (await simulate(x, o)).length > 0);
+  const env = o.progressive ? 'SIM_PROGRESSIVE=1 ' : '';
+  const msg = [
+    `seed ${seed}${o.progressive ? ' (with --progressive-reloads)' : ''} broke an invariant:`,
+    ...violations.slice(0, 5),
+    `replay: ${env}SIM_SEED=${seed} npm run test:unit -- test/sim`,
+    `shortened schedule (${short.steps.length} of ${s.steps.length} steps): ${JSON.stringify(short)}`,
+    ...(await simulate(short, o)).slice(0, 5).map((v) => `  with it: ${v}`),
+  ].join('\n');
+  expect.fail(msg);
+}
+
+interface Totals {
+  runs: number;
+  replaced: number;
+  ledgerFaults: number;
+  steps: Record<string, number>;
+}
 
 describe('engine simulation', () => {
   it(`keeps its invariants over ${replay ? `seed ${replay[0]}` : `${count} seeded schedules`}`, async () => {
@@ -24,26 +54,8 @@ describe('engine simulation', () => {
       console.warn(
         `engine simulation: known failing seeds left out: ${skipped.map((n) => `${n} (${KNOWN[n]})`).join('; ')}`,
       );
-    const totals = { runs: 0, replaced: 0, ledgerFaults: 0, steps: {} as Record<string, number> };
-    for (const seed of seeds) {
-      const s = randomSchedule(seed);
-      const violations = await simulate(s);
-      totals.runs += stats.runs;
-      totals.replaced += stats.replaced;
-      totals.ledgerFaults += stats.ledgerFaults;
-      for (const [k, n] of Object.entries(stats.steps)) totals.steps[k] = (totals.steps[k] ?? 0) + n;
-      if (violations.length > 0) {
-        const short = await shrink(s, async (x) => (await simulate(x)).length > 0);
-        const msg = [
-          `seed ${seed} broke an invariant:`,
-          ...violations.slice(0, 5),
-          `replay: SIM_SEED=${seed} npm run test:unit -- test/sim`,
-          `shortened schedule (${short.steps.length} of ${s.steps.length} steps): ${JSON.stringify(short)}`,
-          ...(await simulate(short)).slice(0, 5).map((v) => `  with it: ${v}`),
-        ].join('\n');
-        expect.fail(msg);
-      }
-    }
+    const totals: Totals = { runs: 0, replaced: 0, ledgerFaults: 0, steps: {} };
+    for (const seed of seeds) await check(seed, totals);
     // Not an assertion on numbers, a guard that the schedules exercise what they claim to.
     expect(totals.replaced).toBeGreaterThan(0);
     if (!replay) {
@@ -64,5 +76,13 @@ describe('engine simulation', () => {
         expect(totals.steps[kind] ?? 0, kind).toBeGreaterThan(0);
       if (process.env.SIM_STATS) console.log(JSON.stringify(totals));
     }
+  }, 600_000);
+
+  it(`keeps its invariants with --progressive-reloads over ${replay ? `seed ${replay[0]}` : `${progressiveCount} seeded schedules`}`, async () => {
+    if (replay && !process.env.SIM_PROGRESSIVE) return;
+    const seeds = replay ?? Array.from({ length: progressiveCount }, (_, i) => first + i);
+    const totals: Totals = { runs: 0, replaced: 0, ledgerFaults: 0, steps: {} };
+    for (const seed of seeds) await check(seed, totals, { progressive: true });
+    expect(totals.replaced).toBeGreaterThan(0);
   }, 600_000);
 });

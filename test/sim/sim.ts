@@ -107,7 +107,12 @@ const isoSeconds = (ms: number) => new Date(Math.floor(ms / 1000) * 1000).toISOS
 const configName = (id: string) => id.split('/')[2] as string;
 
 /** Runs one schedule to quiescence and returns the invariant violations it saw (none: it passed). */
-export async function simulate(s: Schedule): Promise<string[]> {
+export interface SimOptions {
+  /** Run the engine with --progressive-reloads (docs/progressive.md): the same invariants hold. */
+  progressive?: boolean;
+}
+
+export async function simulate(s: Schedule, o: SimOptions = {}): Promise<string[]> {
   const violations: string[] = [];
   stats.runs = 0;
   stats.replaced = 0;
@@ -165,7 +170,16 @@ export async function simulate(s: Schedule): Promise<string[]> {
   const faults = () => now - start < s.faultsUntil;
 
   const cfg = {
-    ...loadConfig(['--release-namespace=rel', '--debounce=1s'], {}),
+    ...loadConfig(
+      [
+        '--release-namespace=rel',
+        '--debounce=1s',
+        ...(o.progressive
+          ? ['--progressive-reloads', '--progressive-gather=1s', '--progressive-settle=2s']
+          : []),
+      ],
+      {},
+    ),
     minReloadIntervalMs: s.minIntervalMs,
     reloadDeadlineMs: DEADLINE_MS,
   };
