@@ -1,5 +1,5 @@
 // The status endpoint (--status-address): GET /status answers what the engine does now as JSON
-// (engine/status.ts). Its own listener, loopback by default, so that it is reached by port-forward
+// (engine/status.ts), and GET / is a small page that shows it (status-page.ts). Its own listener, loopback by default, so that it is reached by port-forward
 // and never through the Service that carries the Argo CD webhook: it names workloads and configs of
 // every namespace, which no tenant should read. Nothing here writes.
 
@@ -7,6 +7,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parseHttpAddress } from './http.ts';
 import type { Logger } from './log.ts';
+import { STATUS_HTML, STATUS_JS, STATUS_PAGE_CSP } from './status-page.ts';
 
 export interface StatusServer {
   url: string;
@@ -21,8 +22,21 @@ export async function startStatusServer(
   const { host, port } = parseHttpAddress(address);
   const server = createServer((req, res) => {
     const path = (req.url ?? '').split('?')[0];
-    if (req.method !== 'GET' || path !== '/status') {
-      res.writeHead(path === '/status' ? 405 : 404, { 'Content-Type': 'text/plain' }).end('not found\n');
+    if (req.method !== 'GET') {
+      res.writeHead(405, { 'Content-Type': 'text/plain', Allow: 'GET' }).end('method not allowed\n');
+      return;
+    }
+    const page = { 'Content-Security-Policy': STATUS_PAGE_CSP, 'X-Content-Type-Options': 'nosniff' };
+    if (path === '/') {
+      res.writeHead(200, { ...page, 'Content-Type': 'text/html; charset=utf-8' }).end(STATUS_HTML);
+      return;
+    }
+    if (path === '/status.js') {
+      res.writeHead(200, { ...page, 'Content-Type': 'text/javascript; charset=utf-8' }).end(STATUS_JS);
+      return;
+    }
+    if (path !== '/status') {
+      res.writeHead(404, { 'Content-Type': 'text/plain' }).end('not found\n');
       return;
     }
     let body: string;

@@ -10,11 +10,14 @@ import { ensureBinaries } from './cluster/build.ts';
 import { down, status, up } from './cluster/control-plane.ts';
 import { clusterPaths } from './cluster/paths.ts';
 import { requirePrerequisitesOrExit } from './cluster/prerequisites.ts';
+import { ensureBrowser } from './support/browser.ts';
 import { installMirrors, upstreamAvailable, upstreamCrdDir } from './support/upstream-schema.ts';
 
 const say = (msg: string) => console.log(`[cluster] ${msg}`);
 
 export default async function setup(project: TestProject): Promise<(() => Promise<void>) | undefined> {
+  // The status page test renders in a real headless browser, on any cluster.
+  await ensureBrowser(say);
   const external = process.env.TEST_KUBECONFIG;
   let kubeconfig: string;
   let teardown: (() => Promise<void>) | undefined;

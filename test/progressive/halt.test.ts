@@ -7,6 +7,7 @@
 import { afterEach, describe, expect, onTestFinished } from 'vitest';
 import type { ReloadStatus } from '../../service/engine/status.ts';
 import { readsConfigAtStart } from '../support/app-health.ts';
+import { renderedDom } from '../support/browser.ts';
 import { it, type Kube } from '../support/kube.ts';
 import {
   events,
@@ -258,6 +259,19 @@ describe('progressive reloads', () => {
     const cli = await runCli(['status', `--url=${url}`]);
     expect(cli.code).toBe(0);
     expect(cli.stdout).toContain(`halted (1)\n  ConfigMap/${namespace}/shared at wave 1`);
+    // The page on the same data, as a real browser renders it (its script fills the tables).
+    const dom = await renderedDom(url.replace(/status$/, ''));
+    expect(dom).toContain('data-loaded="true"');
+    const table = (id: string) =>
+      dom.slice(
+        dom.indexOf(`<table id="${id}">`),
+        dom.indexOf('</table>', dom.indexOf(`<table id="${id}">`)),
+      );
+    expect(table('halted')).toContain(
+      `<td>ConfigMap/${namespace}/shared</td><td>1</td><td>Deployment/${namespace}/${CANARY}</td>`,
+    );
+    for (const n of names.filter((x) => x !== CANARY))
+      expect(table('waiting')).toContain(`<td>Deployment/${namespace}/${n}</td><td>halt</td>`);
     await setHealth(kube, namespace, 'good');
     await svc.waitForLog(
       'halt lifted',

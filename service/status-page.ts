@@ -1,0 +1,70 @@
+// The status page: a small read-only HTML view of GET /status (engine/status.ts), served on the
+// status listener (loopback, reached by port-forward). Its script reads the JSON and writes every
+// name with textContent, never as HTML: a workload, config or pod name never becomes markup. The
+// Content-Security-Policy allows only this page's own script and requests.
+
+export const STATUS_PAGE_CSP =
+  "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'";
+
+export const STATUS_HTML = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>gitops-reloader status</title>
+<style>
+body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #222; }
+h1 { font-size: 1.3em; } h2 { font-size: 1.1em; margin-top: 1.5em; }
+table { border-collapse: collapse; } td, th { text-align: left; padding: .2em .8em .2em 0; vertical-align: top; }
+th { border-bottom: 1px solid #999; } .brake-on { color: #b00; font-weight: bold; } .halt { color: #b00; }
+</style>
+</head>
+<body>
+<h1>gitops-reloader</h1>
+<p id="summary">loading…</p>
+<h2>Halted changes</h2><table id="halted"><thead><tr><th>config</th><th>wave</th><th>workload</th><th>why</th><th>since</th></tr></thead><tbody></tbody></table>
+<h2>Running</h2><table id="running"><thead><tr><th>workload</th><th>configs</th><th>since</th></tr></thead><tbody></tbody></table>
+<h2>Waiting</h2><table id="waiting"><thead><tr><th>workload</th><th>why</th><th>configs</th></tr></thead><tbody></tbody></table>
+<h2>Done</h2><table id="done"><thead><tr><th>at</th><th>workload</th><th>outcome</th><th>configs</th></tr></thead><tbody></tbody></table>
+<script src="status.js"></script>
+</body>
+</html>
+`;
+
+export const STATUS_JS = `'use strict';
+function fill(id, rows) {
+  var body = document.querySelector('#' + id + ' tbody');
+  body.textContent = '';
+  rows.forEach(function (cells) {
+    var tr = document.createElement('tr');
+    cells.forEach(function (c) {
+      var td = document.createElement('td');
+      td.textContent = String(c);
+      tr.appendChild(td);
+    });
+    body.appendChild(tr);
+  });
+}
+function show(s) {
+  var summary = document.getElementById('summary');
+  if (!s.leader) {
+    summary.textContent = 'This replica is not the leader: port-forward to the one that holds the Lease.';
+    return;
+  }
+  summary.textContent = 'brake: ' + (s.brake ? 'ON, no reload starts' : 'off') + ' · ' + s.halted.length +
+    ' halted · ' + s.running.length + ' running · ' + s.waiting.length + ' waiting';
+  summary.className = s.brake ? 'brake-on' : '';
+  fill('halted', s.halted.map(function (h) { return [h.config, h.wave, h.workload, h.why, h.since]; }));
+  fill('running', s.running.map(function (r) { return [r.workload, r.configs.join(', '), r.since]; }));
+  fill('waiting', s.waiting.map(function (w) { return [w.workload, w.why, w.configs.join(', ')]; }));
+  fill('done', s.done.map(function (d) { return [d.at, d.workload, d.outcome, d.configs.join(', ')]; }));
+  document.body.setAttribute('data-loaded', 'true');
+}
+function load() {
+  fetch('status', { cache: 'no-store' })
+    .then(function (r) { if (!r.ok) throw new Error('HTTP ' + r.status); return r.json(); })
+    .then(show)
+    .catch(function (e) { document.getElementById('summary').textContent = 'could not read the status: ' + e.message; });
+}
+load();
+setInterval(load, 5000);
+`;
