@@ -812,3 +812,36 @@ describe('planDeploymentRestartStep: handing surge pods to the ReplicaSet (ADR 0
     });
   });
 });
+
+describe('planDeploymentRestartStep: the first replacement alone (progressive reloads)', () => {
+  const eight = { replicas: 8, maxUnavailable: '25%', maxSurge: '25%' } as const;
+  const olds = Array.from({ length: 8 }, (_, i) => pod(`o${i}`, -5));
+
+  it('without it, the first step uses both allowances at once', () => {
+    expect(plan({ ...eight, pods: olds })).toEqual({ kind: 'act', surge: 2, evict: ['o0', 'o1'] });
+  });
+
+  it('starts one replacement only, and no other until one is Ready', () => {
+    expect(plan({ ...eight, canary: true, pods: olds })).toEqual({ kind: 'act', surge: 1, evict: [] });
+    const starting = [...olds, pod('s', 1, { surge: true, handable: true, ready: false })];
+    expect(plan({ ...eight, canary: true, pods: starting })).toEqual({
+      kind: 'wait',
+      reason: 'waiting-for-ready',
+    });
+  });
+
+  it('goes on with both allowances once a replacement is Ready', () => {
+    const replaced = [...olds.slice(1), pod('r', 2)];
+    expect(plan({ ...eight, replicas: 8, canary: true, pods: replaced })).toEqual(
+      plan({ ...eight, pods: replaced }),
+    );
+  });
+
+  it('evicts one old pod when there is no surge slot, and old pods that are not Ready whenever', () => {
+    const noSurge = { replicas: 4, maxUnavailable: 2, maxSurge: 0 } as const;
+    const four = Array.from({ length: 4 }, (_, i) => pod(`o${i}`, -5));
+    expect(plan({ ...noSurge, canary: true, pods: four })).toEqual(evicts(['o0']));
+    const broken = [pod('o0', -5, { ready: false }), ...four.slice(1), pod('n', 1, { ready: false })];
+    expect(plan({ ...noSurge, canary: true, pods: broken })).toEqual(evicts(['o0']));
+  });
+});

@@ -65,6 +65,11 @@ export interface DeploymentRestartInput {
    * old (cutoffMs is not consulted) and there is no before-cutoff wait: see OldPodRule in cutoff.ts.
    */
   targets?: ReadonlySet<string>;
+  /**
+   * Progressive reloads (docs/progressive.md): until one replacement is Ready, replace one pod only,
+   * so a restart into a bad config stops at its first replacement, not at its availability floor.
+   */
+  canary?: boolean;
 }
 
 export type DeploymentRestartStep =
@@ -247,6 +252,23 @@ export function planDeploymentRestartStep(input: DeploymentRestartInput): Deploy
   const liveSurge = live.filter((p) => p.surge).length;
   const wanted = Math.min(allowance, old.length - evict.length);
   const surge = Math.max(0, Math.min(wanted - liveSurge, replicas + allowance - live.length));
+  if (input.canary) {
+    // The first replacement alone: every pod that is not old is one (a surge pod, or the
+    // ReplicaSet's pod for an evicted one). Old pods that are not Ready serve nobody and still go.
+    const fresh = live.filter((p) => !old.includes(p));
+    if (!fresh.some((p) => p.ready)) {
+      const notReady = notReadyOld.map((p) => p.name);
+      if (fresh.length > 0) {
+        if (notReady.length > 0) return { kind: 'act', surge: 0, evict: notReady };
+        return { kind: 'wait', reason: 'waiting-for-ready' };
+      }
+      const one =
+        surge > 0
+          ? { surge: 1, evict: notReady }
+          : { surge: 0, evict: evict.slice(0, Math.max(1, notReady.length)) };
+      if (one.surge > 0 || one.evict.length > 0) return { kind: 'act', ...one };
+    }
+  }
   if (evict.length > 0 || surge > 0) return { kind: 'act', surge, evict };
 
   const starting = live.some((p) => !p.ready) || live.filter((p) => !p.surge).length < replicas;

@@ -101,6 +101,7 @@ export async function runReload(c: RunContext, t: TrackedWorkload, a: ReloadActi
       signal,
       term: c.signal,
       stallAfterMs: cfg.stallAfterMs,
+      ...(cfg.progressive && t.parsed.policy.progressive ? { canary: true } : {}),
       onStall: (why) => {
         metric?.stalled();
         d.metrics?.reloadStall('blocked');

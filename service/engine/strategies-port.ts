@@ -25,6 +25,8 @@ export interface ExecRequest {
   /** Aborts only when the term ends (a webhook delivery is not cut by the reload's deadline). */
   term: AbortSignal;
   stallAfterMs: number;
+  /** Progressive reloads: a restart replaces one pod alone until a replacement is Ready (core/rolling.ts). */
+  canary?: boolean;
   onStall(why: string): void;
   /** The reload moved on (a pod evicted, a surge pod created): its deadline starts again. */
   onProgress(): void;

@@ -87,6 +87,7 @@ export function strategyExecutor(d: ExecutorDeps): StrategiesPort {
       log: r.log,
       signal: r.signal,
       stallAfterMs: r.stallAfterMs,
+      ...(r.canary ? { canary: true } : {}),
       onStall: r.onStall,
       progress: r.onProgress,
       cutoffMs: a.cutoffMs,

@@ -291,6 +291,7 @@ export async function restartDeployment(
       // unless that ReplicaSet could not be found.
       handover: !recreate && !handoverOff && (current === undefined || current.hash !== undefined),
       cutoffMs: req.cutoffMs,
+      ...(req.canary ? { canary: true } : {}),
       ...(targets ? { targets } : {}),
       rolloutInProgress: isRolloutInProgress({
         generation: d.metadata?.generation,

@@ -33,6 +33,7 @@ export async function runStrategy(
     workload,
     cutoffMs: ctx.cutoffMs,
     ...(ctx.targets ? { targets: ctx.targets } : {}),
+    ...(ctx.canary ? { canary: true } : {}),
     configHash: ctx.configHash,
     templateChangedSince: ctx.templateChangedSince,
   };

@@ -45,6 +45,8 @@ export interface ReloadRequest {
   /** The pods to replace, when resuming a reload that snapshotted them (see StrategyContext.begin). */
   targets?: readonly string[];
   /** A digest of everything the workload now sees, for strategies that write it (annotate, git). */
+  /** Progressive reloads: replace one pod alone until a replacement is Ready (core/rolling.ts). */
+  canary?: boolean;
   configHash: string;
   /**
    * True when the pod template changed after the config change (by resourceVersion order): the

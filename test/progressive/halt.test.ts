@@ -304,4 +304,43 @@ describe('progressive reloads', () => {
       `Deployment/${CANARY}`,
     ]);
   });
+
+  it('one workload alone: its restart stops at its first replacement, not at its availability floor', async ({
+    kube,
+    namespace,
+  }) => {
+    await kube.core.createNamespacedConfigMap({ namespace, body: configMap('shared', { health: 'good' }) });
+    const health = await readsConfigAtStart(kube, namespace, {
+      config: 'shared',
+      key: 'health',
+      bad: 'bad',
+      podLabel: READS,
+    });
+    onTestFinished(health.remove);
+    // 8 replicas with 25% / 25%: a restart may surge 2 and evict 2 at once.
+    await kube.apps.createNamespacedDeployment({
+      namespace,
+      body: deployment('solo', {
+        replicas: 8,
+        labels: { [READS.key]: READS.value },
+        annotations: { 'reloader.stakater.com/auto': 'true' },
+        container: { envFrom: [{ configMapRef: { name: 'shared' } }] },
+      }),
+    });
+    const before = await waitReadyPods(kube, namespace, 'solo', 8);
+    const tracker = await PodTracker.start(kube, namespace, 'solo');
+    onTestFinished(() => tracker.stop());
+    const svc = start(namespace, await hashKeyFile());
+    await svc.waitForLog('ready', (l) => l.msg === 'ready');
+    await setHealth(kube, namespace, 'bad');
+    const halted = await waitForEvent(kube, namespace, 'ReloadHalted', 'shared', 90_000);
+    expect(halted.message).toMatch(
+      /^change halted at wave 1: Deployment\/solo its reload made no progress .*not Ready/,
+    );
+    await noSurgeLeft(kube, namespace, 'its surge pod removed');
+    // One replacement was tried, and no old pod was evicted: all 8 serve, Ready.
+    expect(tracker.surgePods()).toHaveLength(1);
+    expect(tracker.newSince(before)).toEqual([]);
+    await untouched(kube, namespace, new Map([['solo', before]]));
+  });
 });
