@@ -5,7 +5,9 @@ import { readFileSync } from 'node:fs';
 
 type Result = Record<string, unknown> & {
   skipped?: string[];
-  details?: { progressive?: { bad?: { expected_old_pods_replaced?: number } } | null };
+  details?: {
+    progressive?: { bad?: { expected_old_pods_replaced?: number; first_wave?: string[] } } | null;
+  };
 };
 
 interface Exact {
@@ -24,6 +26,12 @@ const expected: Record<string, Exact> = {
   bad_change_pods_replaced: {
     phase: 'progressive',
     want: (r) => r.details?.progressive?.bad?.expected_old_pods_replaced,
+  },
+  // The gate itself: only the first wave is touched (the other Deployments keep their pods untouched).
+  // Without it every Deployment would get surge pods, even where none loses an old pod.
+  bad_change_deployments_touched: {
+    phase: 'progressive',
+    want: (r) => r.details?.progressive?.bad?.first_wave?.length,
   },
 };
 

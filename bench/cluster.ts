@@ -19,6 +19,7 @@ import { status, up } from '../test/cluster/control-plane.ts';
 import { clusterPaths } from '../test/cluster/paths.ts';
 import { policyName } from '../test/support/app-health.ts';
 import { ensureCrds, loadCrds } from '../test/support/crds.ts';
+import { statusOf } from '../test/support/status.ts';
 import { pending, waitFor } from '../test/support/wait-for.ts';
 import { BENCH_LABEL, PROGRESSIVE_CONFIG } from './fixture.ts';
 
@@ -35,10 +36,7 @@ export interface Kube {
   coordination: CoordinationV1Api;
 }
 
-export function statusOf(err: unknown): number | undefined {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'number' ? code : undefined;
-}
+export { statusOf };
 
 /** Resolves the cluster, starting the local control plane when it is down. */
 export async function connect(say: (msg: string) => void): Promise<Kube> {

@@ -359,6 +359,7 @@ async function main(): Promise<number> {
     flap_reloads: flapResult?.reloads ?? null,
     // Issue 24: one ConfigMap shared by progressive_deployments Deployments.
     bad_change_pods_replaced: prog?.bad.old_pods_replaced ?? null,
+    bad_change_deployments_touched: prog?.bad.deployments_touched ?? null,
     good_change_bulk_s: prog?.good_on?.seconds ?? null,
     good_change_bulk_off_s: prog?.good_off?.seconds ?? null,
     good_change_gate: gate,
@@ -389,6 +390,11 @@ async function main(): Promise<number> {
         prog?.bad.old_pods_replaced,
         '=',
         prog?.bad.expected_old_pods_replaced ?? Number.NaN,
+      ),
+      bad_change_deployments_touched: target(
+        prog?.bad.deployments_touched,
+        '=',
+        prog?.bad.first_wave.length ?? Number.NaN,
       ),
       good_change_gate_s: target(gate?.difference_s, '<=', prog?.settings.settle_s ?? Number.NaN),
     },

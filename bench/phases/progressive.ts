@@ -71,8 +71,12 @@ export interface BadChange {
   surge_pods_created: number;
   /** Pods the ReplicaSets created meanwhile (evictions' replacements); never Ready. */
   other_new_pods: number;
-  /** Deployments that had any pod created or deleted since the write. */
+  /** Deployments that had any pod created or deleted since the write, until the halt's clean-up ended. */
   deployments_touched: number;
+  /**
+   * The first wave: the only Deployments a bad change may touch. Without the gate every Deployment
+   * would be (with maxUnavailable 0 they would lose no old pod either, but all would get surge pods).
+   */
   first_wave: string[];
   /** Seconds from the halt until no surge pod was left. */
   surge_removed_s: number | null;

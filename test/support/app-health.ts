@@ -18,7 +18,8 @@ import {
   type V1Pod,
   type V1PodCondition,
 } from '@kubernetes/client-node';
-import { type Kube, statusOf } from './kube.ts';
+import type { Kube } from './kube.ts';
+import { statusOf } from './status.ts';
 import { pending, waitFor } from './wait-for.ts';
 
 /** The annotation kwok's pod-unready stage reads. */
