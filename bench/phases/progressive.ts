@@ -8,8 +8,9 @@
 //     wave's settle time (issue 24's target; reported, not asserted);
 //  3. a bad change under the progressive service: the old pods replaced, in all Deployments, until
 //     the ReloadHalted Event on the ConfigMap (`bad_change_pods_replaced`, exact: the expected value
-//     comes from the Deployments as stored and the first wave), the surge pods created, the time to
-//     the halt. Last, since a halted change would stay in the ledger for whatever came after.
+//     comes from the Deployments as stored and the first wave), the Deployments touched (exact: the
+//     first wave's), the surge pods created, the time to the halt. Last, since a halted change
+//     would stay in the ledger for whatever came after.
 // The Deployments, their namespace's policy and their kwok nodes are the phase's own, created here, so
 // a run that skips the phase pays nothing for it. The bad change alone (`progressive-good` skipped)
 // is what CI can afford.
