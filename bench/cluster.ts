@@ -4,6 +4,7 @@
 import { hostname } from 'node:os';
 import path from 'node:path';
 import {
+  AdmissionregistrationV1Api,
   ApiextensionsV1Api,
   AppsV1Api,
   CoordinationV1Api,
@@ -16,9 +17,11 @@ import {
 import { ensureBinaries } from '../test/cluster/build.ts';
 import { status, up } from '../test/cluster/control-plane.ts';
 import { clusterPaths } from '../test/cluster/paths.ts';
+import { policyName } from '../test/support/app-health.ts';
 import { ensureCrds, loadCrds } from '../test/support/crds.ts';
+import { statusOf } from '../test/support/status.ts';
 import { pending, waitFor } from '../test/support/wait-for.ts';
-import { BENCH_LABEL } from './fixture.ts';
+import { BENCH_LABEL, PROGRESSIVE_CONFIG } from './fixture.ts';
 
 export const OWNER_ANNOTATION = 'gitops-reloader.io/bench-owner';
 /** kwok's node stage gives every node room for this many pods. */
@@ -33,10 +36,7 @@ export interface Kube {
   coordination: CoordinationV1Api;
 }
 
-export function statusOf(err: unknown): number | undefined {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'number' ? code : undefined;
-}
+export { statusOf };
 
 /** Resolves the cluster, starting the local control plane when it is down. */
 export async function connect(say: (msg: string) => void): Promise<Kube> {
@@ -105,13 +105,30 @@ function alive(ownerValue: string | undefined): boolean {
   }
 }
 
+/**
+ * Deletes the admission policy and binding that the progressive phase puts on a namespace's shared
+ * ConfigMap (cluster-scoped: deleting the namespace leaves them). Never the harness's anchor.
+ */
+async function removeHealthPolicy(kube: Kube, namespace: string): Promise<void> {
+  const adm = kube.kc.makeApiClient(AdmissionregistrationV1Api);
+  const name = policyName(namespace, PROGRESSIVE_CONFIG);
+  const gone = (err: unknown) => {
+    if (statusOf(err) !== 404) throw err;
+  };
+  await adm.deleteMutatingAdmissionPolicyBinding({ name }).catch(gone);
+  await adm.deleteMutatingAdmissionPolicy({ name }).catch(gone);
+}
+
 /** Deletes namespaces and nodes left by an earlier bench run on this host whose process is gone. */
 export async function removeStale(kube: Kube, say: (msg: string) => void): Promise<void> {
   const ns = await kube.core.listNamespace({ labelSelector: BENCH_LABEL });
   const staleNs = ns.items.filter(
     (n) => !alive(n.metadata?.annotations?.[OWNER_ANNOTATION]) && !n.metadata?.deletionTimestamp,
   );
-  for (const n of staleNs) await kube.core.deleteNamespace({ name: n.metadata?.name as string });
+  for (const n of staleNs) {
+    await kube.core.deleteNamespace({ name: n.metadata?.name as string });
+    await removeHealthPolicy(kube, n.metadata?.name as string);
+  }
   const nodes = await kube.core.listNode({ labelSelector: BENCH_LABEL });
   const staleNodes = nodes.items.filter((n) => !alive(n.metadata?.annotations?.[OWNER_ANNOTATION]));
   for (const n of staleNodes) {
@@ -129,8 +146,14 @@ export function nodesFor(pods: number): number {
   return Math.max(1, Math.ceil((pods * 1.15 + 30) / PODS_PER_NODE));
 }
 
-export async function createNodes(kube: Kube, run: string, count: number): Promise<string[]> {
-  const names = Array.from({ length: count }, (_, i) => `grb-${run}-node-${i}`);
+/** `prefix` names a later batch of nodes (a phase's own), apart from the fixture's `node-<i>`. */
+export async function createNodes(
+  kube: Kube,
+  run: string,
+  count: number,
+  prefix = 'node',
+): Promise<string[]> {
+  const names = Array.from({ length: count }, (_, i) => `grb-${run}-${prefix}-${i}`);
   for (const name of names) {
     const node: V1Node = {
       apiVersion: 'v1',
@@ -157,8 +180,10 @@ export async function createNodes(kube: Kube, run: string, count: number): Promi
   await waitFor(
     async () => {
       const list = await kube.core.listNode({ labelSelector: `${BENCH_LABEL}=${run}` });
-      const ready = list.items.filter((n) =>
-        n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
+      const ready = list.items.filter(
+        (n) =>
+          names.includes(n.metadata?.name as string) &&
+          n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
       );
       return ready.length === count ? ready : pending(`${ready.length}/${count} bench nodes Ready`);
     },
@@ -188,6 +213,7 @@ export async function cleanUp(
   const selector = `${BENCH_LABEL}=${run}`;
   const list = await kube.core.listNamespace({ labelSelector: selector });
   for (const n of list.items) {
+    await removeHealthPolicy(kube, n.metadata?.name as string);
     if (n.metadata?.deletionTimestamp) continue;
     await kube.core.deleteNamespace({ name: n.metadata?.name as string }).catch((err: unknown) => {
       if (statusOf(err) !== 404) throw err;

@@ -51,6 +51,8 @@ export interface Names {
   argocd: string;
   /** The restart comparison and the flapping config. */
   extra: string;
+  /** The progressive phase: Deployments sharing one ConfigMap. */
+  progressive: string;
   all(): string[];
 }
 
@@ -59,13 +61,15 @@ export function names(run: string, s: Scale): Names {
   const system = `grb-${run}-sys`;
   const argocd = `grb-${run}-argocd`;
   const extra = `grb-${run}-x`;
+  const progressive = `grb-${run}-p`;
   return {
     run,
     workNamespaces,
     system,
     argocd,
     extra,
-    all: () => [...workNamespaces, system, argocd, extra],
+    progressive,
+    all: () => [...workNamespaces, system, argocd, extra, progressive],
   };
 }
 
@@ -269,6 +273,25 @@ export function restartShapes(s: Scale): RestartShape[] {
       replicas: 1,
     },
   ];
+}
+
+/** The ConfigMap that every Deployment of the progressive phase reads (envFrom). */
+export const PROGRESSIVE_CONFIG = 'shared-config';
+/** Its key that the pods read at start; the value `bad` makes the pods admitted meanwhile never Ready. */
+export const PROGRESSIVE_KEY = 'health';
+
+export const progressiveName = (i: number) => `p-${pad(i, 3)}`;
+
+/** One Deployment of the progressive phase: default strategy, opted in, reads the shared ConfigMap. */
+export function progressiveDeployment(n: Names, s: Scale, i: number): V1Deployment {
+  return deploymentObject({
+    run: n.run,
+    namespace: n.progressive,
+    name: progressiveName(i),
+    replicas: s.replicas,
+    annotations: AUTO,
+    container: { envFrom: [{ configMapRef: { name: PROGRESSIVE_CONFIG } }] },
+  });
 }
 
 export const FLAP = 'flap';

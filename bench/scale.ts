@@ -37,6 +37,11 @@ export interface Scale {
   restartPairs: number;
   flapSeconds: number;
   flapPerS: number;
+  /**
+   * Deployments of the progressive phase, all reading ONE ConfigMap (issue 24: 100), `replicas` each,
+   * in their own namespace and on their own kwok nodes, created by the phase itself.
+   */
+  progressiveDeployments: number;
   /** Fixture objects created in parallel. */
   inFlight: number;
 }
@@ -62,6 +67,7 @@ const full: Scale = {
   restartPairs: 3,
   flapSeconds: 60,
   flapPerS: 10,
+  progressiveDeployments: 100,
   inFlight: 20,
 };
 
@@ -97,6 +103,7 @@ const tiny: Scale = {
   bulkRuns: 2,
   restartPairs: 1,
   flapSeconds: 20,
+  progressiveDeployments: 20,
 };
 
 export const scales: Record<ScaleName, Scale> = { full, small, tiny };

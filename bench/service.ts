@@ -39,10 +39,21 @@ export const SERVICE_NODE_FLAGS = [
   '--max-semi-space-size=1',
 ];
 
-/** Whether this build of the service has an HTTP port with /readyz (the flag appears in `help`). */
+const helpOf = new Map<string, string>();
+
+/** Whether the service CLI at `cli` has `flag` (its `help` lists it); `help` is read once per CLI. */
+export function cliHasFlag(flag: string, cli = CLI): boolean {
+  let help = helpOf.get(cli);
+  if (help === undefined) {
+    help = execFileSync(process.execPath, [cli, 'help'], { encoding: 'utf8' });
+    helpOf.set(cli, help);
+  }
+  return help.includes(flag);
+}
+
+/** Whether this build of the service has an HTTP port with /readyz. */
 export function hasHttpAddressFlag(): boolean {
-  const help = execFileSync(process.execPath, [CLI, 'help'], { encoding: 'utf8' });
-  return help.includes('--http-address');
+  return cliHasFlag('--http-address');
 }
 
 export async function freePort(): Promise<number> {
@@ -76,6 +87,9 @@ export class ServiceProcess {
   ) {
     this.#file = createWriteStream(logFile);
     const extra = httpPort !== undefined ? [`--http-address=127.0.0.1:${httpPort}`] : [];
+    // The status endpoint's default is a fixed loopback port (8081), which another service on the
+    // machine (a test's, another bench's) may hold: any free one, as the tests do.
+    if (cliHasFlag('--status-address', node.cli ?? CLI)) extra.push('--status-address=127.0.0.1:0');
     this.readyzUrl = httpPort !== undefined ? `http://127.0.0.1:${httpPort}/readyz` : undefined;
     this.startedAt = Date.now();
     const flags = [...(node.replaceFlags ? [] : SERVICE_NODE_FLAGS), ...(node.extraNodeFlags ?? [])];

@@ -11,7 +11,7 @@ import { type Counts, diff, total } from '../api-proxy.ts';
 import { forEachBounded } from '../bounded.ts';
 import type { Context } from '../context.ts';
 import { changeConfig, quiet, sleep, until } from '../context.ts';
-import { type Workload, workload } from '../fixture.ts';
+import { workload } from '../fixture.ts';
 import { replacedAndReady } from '../replaced.ts';
 
 export interface BulkRun {
@@ -33,20 +33,20 @@ export interface BulkNativeRun {
 export const perPodRequest = (key: string) => !key.startsWith('watch ') && !key.endsWith(' leases');
 
 /** Pod uids of the workloads now (the old pods, before the trigger). */
-function podsNow(ctx: Context, ws: Workload[]): Set<string> {
+export function podsNow(ctx: Context, ws: readonly { namespace: string; name: string }[]): Set<string> {
   const old = new Set<string>();
   for (const w of ws) for (const p of ctx.pods.live(w.namespace, w.name)) old.add(p.uid);
   return old;
 }
 
 /** Waits until `done` holds for every workload; resolves with when it did (epoch ms). */
-async function allDone(ctx: Context, what: string, ws: Workload[], done: (w: Workload) => boolean) {
+export async function allDone<W>(ctx: Context, what: string, ws: readonly W[], done: (w: W) => boolean) {
   let lastProgress = Date.now();
   return until(`${ws.length} Deployments ${what}`, 60 * 60_000, () => {
     const finished = ws.filter(done).length;
     if (Date.now() - lastProgress > 10_000) {
       lastProgress = Date.now();
-      ctx.say(`bulk: ${finished}/${ws.length} ${what}`);
+      ctx.say(`${finished}/${ws.length} Deployments ${what}`);
     }
     return finished === ws.length ? Date.now() : undefined;
   });

@@ -18,7 +18,8 @@ import {
   type V1Pod,
   type V1PodCondition,
 } from '@kubernetes/client-node';
-import { type Kube, statusOf } from './kube.ts';
+import type { Kube } from './kube.ts';
+import { statusOf } from './status.ts';
 import { pending, waitFor } from './wait-for.ts';
 
 /** The annotation kwok's pod-unready stage reads. */
@@ -138,7 +139,11 @@ async function ensureAnchor(adm: AdmissionregistrationV1Api): Promise<void> {
 }
 
 /** A pod that is never stored: created with dryRun, to see what admission would make of it. */
-async function admitted(kube: Kube, namespace: string, labels: Record<string, string>): Promise<V1Pod> {
+async function admitted(
+  kube: Pick<Kube, 'core'>,
+  namespace: string,
+  labels: Record<string, string>,
+): Promise<V1Pod> {
   return kube.core.createNamespacedPod({
     namespace,
     dryRun: 'All',
@@ -155,7 +160,11 @@ const marked = (p: V1Pod) => p.metadata?.annotations?.[UNREADY] !== undefined;
  * Makes the pods labelled `h.podLabel` in `namespace` read `h.config` at start: those admitted while
  * its `h.key` is `h.bad` never become Ready. Returns once the policy is in force.
  */
-export async function readsConfigAtStart(kube: Kube, namespace: string, h: ConfigHealth): Promise<AppHealth> {
+export async function readsConfigAtStart(
+  kube: Pick<Kube, 'kc' | 'core'>,
+  namespace: string,
+  h: ConfigHealth,
+): Promise<AppHealth> {
   const adm = kube.kc.makeApiClient(AdmissionregistrationV1Api);
   const { policy, binding } = healthPolicy(namespace, h);
   const name = policy.metadata.name;

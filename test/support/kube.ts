@@ -46,10 +46,7 @@ export function clients(kc: KubeConfig): Kube {
 }
 
 /** HTTP status of a failed client-node call (ApiException.code), or undefined for other errors. */
-export function statusOf(err: unknown): number | undefined {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'number' ? code : undefined;
-}
+export { statusOf } from './status.ts';
 
 /** `it` with two fixtures: `kube` (admin clients) and `namespace` (created for the test, deleted after). */
 export const it = base.extend<{ kube: Kube; namespace: string }>({
