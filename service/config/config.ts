@@ -212,8 +212,8 @@ export const serveFlags: readonly FlagSpec[] = [
   {
     name: 'progressive-gather',
     type: 'duration',
-    help: "How long a progressive reload waits, after a change's first reload is ready to start, for the other workloads of the change before it chooses the first wave.",
-    default: '2s',
+    help: "How long a progressive reload waits, after a change's first reload is ready to start, for the other workloads of the change before it chooses the first wave (their batches come together when they share the debounce; raise it when workloads set their own gitops-reloader.io/debounce).",
+    default: '500ms',
     min: 0,
   },
   {
