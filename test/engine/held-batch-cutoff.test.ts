@@ -136,6 +136,22 @@ async function replannedWhileHeld(
   expect(cutoff).toBeLessThan(effectiveCutoff(editSeen));
 }
 
+/** The pod scaled up after the change is kept; every pod from before the change is replaced. */
+function keepsTheScaledUpPod({
+  before,
+  made,
+  after,
+}: {
+  before: PodView[];
+  made: PodView[];
+  after: PodView[];
+}) {
+  const added = made.filter((p) => !before.some((q) => q.uid === p.uid));
+  expect(added).toHaveLength(1);
+  expect(after.map((p) => p.uid)).toContain(added[0]?.uid);
+  expect(after.filter((p) => before.some((q) => q.uid === p.uid))).toEqual([]);
+}
+
 // Before the fix (607eb45) the replanned reload was dated by its batch's latest observation, the
 // edit's, after the pods `newer` made, which were replaced needlessly once the window opened (I3).
 describe('a batch that plans the reload of a held change it did not observe', () => {
@@ -145,12 +161,7 @@ describe('a batch that plans the reload of a held change it did not observe', ()
   }) => {
     await replannedWhileHeld(kube, namespace, {
       newer: async (pods) => (await scaleUpOne(kube, namespace, pods)).scaled,
-      expectPods: ({ before, made, after }) => {
-        const added = made.filter((p) => !before.some((q) => q.uid === p.uid));
-        expect(added).toHaveLength(1);
-        expect(after.map((p) => p.uid)).toContain(added[0]?.uid);
-        expect(after.filter((p) => before.some((q) => q.uid === p.uid))).toEqual([]);
-      },
+      expectPods: keepsTheScaledUpPod,
     });
   });
 
@@ -163,12 +174,7 @@ describe('a batch that plans the reload of a held change it did not observe', ()
     await replannedWhileHeld(kube, namespace, {
       edited: 'app',
       newer: async (pods) => (await scaleUpOne(kube, namespace, pods)).scaled,
-      expectPods: ({ before, made, after }) => {
-        const added = made.filter((p) => !before.some((q) => q.uid === p.uid));
-        expect(added).toHaveLength(1);
-        expect(after.map((p) => p.uid)).toContain(added[0]?.uid);
-        expect(after.filter((p) => before.some((q) => q.uid === p.uid))).toEqual([]);
-      },
+      expectPods: keepsTheScaledUpPod,
     });
   });
 

@@ -330,24 +330,36 @@ describe('git write-back', () => {
     expect((await git(bare('signed'), 'log', '-1', '--format=%G?', plain.commit as string)).trim()).toBe('N');
   });
 
-  it('stops a clone that grows past the size limit, with a clear error, and leaves nothing behind', async () => {
-    // Incompressible content, so the pack on disk is as large as the files.
+  /** A write of a repository holding `mib` MiB of incompressible blobs, by a writer with a 1 MiB limit. */
+  async function writeTooLarge(repo: string, mib: number, opts: { sizeCheckEveryMs?: number } = {}) {
     const { randomBytes } = await import('node:crypto');
-    await server.createRepo('large', {
-      ...PLAIN_REPO,
-      'blobs/a.bin': randomBytes(3 * 1024 * 1024).toString('base64'),
-      'blobs/b.bin': randomBytes(3 * 1024 * 1024).toString('base64'),
+    const blobs = Object.fromEntries(
+      Array.from({ length: mib / 3 }, (_, i) => [
+        `blobs/${i}.bin`,
+        randomBytes(3 * 1024 * 1024).toString('base64'),
+      ]),
+    );
+    await server.createRepo(repo, { ...PLAIN_REPO, ...blobs });
+    const small = new GitWriter({
+      tmpDir: scratch,
+      allowInsecureHttp: true,
+      maxCheckoutBytes: 1024 * 1024,
+      ...opts,
     });
-    const small = new GitWriter({ tmpDir: scratch, allowInsecureHttp: true, maxCheckoutBytes: 1024 * 1024 });
-    const err = await small
+    return small
       .commitChecksum({
-        repoURL: server.url('large'),
+        repoURL: server.url(repo),
         branch: 'main',
         path: 'apps/shop',
-        workloads: [{ kind: 'Deployment', name: 'web', namespace: 'shop', hash: fakeHash('large-1') }],
+        workloads: [{ kind: 'Deployment', name: 'web', namespace: 'shop', hash: fakeHash(repo) }],
         credentials: creds(),
       })
       .catch((e: unknown) => e);
+  }
+
+  it('stops a clone that grows past the size limit, with a clear error, and leaves nothing behind', async () => {
+    // Incompressible content, so the pack on disk is as large as the files.
+    const err = await writeTooLarge('large', 6);
     expect(err).toBeInstanceOf(GitWriteError);
     expect(err).toMatchObject({ reason: 'too-large' });
     expect((err as Error).message).toMatch(/grew past 1 MiB .* --git-max-checkout-mib/);
@@ -359,26 +371,7 @@ describe('git write-back', () => {
     // On a fast disk git can clone several MiB between two timed measurements. Before the measurement
     // after each clone and fetch, this write went through (and a stop during rev-parse was reported as
     // "a tag, not a branch").
-    const { randomBytes } = await import('node:crypto');
-    await server.createRepo('large-fast', {
-      ...PLAIN_REPO,
-      'blobs/a.bin': randomBytes(3 * 1024 * 1024).toString('base64'),
-    });
-    const small = new GitWriter({
-      tmpDir: scratch,
-      allowInsecureHttp: true,
-      maxCheckoutBytes: 1024 * 1024,
-      sizeCheckEveryMs: 3_600_000,
-    });
-    const err = await small
-      .commitChecksum({
-        repoURL: server.url('large-fast'),
-        branch: 'main',
-        path: 'apps/shop',
-        workloads: [{ kind: 'Deployment', name: 'web', namespace: 'shop', hash: fakeHash('large-2') }],
-        credentials: creds(),
-      })
-      .catch((e: unknown) => e);
+    const err = await writeTooLarge('large-fast', 3, { sizeCheckEveryMs: 3_600_000 });
     expect(err).toBeInstanceOf(GitWriteError);
     expect(err).toMatchObject({ reason: 'too-large' });
     expect((err as Error).message).toMatch(/clone branch main .*grew past 1 MiB .* --git-max-checkout-mib/);
