@@ -2,6 +2,7 @@
 // ledger in memory, strategies whose runs the test ends by hand and whose pods' health it sets.
 import { describe, expect, it } from 'vitest';
 import { engineWorld } from '../../test/support/engine-fakes.ts';
+import { workloadRecord } from '../kube/to-record.ts';
 import { Reconciler } from '../reconciler.ts';
 
 const FLAGS = [
@@ -248,6 +249,47 @@ describe('progressive reloads', () => {
     const entry = w.ledger.get('Deployment/a/web');
     expect(entry?.configs['ConfigMap/a/cm']).toBe(w.state.configs.get('ConfigMap/a/cm')?.digest.all);
     expect(entry?.pending).toBeUndefined();
+  });
+
+  it('workloads that read different keys of one config take part in one change, in one set of waves', async () => {
+    const w = engineWorld(FLAGS);
+    w.state.putConfig(w.putConfigMap('a', 'shared', { x: '1', y: '1' }));
+    // Each reads one key: their own digests of the change differ; the change is one.
+    for (const [name, key] of [
+      ['a', 'x'],
+      ['b', 'y'],
+      ['c', 'x'],
+    ] as const) {
+      const rec = workloadRecord('Deployment', {
+        metadata: {
+          name,
+          namespace: 'a',
+          uid: `uid-${name}`,
+          annotations: { 'reloader.stakater.com/auto': 'true' },
+        },
+        spec: {
+          replicas: 1,
+          template: {
+            spec: {
+              containers: [
+                { name: 'c', env: [{ name: 'K', valueFrom: { configMapKeyRef: { name: 'shared', key } } }] },
+              ],
+            },
+          },
+        },
+      });
+      w.state.putWorkload(rec as NonNullable<typeof rec>);
+    }
+    await w.reconciler.start();
+    w.change('a', 'shared', { x: '2', y: '2' });
+    await w.time.advance(w.time.clock.now + 1_000); // debounce
+    await w.settle();
+    await w.time.advance(w.time.clock.now + 1_000); // gathering
+    await w.settle();
+    const targets = new Set(w.strategies.runs.map((r) => r.req.action.target['ConfigMap/a/shared']));
+    // One first wave of one, for the whole change (not one per key digest).
+    expect(w.strategies.runs.map((r) => r.req.workload.rec.ref.name)).toEqual(['a']);
+    expect(targets.size).toBe(1);
   });
 
   it('a workload that opts out reloads at once, outside the waves', async () => {
