@@ -243,6 +243,15 @@ export class Waves {
     this.#byConfig.set(h.config, restored);
   }
 
+  /** The halt in force over any of these changes, if one is. */
+  haltOf(changes: readonly ChangeKey[]): Halt | undefined {
+    for (const c of changes) {
+      const p = this.#byConfig.get(keyOf(c));
+      if (p?.halt && p.key.digest === c.digest) return p.halt;
+    }
+    return undefined;
+  }
+
   /** The halts in force. */
   halts(): Halt[] {
     return [...this.#byConfig.values()].flatMap((p) => (p.halt ? [p.halt] : []));

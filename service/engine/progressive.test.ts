@@ -83,6 +83,15 @@ describe('progressive reloads', () => {
       /^change halted at wave 1: Deployment\/canary its reload made no progress for --reload-deadline: not Ready: canary-surge/,
     );
     expect(halted.filter((m) => m.startsWith('held:'))).toHaveLength(4);
+    const why = () => w.reconciler.status().waiting.map((x) => `${x.workload} ${x.why}`);
+    // The canary backs off before its retry, which the halt then holds too.
+    expect(why()).toEqual([
+      'Deployment/a/a halt',
+      'Deployment/a/b halt',
+      'Deployment/a/canary retry',
+      'Deployment/a/d halt',
+      'Deployment/a/e halt',
+    ]);
     // The canary's retry is held too: nothing runs again, however long.
     await w.time.advance(w.time.clock.now + 600_000);
     await w.settle();
@@ -189,6 +198,8 @@ describe('progressive reloads', () => {
     await w.settle();
     expect(w.ledger.get('Deployment/a/canary')?.halt).toBeUndefined();
     expect(w.events.map((e) => e.reason)).toContain('ReloadResumed');
+    // Nothing is held by a halt any more: the others wait for their wave.
+    expect(w.reconciler.status().waiting.filter((x) => x.why === 'halt')).toEqual([]);
     expect(w.running()).toEqual(['canary', 'canary']); // the canary again, with the same change
     expect(w.strategies.runs[1]?.req.action.cutoffMs).toBe(w.strategies.runs[0]?.req.action.cutoffMs);
     w.strategies.runs[1]?.end({ kind: 'done', replaced: 1, summary: 'restarted' });

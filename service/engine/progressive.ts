@@ -43,8 +43,6 @@ export class Progressive {
   readonly #waves: Waves;
   /** Per workload: its reload waiting for a wave, or held by a halted change. */
   readonly #parked = new Map<string, ReloadAction>();
-  /** The workloads of #parked held by a halt (the rest wait for a wave). */
-  readonly #halted = new Set<string>();
   /** `workload config digest` of every halt already reported on that workload. */
   readonly #told = new Set<string>();
   readonly #pending = new Set<unknown>();
@@ -65,11 +63,10 @@ export class Progressive {
     this.#o = o;
     this.#timers = d.timers ?? realTimers;
     this.#waves = new Waves({ firstWave: o.firstWave, gatherMs: o.gatherMs });
-    this.#detach = d.metrics?.progressiveFrom(() => ({
-      halted: this.#waves.halts().length,
-      wave: this.#parked.size - this.#halted.size,
-      halt: this.#halted.size,
-    }));
+    this.#detach = d.metrics?.progressiveFrom(() => {
+      const held = [...this.parked()].filter((p) => p.halted).length;
+      return { halted: this.#waves.halts().length, wave: this.#parked.size - held, halt: held };
+    });
   }
 
   /** Holds again the changes a previous term halted, as its ledger records them. */
@@ -97,7 +94,6 @@ export class Progressive {
     const halt = this.#waves.resume(id);
     if (!halt) return;
     for (const key of [...this.#told]) if (key.endsWith(` ${id} ${halt.digest}`)) this.#told.delete(key);
-    for (const w of [...this.#halted]) if (this.#parked.get(w)?.changed.includes(id)) this.#halted.delete(w);
     const entry = this.#d.ledger.get(halt.workload);
     if (entry?.halt?.config === id) {
       const { halt: _lifted, ...rest } = entry;
@@ -154,7 +150,6 @@ export class Progressive {
         return undefined;
       case 'halted':
         this.#park(a);
-        this.#halted.add(a.workload);
         this.#tellHeld(t, o.halt);
         return undefined;
       case 'stale':
@@ -252,7 +247,9 @@ export class Progressive {
 
   /** The reloads it keeps: waiting for their wave, or held by a halt. */
   *parked(): Iterable<{ action: ReloadAction; halted: boolean }> {
-    for (const [w, action] of this.#parked) yield { action, halted: this.#halted.has(w) };
+    // Derived, not kept: a halt lifted (a resume, a newer change) frees its reloads at once.
+    for (const action of this.#parked.values())
+      yield { action, halted: this.#waves.haltOf(changesOf(action)) !== undefined };
   }
 
   halts(): Halt[] {
@@ -272,7 +269,6 @@ export class Progressive {
 
   #unpark(workload: string): void {
     this.#parked.delete(workload);
-    this.#halted.delete(workload);
   }
 
   #later(fn: () => void, ms: number): void {
@@ -448,7 +444,6 @@ export class Progressive {
     const key = `${t.id} ${h.config} ${h.digest}`;
     if (this.#told.has(key)) return;
     this.#told.add(key);
-    this.#halted.add(t.id);
     this.#d.log.info(
       { ...fields(t), config: display(h.config), wave: h.wave },
       'reload held: its change was halted by a failed wave',
