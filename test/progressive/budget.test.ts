@@ -95,6 +95,13 @@ describe('the restart budget', () => {
       describe: 'every old pod evicted',
       timeout: 30_000,
     });
+    // The service sees each reload end from its own watch, a moment after the pods read as done here.
+    for (const app of APPS) {
+      await svc.waitForLog(
+        `${app} reload complete`,
+        (l) => l.msg === 'reload complete' && l.workload === `Deployment/${app}`,
+      );
+    }
     const times = [...evictedAt.values()].sort((x, y) => x - y);
     // deletionTimestamp has whole seconds: a minute apart may read as 59 s.
     for (let i = PER_MINUTE; i < times.length; i++) {
