@@ -23,6 +23,47 @@ describe('Waves', () => {
     ]);
   });
 
+  it('ends the gathering once every expected workload came, and chooses the first wave in order, not by who came last', () => {
+    const w = new Waves({ firstWave: 1, gatherMs: GATHER });
+    const expected = { [CM]: 3 };
+    const offer = (n: string, now: number) => w.offer({ ...cand(n), expected }, now);
+    expect(offer('Deployment/ns/c', 0)).toEqual({ kind: 'wait', until: GATHER });
+    expect(offer('Deployment/ns/b', 1)).toEqual({ kind: 'wait', until: GATHER });
+    // The last one: the gathering ends now, and everyone is offered again in wave order.
+    expect(offer('Deployment/ns/a', 2)).toEqual({ kind: 'wait', until: 2 });
+    expect(offerAll(w, ['Deployment/ns/a', 'Deployment/ns/b', 'Deployment/ns/c'], 2)).toEqual([
+      'Deployment/ns/a',
+    ]);
+    // A workload alone needs no gathering at all.
+    const alone = new Waves({ firstWave: 1, gatherMs: GATHER });
+    expect(alone.offer({ ...cand('Deployment/ns/a', 'd2'), expected: { [CM]: 1 } }, 0)).toEqual({
+      kind: 'run',
+    });
+    // Without a count (or one too high), the gathering takes its whole time.
+    const unknown = new Waves({ firstWave: 1, gatherMs: GATHER });
+    expect(unknown.offer({ ...cand('Deployment/ns/a'), expected: { [CM]: 2 } }, 0)).toEqual({
+      kind: 'wait',
+      until: GATHER,
+    });
+  });
+
+  it('a member whose reload is held while its pods stay healthy holds no wave: the next takes its place, and it is judged once it completes', () => {
+    const w = new Waves({ firstWave: 1, gatherMs: 0 });
+    const all = ['a', 'b', 'c', 'd'].map((n) => `Deployment/ns/${n}`);
+    expect(offerAll(w, all, 0)).toEqual([all[0]]);
+    expect(w.excuse(all[0] as string)).toBe(true);
+    // b takes a's place in the first wave: it alone, and it must pass before the second opens.
+    expect(offerAll(w, all.slice(1), 1)).toEqual([all[1]]);
+    expect(w.offer(cand(all[0] as string), 2).kind).toBe('run'); // a's own retry goes on
+    w.completed(all[1] as string);
+    w.passed(all[1] as string);
+    expect(offerAll(w, all.slice(2), 3)).toEqual(all.slice(2, 4));
+    // a completes later: it settles like any member, and a failure then halts the change.
+    expect(w.completed(all[0] as string)).toBe(true);
+    expect(w.failed(all[0] as string, 'not Ready', 4)).toHaveLength(1);
+    expect(w.excuse(all[0] as string)).toBe(false);
+  });
+
   it('opens the second wave only after the first passed its settle, and doubles each wave', () => {
     const w = new Waves({ firstWave: 1, gatherMs: 0 });
     const all = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'].map((n) => `Deployment/ns/${n}`);

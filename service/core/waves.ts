@@ -14,7 +14,10 @@
 export interface WavesPolicy {
   /** Workloads in the first wave (≥ 1). */
   firstWave: number;
-  /** How long a new change gathers its workloads before the first wave is chosen, in ms. */
+  /**
+   * How long a new change gathers its workloads before the first wave is chosen, in ms, at most: the
+   * gathering ends as soon as every workload expected to carry the change has been offered.
+   */
   gatherMs: number;
 }
 
@@ -30,6 +33,12 @@ export interface Candidate {
   changes: readonly ChangeKey[];
   /** The reload's cutoff: an action older than a change's progression carries a superseded digest. */
   cutoffMs: number;
+  /**
+   * Per config: how many workloads its change may concern (the engine's index of who reads it). Once
+   * that many were offered, the change has gathered them all and need not wait for `gatherMs`. A
+   * count too high only makes it wait; one too low lets a late workload join a later wave.
+   */
+  expected?: Readonly<Record<string, number>>;
 }
 
 export interface Halt {
@@ -50,12 +59,20 @@ export type Offer =
   /** It carries a digest older than a newer change of the same config: drop it. */
   | { kind: 'stale'; config: string };
 
-type MemberState = 'running' | 'settling' | 'passed' | 'failed';
+/**
+ * `excused`: its reload made no progress while its pods stayed healthy (a PodDisruptionBudget, a
+ * node that will not take the pods): not the config's fault, so it holds no wave, and the next
+ * workload takes its place. Its reload goes on; once it completes, it settles and is judged as any.
+ */
+type MemberState = 'running' | 'excused' | 'settling' | 'passed' | 'failed';
 
 class Progression {
   readonly members = new Map<string, { state: MemberState; wave: number }>();
   /** Workloads offered and told to wait: the change is not done while any waits. */
   readonly waiting = new Set<string>();
+  /** Every workload offered so far, and how many are expected (Candidate.expected). */
+  readonly seen = new Set<string>();
+  expected = 0;
   /** The highest wave opened so far (0: none), and how many workloads it admitted. */
   wave = 0;
   inWave = 0;
@@ -64,11 +81,23 @@ class Progression {
   /** When it was first offered (its gathering ends `gatherMs` later), and the cutoff it was opened with. */
   readonly openedMs: number;
   readonly cutoffMs: number;
+  /** When the gathering ends: `gatherMs` after it opened, or sooner, when every expected workload came. */
+  gatheredAt: number;
 
-  constructor(key: ChangeKey, openedMs: number, cutoffMs: number) {
+  constructor(key: ChangeKey, openedMs: number, cutoffMs: number, gatherMs = 0) {
     this.key = key;
     this.openedMs = openedMs;
     this.cutoffMs = cutoffMs;
+    this.gatheredAt = openedMs + gatherMs;
+  }
+
+  /** The workload was offered. True when that ended the gathering: every expected workload came. */
+  see(workload: string, expected: number, now: number): boolean {
+    this.seen.add(workload);
+    this.expected = Math.max(this.expected, expected);
+    if (now >= this.gatheredAt || this.expected === 0 || this.seen.size < this.expected) return false;
+    this.gatheredAt = now;
+    return true;
   }
 
   size(policy: WavesPolicy, wave: number): number {
@@ -78,7 +107,7 @@ class Progression {
   /** Whether the next wave may open: the first wave passed, and the current one completed. */
   nextMayOpen(): boolean {
     for (const m of this.members.values()) {
-      if (m.wave === 1 && m.state !== 'passed') return false;
+      if (m.wave === 1 && m.state !== 'passed' && m.state !== 'excused') return false;
       if (m.wave === this.wave && m.state === 'running') return false;
     }
     return true;
@@ -87,8 +116,7 @@ class Progression {
   verdict(workload: string, now: number, policy: WavesPolicy): Offer {
     if (this.halt) return { kind: 'halted', halt: this.halt };
     if (this.members.has(workload)) return { kind: 'run' };
-    const gathered = this.openedMs + policy.gatherMs;
-    if (now < gathered) return { kind: 'wait', until: gathered };
+    if (now < this.gatheredAt) return { kind: 'wait', until: this.gatheredAt };
     if (this.wave > 0 && this.inWave < this.size(policy, this.wave)) return { kind: 'run' };
     return this.nextMayOpen() ? { kind: 'run' } : { kind: 'wait' };
   }
@@ -138,24 +166,30 @@ export class Waves {
         p = undefined;
       }
       if (!p) {
-        p = new Progression(change, now, c.cutoffMs);
+        p = new Progression(change, now, c.cutoffMs, this.#policy.gatherMs);
         this.#byConfig.set(keyOf(change), p);
       }
       progressions.push(p);
     }
-    let waiting = false;
-    let until = 0;
+    // The last expected workload came: the first wave is chosen now, in wave order among all who
+    // came (the engine offers them again at once), not by who came last.
+    let gathered = false;
+    for (const p of progressions) {
+      if (p.see(c.workload, c.expected?.[p.key.config] ?? 0, now) && p.waiting.size > 0) gathered = true;
+    }
+    let waiting = gathered;
+    let until: number | undefined = gathered ? now : undefined;
     for (const p of progressions) {
       const v = p.verdict(c.workload, now, this.#policy);
       if (v.kind === 'halted') return v;
       if (v.kind === 'wait') {
         waiting = true;
-        until = Math.max(until, v.until ?? 0);
+        if (v.until !== undefined) until = Math.max(until ?? v.until, v.until);
       }
     }
     if (waiting) {
       for (const p of progressions) if (!p.members.has(c.workload)) p.waiting.add(c.workload);
-      return until > 0 ? { kind: 'wait', until } : { kind: 'wait' };
+      return until !== undefined ? { kind: 'wait', until } : { kind: 'wait' };
     }
     for (const p of progressions) p.admit(c.workload, this.#policy);
     return { kind: 'run' };
@@ -163,7 +197,24 @@ export class Waves {
 
   /** The workload's reload completed: its pods now settle. True when it is in a progression. */
   completed(workload: string): boolean {
-    return this.#move(workload, 'running', 'settling');
+    const excused = this.#move(workload, 'excused', 'settling');
+    return this.#move(workload, 'running', 'settling') || excused;
+  }
+
+  /**
+   * Its reload made no progress, but its pods are healthy: it holds no wave (MemberState `excused`),
+   * and its place in the current wave goes to the next workload. True when it was running in one.
+   */
+  excuse(workload: string): boolean {
+    let found = false;
+    for (const p of this.#byConfig.values()) {
+      const m = p.members.get(workload);
+      if (m?.state !== 'running') continue;
+      m.state = 'excused';
+      if (m.wave === p.wave) p.inWave -= 1;
+      found = true;
+    }
+    return found;
   }
 
   /** Its pods stayed healthy for the settle time. */

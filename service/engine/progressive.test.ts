@@ -98,7 +98,7 @@ describe('progressive reloads', () => {
     expect(w.running()).toEqual(['canary']);
   });
 
-  it('no progress with every pod healthy (a PodDisruptionBudget) is not a failed wave: the reload is retried', async () => {
+  it('no progress with every pod healthy (a PodDisruptionBudget) is not a failed wave: the reload is retried, and the next workload takes its place', async () => {
     const w = await fleet();
     w.change('a', 'shared', { k: '2' });
     await w.gathered();
@@ -107,7 +107,8 @@ describe('progressive reloads', () => {
     await w.settle();
     await w.time.advance(w.time.clock.now + 2_000);
     await w.settle();
-    expect(w.running()).toEqual(['canary', 'canary']);
+    // The canary's PodDisruptionBudget holds only the canary: `a` takes its place in the first wave.
+    expect(w.running()).toEqual(['canary', 'a', 'canary']);
     expect(w.events.filter((e) => e.reason === 'ReloadHalted')).toEqual([]);
   });
 
@@ -306,7 +307,7 @@ describe('progressive reloads', () => {
   it('a workload that opts out reloads at once, outside the waves', async () => {
     const w = engineWorld(FLAGS);
     w.state.putConfig(w.putConfigMap('a', 'shared', { k: '1' }));
-    for (const name of ['a', 'b']) {
+    for (const name of ['a', 'b', 'c']) {
       const ann: Record<string, string> = name === 'b' ? { 'gitops-reloader.io/progressive': 'false' } : {};
       w.state.putWorkload(
         w.deployment('a', name, 'shared', ann) as NonNullable<ReturnType<typeof w.deployment>>,
@@ -316,7 +317,8 @@ describe('progressive reloads', () => {
     w.change('a', 'shared', { k: '2' });
     await w.time.advance(w.time.clock.now + 1000);
     await w.settle();
-    expect(w.strategies.runs.map((r) => r.req.workload.rec.ref.name)).toEqual(['b']);
+    // `a` is the first wave, `c` waits for the second; `b` is in no wave.
+    expect(w.strategies.runs.map((r) => r.req.workload.rec.ref.name).sort()).toEqual(['a', 'b']);
   });
 
   it('off by default: every reload starts at once', async () => {

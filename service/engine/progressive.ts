@@ -139,7 +139,10 @@ export class Progressive {
       this.#notRun(a, gone.config);
       return undefined;
     }
-    const o = this.#waves.offer({ workload: a.workload, changes, cutoffMs: a.cutoffMs }, this.#timers.now());
+    const o = this.#waves.offer(
+      { workload: a.workload, changes, cutoffMs: a.cutoffMs, expected: this.#expected(changes) },
+      this.#timers.now(),
+    );
     switch (o.kind) {
       case 'run':
         this.#unpark(a.workload);
@@ -162,6 +165,20 @@ export class Progressive {
         );
         return undefined;
     }
+  }
+
+  /** Per config: the workloads in the waves its change may concern (those that read it and take part). */
+  #expected(changes: readonly ChangeKey[]): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const c of changes) {
+      const ref = this.#d.state.configs.get(c.config)?.ref;
+      out[c.config] = ref
+        ? this.#d.state
+            .affectedBy(ref)
+            .filter((w) => this.#d.state.workloads.get(w)?.parsed.policy.progressive).length
+        : 0;
+    }
+    return out;
   }
 
   /** The content of each config the action changes, as the caches hold it now (when it is planned). */
@@ -357,10 +374,13 @@ export class Progressive {
       (why) => {
         if (why !== undefined)
           return this.#fail(a, `its reload made no progress for --reload-deadline: ${why}`);
+        // Something else holds it: it must not hold every other workload of the change (another
+        // tenant's PodDisruptionBudget would stop everyone's reload). The next one takes its place.
         this.#d.log.info(
           fields(t),
-          'progressive reload: no progress, but its pods are healthy; not a failed wave',
+          'progressive reload: no progress, but its pods are healthy; not a failed wave, and it holds no wave',
         );
+        if (this.#waves.excuse(a.workload)) this.#reoffer();
       },
       (err: Error) =>
         this.#d.log.warn(
