@@ -129,7 +129,7 @@ async function startProgressiveService(ctx: Context, progressive: boolean): Prom
             `--progressive-first-wave=${p.first_wave}`,
             `--progressive-settle=${p.settle_s}s`,
           ]
-        : []),
+        : ['--progressive-reloads=false']),
     ],
   });
   await svc.waitReady(15 * 60_000);

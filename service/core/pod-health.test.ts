@@ -19,15 +19,18 @@ describe('unhealthy', () => {
   it('names the pods that are not Ready, ignoring those being deleted', () => {
     expect(
       unhealthy([pod('a', { ready: false }), pod('b', { ready: false, terminating: true })], 1_000),
-    ).toBe('not Ready: a');
+    ).toEqual({ why: 'not Ready: a', restarted: false });
   });
 
   it('names a replacement that restarted, even while it is Ready (a crash loop between crashes)', () => {
-    expect(unhealthy([pod('a', { restarts: 2 })], 1_000)).toBe('restarted: a (2×)');
+    expect(unhealthy([pod('a', { restarts: 2 })], 1_000)).toEqual({
+      why: 'restarted: a (2×)',
+      restarted: true,
+    });
   });
 
   it('keeps the message short for a large workload', () => {
     const many = ['a', 'b', 'c', 'd', 'e'].map((n) => pod(n, { ready: false }));
-    expect(unhealthy(many, 1_000)).toBe('not Ready: a, b, c and 2 more');
+    expect(unhealthy(many, 1_000)?.why).toBe('not Ready: a, b, c and 2 more');
   });
 });

@@ -10,12 +10,19 @@ export interface PodHealthFacts {
   terminating: boolean;
 }
 
+/** Why a workload's pods are not healthy. */
+export interface Unhealthy {
+  why: string;
+  /** A replacement restarted a container: it crashed, which no wait mends (not Ready may be a slow start). */
+  restarted: boolean;
+}
+
 /**
  * Why the pods are not healthy, or undefined when they are: every pod that is not being deleted is
  * Ready, and no pod created since `sinceMs` (a replacement) has restarted a container (a crash loop
  * can be Ready between its crashes).
  */
-export function unhealthy(pods: readonly PodHealthFacts[], sinceMs: number): string | undefined {
+export function unhealthy(pods: readonly PodHealthFacts[], sinceMs: number): Unhealthy | undefined {
   const live = pods.filter((p) => !p.terminating);
   const notReady = live.filter((p) => !p.ready).map((p) => p.name);
   const restarted = live.filter((p) => p.createdMs >= sinceMs && p.restarts > 0);
@@ -23,7 +30,7 @@ export function unhealthy(pods: readonly PodHealthFacts[], sinceMs: number): str
   if (notReady.length > 0) why.push(`not Ready: ${names(notReady)}`);
   if (restarted.length > 0)
     why.push(`restarted: ${names(restarted.map((p) => `${p.name} (${p.restarts}×)`))}`);
-  return why.length > 0 ? why.join('; ') : undefined;
+  return why.length > 0 ? { why: why.join('; '), restarted: restarted.length > 0 } : undefined;
 }
 
 /** At most three names, and how many more: an Event message stays short for a large workload. */

@@ -141,6 +141,58 @@ describe('progressive reloads', () => {
     );
   });
 
+  it('an older change’s settle does not judge the workload’s reload for a newer change (execution simulation seed 28)', async () => {
+    const w = await fleet();
+    w.change('a', 'shared', { k: '2' });
+    await w.gathered();
+    w.strategies.runs[0]?.end({ kind: 'done', replaced: 1, summary: 'restarted' });
+    await w.settle();
+    await w.time.advance(w.time.clock.now + 5_000); // half the settle
+    await w.settle();
+    w.change('a', 'shared', { k: '3' });
+    await w.gathered();
+    expect(w.running()).toEqual(['canary', 'canary']);
+    // The newer reload is under way, one of its pods restarted: judging it is its own settle's job.
+    w.strategies.unhealthy.set('Deployment/a/canary', 'restarted: canary-y (1×)');
+    await w.time.advance(w.time.clock.now + 5_000); // the older settle's time is up
+    await w.settle();
+    expect(w.events.filter((e) => e.reason === 'ReloadHalted')).toEqual([]);
+  });
+
+  it('a pod template changed while settling starts the settle again over its own rollout (execution simulation seed 73)', async () => {
+    const w = await fleet();
+    w.change('a', 'shared', { k: '2' });
+    await w.gathered();
+    w.strategies.runs[0]?.end({ kind: 'done', replaced: 1, summary: 'restarted' });
+    await w.settle();
+    // Its owner rolls a new template: a pod of that rollout restarted once while it started.
+    const rec = w.deployment('a', 'canary', 'shared', { 'gitops-reloader.io/reload-priority': '10' });
+    w.state.putWorkload({ ...(rec as NonNullable<typeof rec>), templateHash: 'the owner’s new template' });
+    w.strategies.unhealthy.set('Deployment/a/canary', 'restarted: canary-new (1×)');
+    await w.time.advance(w.time.clock.now + 10_000);
+    await w.settle();
+    expect(w.events.filter((e) => e.reason === 'ReloadHalted')).toEqual([]);
+    w.strategies.unhealthy.delete('Deployment/a/canary'); // the rollout is done
+    await w.time.advance(w.time.clock.now + 10_000);
+    await w.settle();
+    expect(w.running()).toEqual(['canary', 'a', 'b']);
+  });
+
+  it('a pod not Ready after the settle is read again until --reload-deadline more, and only then halts (execution simulation seed 104)', async () => {
+    const w = await fleet();
+    w.change('a', 'shared', { k: '2' });
+    await w.gathered();
+    w.strategies.unhealthy.set('Deployment/a/canary', 'not Ready: canary-0');
+    w.strategies.runs[0]?.end({ kind: 'done', replaced: 1, summary: 'restarted' });
+    await w.settle();
+    await w.time.advance(w.time.clock.now + 10_000 + 29_000); // settle + most of the deadline
+    await w.settle();
+    expect(w.events.filter((e) => e.reason === 'ReloadHalted')).toEqual([]);
+    await w.time.advance(w.time.clock.now + 2_000);
+    await w.settle();
+    expect(w.events.find((e) => e.reason === 'ReloadHalted')?.message).toMatch(/not Ready: canary-0/);
+  });
+
   it('a newer change of the config (the fix) supersedes the halt and reloads every workload once, from the first wave', async () => {
     const w = await fleet();
     await w.haltAtCanary('bad');
@@ -321,8 +373,8 @@ describe('progressive reloads', () => {
     expect(w.strategies.runs.map((r) => r.req.workload.rec.ref.name).sort()).toEqual(['a', 'b']);
   });
 
-  it('off by default: every reload starts at once', async () => {
-    const w = await fleet(['--min-reload-interval=0s']);
+  it('--progressive-reloads=false turns it off: every reload starts at once', async () => {
+    const w = await fleet(['--progressive-reloads=false', '--min-reload-interval=0s']);
     w.change('a', 'shared', { k: '2' });
     await w.time.advance(w.time.clock.now + 1000);
     await w.settle();

@@ -41,6 +41,8 @@ export class Progressive {
   readonly #o: ProgressiveOptions & { settleMs: number };
   readonly #timers: Timers;
   readonly #waves: Waves;
+  /** Per workload: a number that moves on each time its reload starts or settles (see #settle). */
+  readonly #gen = new Map<string, number>();
   /** Per workload: its reload waiting for a wave, or held by a halted change. */
   readonly #parked = new Map<string, ReloadAction>();
   /** `workload config digest` of every halt already reported on that workload. */
@@ -146,6 +148,7 @@ export class Progressive {
     switch (o.kind) {
       case 'run':
         this.#unpark(a.workload);
+        this.#bump(a.workload);
         return a;
       case 'wait':
         this.#park(a);
@@ -279,6 +282,12 @@ export class Progressive {
     this.#detach?.();
   }
 
+  #bump(workload: string): number {
+    const next = (this.#gen.get(workload) ?? 0) + 1;
+    this.#gen.set(workload, next);
+    return next;
+  }
+
   #park(a: ReloadAction): void {
     const before = this.#parked.get(a.workload);
     this.#parked.set(a.workload, before ? mergeActions(before, a) : a);
@@ -334,29 +343,54 @@ export class Progressive {
     }
   }
 
-  /** Judges the workload's pods once they had `afterMs` to settle. */
-  #settle(a: ReloadAction, afterMs: number): void {
+  /**
+   * Judges the workload's pods once they had `afterMs` to settle. A restart of a replacement fails
+   * the wave at once. Pods not Ready may still be starting (a StatefulSet's reload completes at its
+   * last eviction, before the pod comes back: execution simulation seed 104): they fail the wave only
+   * when still not Ready --reload-deadline after the settle time, and are read again until then.
+   */
+  #settle(a: ReloadAction, afterMs: number, completedMs = this.#timers.now()): void {
+    // Only while nothing started for the workload since: a newer change's reload of it has its own
+    // settle (an older timer judged it mid-reload for the newer one: execution simulation seed 28).
+    const gen = this.#bump(a.workload);
+    const current = () => this.#gen.get(a.workload) === gen;
+    const template = this.#d.state.workloads.get(a.workload)?.rec.templateHash;
     this.#later(() => {
+      if (!current()) return;
       const t = this.#d.state.workloads.get(a.workload);
       if (!t) {
         this.#waves.forget(a.workload);
         return this.#reoffer();
       }
+      if (t.rec.templateHash !== template) {
+        // Its owner changed the pod template meanwhile: its own rollout replaces the pods, and a pod
+        // of it not Ready yet says nothing of the config (execution simulation seed 73). The settle
+        // starts again, over the rollout's pods.
+        this.#d.log.info(
+          fields(t),
+          'progressive reload: its pod template changed while it settled; settling again',
+        );
+        return this.#settle(a, this.#o.settleMs);
+      }
       this.#d.strategies.health(t, a.cutoffMs, this.#o.signal).then(
-        (why) => {
-          if (why === undefined) {
+        (h) => {
+          if (!current()) return;
+          if (h === undefined) {
             this.#waves.passed(a.workload);
             this.#d.log.info(fields(t), 'progressive reload: the workload settled healthy');
             return this.#reoffer();
           }
-          this.#fail(a, `its pods did not stay healthy for ${this.#o.settleMs / 1000}s: ${why}`);
+          const giveUpAt = completedMs + this.#o.settleMs + this.#d.cfg.reloadDeadlineMs;
+          const left = giveUpAt - this.#timers.now();
+          if (!h.restarted && left > 0) return this.#settle(a, Math.min(left, 5_000), completedMs);
+          this.#fail(a, `its pods did not stay healthy for ${this.#o.settleMs / 1000}s: ${h.why}`);
         },
         (err: Error) => {
           this.#d.log.warn(
             { ...fields(t), err: err.message },
             'could not read the pods’ health; asking again',
           );
-          this.#settle(a, Math.max(1_000, this.#o.settleMs));
+          this.#settle(a, Math.max(1_000, this.#o.settleMs), completedMs);
         },
       );
     }, afterMs);
@@ -371,9 +405,9 @@ export class Progressive {
     const t = this.#d.state.workloads.get(a.workload);
     if (!t) return;
     this.#d.strategies.health(t, a.cutoffMs, this.#o.signal).then(
-      (why) => {
-        if (why !== undefined)
-          return this.#fail(a, `its reload made no progress for --reload-deadline: ${why}`);
+      (h) => {
+        if (h !== undefined)
+          return this.#fail(a, `its reload made no progress for --reload-deadline: ${h.why}`);
         // Something else holds it: it must not hold every other workload of the change (another
         // tenant's PodDisruptionBudget would stop everyone's reload). The next one takes its place.
         this.#d.log.info(

@@ -5,6 +5,7 @@
 // A run returns how it went instead of throwing for expected endings: waiting (retry later), not
 // supported (skip), or failed. Only the reconciler's one outcome step turns those into timers.
 
+import type { Unhealthy } from '../core/pod-health.ts';
 import type { ReloadAction } from '../core/reload-action.ts';
 import type { ReloadStrategy } from '../core/types.ts';
 import type { Logger } from '../log.ts';
@@ -77,7 +78,7 @@ export interface StrategiesPort {
    * Progressive reloads: why the workload's pods are not healthy after its reload (not Ready, or a
    * replacement created since `sinceMs` restarted), or undefined when they are. Throws when it cannot tell.
    */
-  health(t: TrackedWorkload, sinceMs: number, signal: AbortSignal): Promise<string | undefined>;
+  health(t: TrackedWorkload, sinceMs: number, signal: AbortSignal): Promise<Unhealthy | undefined>;
   /** Deletes the surge pods of one Deployment whose reload was dropped. */
   dropSurgePods(t: TrackedWorkload, signal: AbortSignal): Promise<void>;
 }

@@ -82,6 +82,114 @@ const found: Record<string, ExecSchedule> = {
     maxLagMs: 300,
     faultsUntil: 23730,
   },
+  // With --progressive-reloads: seeds it found when the suite first ran with it (their schedules,
+  // shortened). An older change's settle timer judged a newer change's reload mid-way (28); a template
+  // rollout's pods were judged as the config's (73); a StatefulSet's pod still starting after its
+  // reload completed at its last eviction was judged not Ready (104). Each halted a good change.
+  "with --progressive-reloads, an older change's settle judging a newer reload (seed 28)": {
+    progressive: true,
+    ...({
+      seed: 28,
+      configs: ['cm0'],
+      deployments: [
+        {
+          kind: 'StatefulSet',
+          name: 'web0',
+          replicas: 3,
+          maxSurge: 1,
+          maxUnavailable: 1,
+          pdbMinAvailable: 2,
+          graceMs: 1068,
+          uses: ['cm0'],
+        },
+        {
+          kind: 'StatefulSet',
+          name: 'web1',
+          replicas: 4,
+          maxSurge: 1,
+          maxUnavailable: '50%',
+          graceMs: 10495,
+          uses: ['cm0'],
+        },
+      ],
+      steps: [
+        { at: 1670, kind: 'config', config: 'cm0' },
+        { at: 11598, kind: 'config', config: 'cm0' },
+      ],
+      p500: 0.10569215227151289,
+      p429: 0.008245258103124797,
+      p409: 0.04515304131200537,
+      pHang: 0.040219107631128286,
+      maxLagMs: 300,
+      faultsUntil: 34636,
+    } as ExecSchedule),
+  },
+  'with --progressive-reloads, a template rollout judged as the config (seed 73)': {
+    progressive: true,
+    ...({
+      seed: 73,
+      configs: ['cm0', 'cm1'],
+      deployments: [
+        {
+          kind: 'StatefulSet',
+          name: 'web0',
+          replicas: 4,
+          maxSurge: 0,
+          maxUnavailable: 0,
+          graceMs: 449,
+          uses: ['cm0'],
+        },
+        {
+          name: 'web1',
+          replicas: 3,
+          maxSurge: 1,
+          maxUnavailable: 0,
+          pdbMinAvailable: 2,
+          graceMs: 9274,
+          uses: ['cm0', 'cm1'],
+        },
+      ],
+      steps: [
+        { at: 6604, kind: 'partition', ms: 25856, noticeMs: 15297 },
+        { at: 55721, kind: 'config', config: 'cm0' },
+        { at: 90615, kind: 'config', config: 'cm0' },
+        { at: 131288, kind: 'template', deployment: 'web0' },
+      ],
+      p500: 0.049456964421551675,
+      p429: 0.06777186171384528,
+      p409: 0.03307603221619502,
+      pHang: 0.03689650991000235,
+      maxLagMs: 3000,
+      faultsUntil: 151288,
+    } as ExecSchedule),
+  },
+  'with --progressive-reloads, a StatefulSet pod still starting after its last eviction (seed 104)': {
+    progressive: true,
+    ...({
+      seed: 104,
+      configs: ['cm0', 'cm1'],
+      deployments: [
+        {
+          kind: 'StatefulSet',
+          name: 'web0',
+          replicas: 3,
+          maxSurge: '50%',
+          maxUnavailable: '25%',
+          pdbMinAvailable: 2,
+          graceMs: 29011,
+          uses: ['cm0', 'cm1'],
+        },
+        { name: 'web1', replicas: 3, maxSurge: '50%', maxUnavailable: 1, graceMs: 1363, uses: ['cm1'] },
+      ],
+      steps: [{ at: 291, kind: 'config', config: 'cm1' }],
+      p500: 0.03528405282413587,
+      p429: 0.016214100422803312,
+      p409: 0.04739624841604382,
+      pHang: 0.029214547690935434,
+      maxLagMs: 300,
+      faultsUntil: 84233,
+    } as ExecSchedule),
+  },
 };
 
 describe('execution-level simulation', () => {

@@ -55,6 +55,8 @@ export type Step =
 
 export interface ExecSchedule {
   seed: number;
+  /** Run the service with --progressive-reloads (docs/progressive.md). */
+  progressive?: boolean;
   configs: string[];
   deployments: WorkloadSpec[];
   steps: Step[];
@@ -237,7 +239,15 @@ async function run(s: ExecSchedule): Promise<ExecRun> {
       )
     : silentLogger;
   const cfg = {
-    ...loadConfig(['--release-namespace=rel', '--debounce=1s', '--default-strategy=restart'], {}),
+    ...loadConfig(
+      [
+        '--release-namespace=rel',
+        '--debounce=1s',
+        '--default-strategy=restart',
+        ...(s.progressive ? ['--progressive-reloads'] : []),
+      ],
+      {},
+    ),
     reloadDeadlineMs: 60_000,
   };
   const { globals } = compileGlobals(cfg);

@@ -176,7 +176,7 @@ export async function simulate(s: Schedule, o: SimOptions = {}): Promise<string[
         '--debounce=1s',
         ...(o.progressive
           ? ['--progressive-reloads', '--progressive-gather=1s', '--progressive-settle=2s']
-          : []),
+          : ['--progressive-reloads=false']),
       ],
       {},
     ),

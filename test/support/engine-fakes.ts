@@ -94,7 +94,8 @@ export class HandStrategies implements StrategiesPort {
   /** Per workload id: why its pods are unhealthy (progressive reloads); absent: healthy. */
   readonly unhealthy = new Map<string, string>();
   async health(t: TrackedWorkload) {
-    return this.unhealthy.get(t.id);
+    const why = this.unhealthy.get(t.id);
+    return why === undefined ? undefined : { why, restarted: why.startsWith('restarted') };
   }
   readonly dropped: string[] = [];
   async dropSurgePods(t: TrackedWorkload) {
