@@ -55,27 +55,41 @@ describe('Waves', () => {
     // b takes a's place in the first wave: it alone, and it must pass before the second opens.
     expect(offerAll(w, all.slice(1), 1)).toEqual([all[1]]);
     expect(w.offer(cand(all[0] as string), 2).kind).toBe('run'); // a's own retry goes on
-    w.completed(all[1] as string);
-    w.passed(all[1] as string);
+    w.completed(all[1] as string, 1_000);
+    w.passed(all[1] as string, 1_000);
     expect(offerAll(w, all.slice(2), 3)).toEqual(all.slice(2, 4));
     // a completes later: it settles like any member, and a failure then halts the change.
-    expect(w.completed(all[0] as string)).toBe(true);
+    expect(w.completed(all[0] as string, 1_000)).toBe(true);
     expect(w.failed(all[0] as string, 'not Ready', 4)).toHaveLength(1);
     expect(w.excuse(all[0] as string)).toBe(false);
+  });
+
+  it('a reload completes the changes made before its cutoff, whichever configs its action names (simulation seeds 127, 583, 1108)', () => {
+    const w = new Waves({ firstWave: 1, gatherMs: 0 });
+    expect(offerAll(w, ['Deployment/ns/a', 'Deployment/ns/b'], 0, 'd1')).toEqual(['Deployment/ns/a']);
+    // A newer change while a's reload for d1 runs: a is its first wave too.
+    expect(w.offer(cand('Deployment/ns/a', 'd2', 2_000), 1).kind).toBe('run');
+    // The d1 reload's completion says nothing of d2: b must wait for a's reload of d2.
+    expect(w.completed('Deployment/ns/a', 1_000)).toBe(false);
+    expect(w.offer(cand('Deployment/ns/b', 'd2', 2_000), 2).kind).toBe('wait');
+    // A reload with a later cutoff covers d2, whatever configs its action names.
+    expect(w.completed('Deployment/ns/a', 3_000)).toBe(true);
+    w.passed('Deployment/ns/a', 3_000);
+    expect(w.offer(cand('Deployment/ns/b', 'd2', 2_000), 3).kind).toBe('run');
   });
 
   it('opens the second wave only after the first passed its settle, and doubles each wave', () => {
     const w = new Waves({ firstWave: 1, gatherMs: 0 });
     const all = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'].map((n) => `Deployment/ns/${n}`);
     expect(offerAll(w, all, 0)).toEqual([all[0]]);
-    expect(w.completed(all[0] as string)).toBe(true);
+    expect(w.completed(all[0] as string, 1_000)).toBe(true);
     expect(offerAll(w, all.slice(1), 1)).toEqual([]); // settling: not passed yet
-    w.passed(all[0] as string);
+    w.passed(all[0] as string, 1_000);
     expect(offerAll(w, all.slice(1), 2)).toEqual(all.slice(1, 3)); // wave 2: two
     // Wave 3 opens when wave 2 completed (its settle still runs), not before.
-    w.completed(all[1] as string);
+    w.completed(all[1] as string, 1_000);
     expect(offerAll(w, all.slice(3), 3)).toEqual([]);
-    w.completed(all[2] as string);
+    w.completed(all[2] as string, 1_000);
     expect(offerAll(w, all.slice(3), 4)).toEqual(all.slice(3, 7)); // wave 3: four
   });
 
@@ -89,8 +103,8 @@ describe('Waves', () => {
     expect(halts).toEqual([
       { config: CM, digest: 'd1', wave: 1, workload: 'Deployment/ns/a', why: 'no progress', atMs: 5 },
     ]);
-    w.completed('Deployment/ns/b');
-    w.passed('Deployment/ns/b');
+    w.completed('Deployment/ns/b', 1_000);
+    w.passed('Deployment/ns/b', 1_000);
     expect(w.offer(cand('Deployment/ns/c'), 6).kind).toBe('halted');
     expect(w.offer(cand('Deployment/ns/a'), 6).kind).toBe('halted');
     // A second failure of the same change is not a second halt.
@@ -141,8 +155,8 @@ describe('Waves', () => {
   it('a completed change is forgotten, so its memory is bounded by the configs that change', () => {
     const w = new Waves({ firstWave: 1, gatherMs: 0 });
     w.offer(cand('Deployment/ns/a'), 0);
-    w.completed('Deployment/ns/a');
-    w.passed('Deployment/ns/a');
+    w.completed('Deployment/ns/a', 1_000);
+    w.passed('Deployment/ns/a', 1_000);
     // A late workload of the same change starts a fresh progression, at once.
     expect(w.offer(cand('Deployment/ns/z'), 1).kind).toBe('run');
   });
@@ -174,8 +188,8 @@ describe('Waves', () => {
     expect(offerAll(w, ['Deployment/ns/a', 'Deployment/ns/b', 'Deployment/ns/c'], 2)).toEqual([
       'Deployment/ns/a',
     ]);
-    w.completed('Deployment/ns/a');
-    w.passed('Deployment/ns/a');
+    w.completed('Deployment/ns/a', 1_000);
+    w.passed('Deployment/ns/a', 1_000);
     expect(offerAll(w, ['Deployment/ns/b', 'Deployment/ns/c'], 3)).toEqual([
       'Deployment/ns/b',
       'Deployment/ns/c',

@@ -81,6 +81,11 @@ class Progression {
   /** When it was first offered (its gathering ends `gatherMs` later), and the cutoff it was opened with. */
   readonly openedMs: number;
   readonly cutoffMs: number;
+  /**
+   * The earliest cutoff of a reload offered for it: a reload with a cutoff from then on covers the
+   * change (a reload's cutoff is the latest of its changes', so the earliest is the nearest to this one's).
+   */
+  earliestMs: number;
   /** When the gathering ends: `gatherMs` after it opened, or sooner, when every expected workload came. */
   gatheredAt: number;
 
@@ -88,6 +93,7 @@ class Progression {
     this.key = key;
     this.openedMs = openedMs;
     this.cutoffMs = cutoffMs;
+    this.earliestMs = cutoffMs;
     this.gatheredAt = openedMs + gatherMs;
   }
 
@@ -169,6 +175,7 @@ export class Waves {
         p = new Progression(change, now, c.cutoffMs, this.#policy.gatherMs);
         this.#byConfig.set(keyOf(change), p);
       }
+      p.earliestMs = Math.min(p.earliestMs, c.cutoffMs);
       progressions.push(p);
     }
     // The last expected workload came: the first wave is chosen now, in wave order among all who
@@ -195,10 +202,13 @@ export class Waves {
     return { kind: 'run' };
   }
 
-  /** The workload's reload completed: its pods now settle. True when it is in a progression. */
-  completed(workload: string): boolean {
-    const excused = this.#move(workload, 'excused', 'settling');
-    return this.#move(workload, 'running', 'settling') || excused;
+  /**
+   * The workload's reload with this cutoff completed: its pods now settle, in every change it covers.
+   * True when it is in such a progression.
+   */
+  completed(workload: string, cutoffMs: number): boolean {
+    const excused = this.#move(workload, 'excused', 'settling', cutoffMs);
+    return this.#move(workload, 'running', 'settling', cutoffMs) || excused;
   }
 
   /**
@@ -217,9 +227,9 @@ export class Waves {
     return found;
   }
 
-  /** Its pods stayed healthy for the settle time. */
-  passed(workload: string): void {
-    this.#move(workload, 'settling', 'passed');
+  /** Its pods, replaced by a reload with this cutoff, stayed healthy for the settle time. */
+  passed(workload: string, cutoffMs: number): void {
+    this.#move(workload, 'settling', 'passed', cutoffMs);
     for (const [config, p] of this.#byConfig) if (p.done()) this.#byConfig.delete(config);
   }
 
@@ -246,9 +256,18 @@ export class Waves {
     }
   }
 
-  #move(workload: string, from: MemberState, to: MemberState): boolean {
+  /**
+   * Moves the workload from one state to another in the progressions its reload covers: those of
+   * changes made before the reload's cutoff (its new pods read them), whichever configs its action
+   * named. A reload for an older content says nothing of a newer change (execution simulation seed
+   * 127: it moved the newer change's member, whose own completion then found nothing to move, and
+   * its waves never went on); a reload whose action no longer names a config still covers that
+   * config's earlier change (engine simulation seed 583 with --progressive-reloads).
+   */
+  #move(workload: string, from: MemberState, to: MemberState, cutoffMs: number): boolean {
     let found = false;
     for (const p of this.#byConfig.values()) {
+      if (p.earliestMs > cutoffMs) continue;
       const m = p.members.get(workload);
       if (m?.state !== from) continue;
       m.state = to;

@@ -41,6 +41,8 @@ export class Progressive {
   readonly #o: ProgressiveOptions & { settleMs: number };
   readonly #timers: Timers;
   readonly #waves: Waves;
+  /** Per workload: its pod template when its reload last started (see #judgeStall). */
+  readonly #template = new Map<string, string>();
   /** Per workload: a number that moves on each time its reload starts or settles (see #settle). */
   readonly #gen = new Map<string, number>();
   /** Per workload: its reload waiting for a wave, or held by a halted change. */
@@ -149,6 +151,7 @@ export class Progressive {
       case 'run':
         this.#unpark(a.workload);
         this.#bump(a.workload);
+        this.#template.set(a.workload, t.rec.templateHash);
         return a;
       case 'wait':
         this.#park(a);
@@ -243,7 +246,7 @@ export class Progressive {
   ended(a: ReloadAction, o: Outcome): void {
     switch (o.kind) {
       case 'done':
-        if (this.#waves.completed(a.workload)) this.#settle(a, this.#o.settleMs);
+        if (this.#waves.completed(a.workload, a.cutoffMs)) this.#settle(a, this.#o.settleMs);
         break;
       case 'retry':
         // Only a reload that made no progress fails its wave: an API error is retried, as it would be
@@ -376,7 +379,7 @@ export class Progressive {
         (h) => {
           if (!current()) return;
           if (h === undefined) {
-            this.#waves.passed(a.workload);
+            this.#waves.passed(a.workload, a.cutoffMs);
             this.#d.log.info(fields(t), 'progressive reload: the workload settled healthy');
             return this.#reoffer();
           }
@@ -386,6 +389,9 @@ export class Progressive {
           this.#fail(a, `its pods did not stay healthy for ${this.#o.settleMs / 1000}s: ${h.why}`);
         },
         (err: Error) => {
+          // Asked again only for the settle still due (a newer one's would be lost to this one:
+          // execution simulation seed 1687).
+          if (!current()) return;
           this.#d.log.warn(
             { ...fields(t), err: err.message },
             'could not read the pods’ health; asking again',
@@ -404,15 +410,20 @@ export class Progressive {
   #judgeStall(a: ReloadAction): void {
     const t = this.#d.state.workloads.get(a.workload);
     if (!t) return;
+    // Its owner changed the pod template since the reload started: the reload waits for that
+    // rollout, whose pods starting say nothing of the config (execution simulation seed 637).
+    const rollout = t.rec.templateHash !== this.#template.get(a.workload);
     this.#d.strategies.health(t, a.cutoffMs, this.#o.signal).then(
       (h) => {
-        if (h !== undefined)
+        if (h !== undefined && !rollout)
           return this.#fail(a, `its reload made no progress for --reload-deadline: ${h.why}`);
         // Something else holds it: it must not hold every other workload of the change (another
         // tenant's PodDisruptionBudget would stop everyone's reload). The next one takes its place.
         this.#d.log.info(
           fields(t),
-          'progressive reload: no progress, but its pods are healthy; not a failed wave, and it holds no wave',
+          rollout
+            ? 'progressive reload: no progress while its own template rollout runs; not a failed wave, and it holds no wave'
+            : 'progressive reload: no progress, but its pods are healthy; not a failed wave, and it holds no wave',
         );
         if (this.#waves.excuse(a.workload)) this.#reoffer();
       },

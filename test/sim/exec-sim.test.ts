@@ -7,6 +7,7 @@ import { type ExecSchedule, randomExecSchedule, shrinkExec, simulateExec } from 
 const replay = process.env.SIM_SEED ? [Number(process.env.SIM_SEED)] : undefined;
 const count = Number(process.env.SIM_EXEC_SCHEDULES ?? 2000);
 const first = Number(process.env.SIM_FIRST_SEED ?? 1);
+const progressiveCount = Number(process.env.SIM_EXEC_PROGRESSIVE_SCHEDULES ?? 2000);
 
 /** Shortened schedules of defects the simulation found; each failed before its fix (README). */
 const found: Record<string, ExecSchedule> = {
@@ -192,35 +193,52 @@ const found: Record<string, ExecSchedule> = {
   },
 };
 
+/** Runs the seeds; on a violation, fails with the replay command and a shortened schedule. */
+async function runSeeds(seeds: number[], progressive: boolean): Promise<void> {
+  const totals = { evictions: 0, surgePods: 0, podPatches: 0, refused: 0, terms: 0 };
+  for (const seed of seeds) {
+    const s: ExecSchedule = { ...randomExecSchedule(seed), ...(progressive ? { progressive } : {}) };
+    const { violations, stats } = await simulateExec(s);
+    for (const k of Object.keys(totals) as Array<keyof typeof totals>) totals[k] += stats[k];
+    if (violations.length > 0) {
+      const short = await shrinkExec(s);
+      const env = progressive ? 'SIM_EXEC_PROGRESSIVE=1 ' : '';
+      const msg = [
+        `seed ${seed}${progressive ? ' (with --progressive-reloads)' : ''} broke an invariant:`,
+        ...violations.slice(0, 5),
+        `replay: ${env}SIM_SEED=${seed} npm run test:unit -- test/sim/exec-sim`,
+        `shortened schedule (${short.steps.length} of ${s.steps.length} steps): ${JSON.stringify(short)}`,
+        ...(await simulateExec(short)).violations.slice(0, 5).map((v) => `  with it: ${v}`),
+      ].join('\n');
+      expect.fail(msg);
+    }
+  }
+  // Something ran: the restarts evicted, made and handed over surge pods, and leaders changed.
+  expect(totals.evictions).toBeGreaterThan(0);
+  if (!replay) {
+    expect(totals.surgePods).toBeGreaterThan(0);
+    expect(totals.podPatches).toBeGreaterThan(0);
+    expect(totals.refused).toBeGreaterThan(0);
+    expect(totals.terms).toBeGreaterThan(seeds.length);
+  }
+}
+
 describe('execution-level simulation', () => {
-  it(`keeps its invariants over ${replay ? `seed ${replay[0]}` : `${count} seeded schedules`}`, async () => {
-    const seeds = replay ?? Array.from({ length: count }, (_, i) => first + i);
-    const totals = { evictions: 0, surgePods: 0, podPatches: 0, refused: 0, terms: 0 };
-    for (const seed of seeds) {
-      const s = randomExecSchedule(seed);
-      const { violations, stats } = await simulateExec(s);
-      for (const k of Object.keys(totals) as Array<keyof typeof totals>) totals[k] += stats[k];
-      if (violations.length > 0) {
-        const short = await shrinkExec(s);
-        const msg = [
-          `seed ${seed} broke an invariant:`,
-          ...violations.slice(0, 5),
-          `replay: SIM_SEED=${seed} npm run test:unit -- test/sim/exec-sim`,
-          `shortened schedule (${short.steps.length} of ${s.steps.length} steps): ${JSON.stringify(short)}`,
-          ...(await simulateExec(short)).violations.slice(0, 5).map((v) => `  with it: ${v}`),
-        ].join('\n');
-        expect.fail(msg);
-      }
-    }
-    // Something ran: the restarts evicted, made and handed over surge pods, and leaders changed.
-    expect(totals.evictions).toBeGreaterThan(0);
-    if (!replay) {
-      expect(totals.surgePods).toBeGreaterThan(0);
-      expect(totals.podPatches).toBeGreaterThan(0);
-      expect(totals.refused).toBeGreaterThan(0);
-      expect(totals.terms).toBeGreaterThan(seeds.length);
-    }
-  }, 600_000);
+  const seeds = (n: number) => replay ?? Array.from({ length: n }, (_, i) => first + i);
+  const plain = !replay || !process.env.SIM_EXEC_PROGRESSIVE;
+  const progressive = !replay || Boolean(process.env.SIM_EXEC_PROGRESSIVE);
+  it.runIf(plain)(
+    `keeps its invariants over ${replay ? `seed ${replay[0]}` : `${count} seeded schedules`}`,
+    () => runSeeds(seeds(count), false),
+    600_000,
+  );
+  // The same schedules with --progressive-reloads: its waves, settles and halts must lose nothing,
+  // and halt no good change (a halt holds the change, so a wrong one reads as a lost change here).
+  it.runIf(progressive)(
+    `keeps its invariants with --progressive-reloads over ${replay ? `seed ${replay[0]}` : `${progressiveCount} seeded schedules`}`,
+    () => runSeeds(seeds(progressiveCount), true),
+    600_000,
+  );
 
   for (const [what, s] of Object.entries(found)) {
     it(`no longer finds ${what}`, async () => {
