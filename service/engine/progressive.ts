@@ -343,13 +343,14 @@ export class Progressive {
         return this.#reoffer();
       }
       this.#d.strategies.health(t, a.cutoffMs, this.#o.signal).then(
-        (why) => {
-          if (why === undefined) {
+        (sick) => {
+          if (sick === undefined) {
             this.#waves.passed(a.workload);
             this.#d.log.info(fields(t), 'progressive reload: the workload settled healthy');
             return this.#reoffer();
           }
-          this.#fail(a, `its pods did not stay healthy for ${this.#o.settleMs / 1000}s: ${why}`);
+          const why = `its pods did not stay healthy for ${this.#o.settleMs / 1000}s: ${sick.why}`;
+          this.#fail(a, why, sick.pods);
         },
         (err: Error) => {
           this.#d.log.warn(
@@ -371,9 +372,9 @@ export class Progressive {
     const t = this.#d.state.workloads.get(a.workload);
     if (!t) return;
     this.#d.strategies.health(t, a.cutoffMs, this.#o.signal).then(
-      (why) => {
-        if (why !== undefined)
-          return this.#fail(a, `its reload made no progress for --reload-deadline: ${why}`);
+      (sick) => {
+        if (sick !== undefined)
+          return this.#fail(a, `its reload made no progress for --reload-deadline: ${sick.why}`, sick.pods);
         // Something else holds it: it must not hold every other workload of the change (another
         // tenant's PodDisruptionBudget would stop everyone's reload). The next one takes its place.
         this.#d.log.info(
@@ -391,9 +392,9 @@ export class Progressive {
   }
 
   /** A wave failed at this workload: halt the changes it carries, and say so. */
-  #fail(a: ReloadAction, why: string): void {
+  #fail(a: ReloadAction, why: string, pods: readonly string[]): void {
     const t = this.#d.state.workloads.get(a.workload);
-    const halts = this.#waves.failed(a.workload, why, this.#timers.now());
+    const halts = this.#waves.failed(a.workload, why, this.#timers.now(), pods);
     if (!t || halts.length === 0) return;
     // Its surge pods never became Ready: remove them. Its old pods that were not replaced stay.
     void this.#d.strategies

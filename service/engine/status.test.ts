@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ReloadAction } from '../core/reload-action.ts';
-import { DONE_KEPT, formatStatus, StatusBook } from './status.ts';
+import { DONE_KEPT, formatStatus, StatusBook, type StatusBookDeps } from './status.ts';
 
 const action = (workload: string, changed = ['ConfigMap/ns/cm']): ReloadAction => ({
   workload,
@@ -9,12 +9,25 @@ const action = (workload: string, changed = ['ConfigMap/ns/cm']): ReloadAction =
   target: {},
   changeRV: '1',
 });
-const none = { brake: false, queued: [], retrying: [], held: [], parked: [], braked: [], halts: [] };
+const none = {
+  brake: false,
+  debouncing: [],
+  syncHeld: [],
+  queued: [],
+  retrying: [],
+  held: [],
+  parked: [],
+  braked: [],
+  halts: [],
+};
+/** A book on a clock, with no ledger record and no config known. */
+const book = (now: () => number, o: Partial<StatusBookDeps> = {}) =>
+  new StatusBook({ now, applied: () => undefined, current: () => undefined, ...o });
 
 describe('StatusBook', () => {
   it('shows a reload running until it ends, then among the done, newest first, with its outcome', () => {
     let now = Date.parse('2026-12-04T10:00:00Z');
-    const b = new StatusBook(() => now);
+    const b = book(() => now);
     b.started(action('Deployment/ns/a'));
     expect(b.status(none).running).toEqual([
       { workload: 'Deployment/ns/a', configs: ['ConfigMap/cm'], since: '2026-12-04T10:00:00.000Z' },
@@ -37,7 +50,7 @@ describe('StatusBook', () => {
   });
 
   it('keeps the last DONE_KEPT reloads only', () => {
-    const b = new StatusBook(() => 0);
+    const b = book(() => 0);
     for (let i = 0; i < DONE_KEPT + 10; i++) b.ended(action(`Deployment/ns/w${i}`), { kind: 'done' });
     const done = b.status(none).done;
     expect(done).toHaveLength(DONE_KEPT);
@@ -45,8 +58,9 @@ describe('StatusBook', () => {
   });
 
   it('says why each reload waits, and lists the halts', () => {
-    const b = new StatusBook(() => 0);
+    const b = book(() => 0);
     const s = b.status({
+      ...none,
       brake: true,
       queued: [action('Deployment/ns/q')],
       retrying: ['Deployment/ns/r'],
@@ -82,6 +96,7 @@ describe('StatusBook', () => {
         workload: 'Deployment/ns/c',
         why: 'not Ready',
         since: '1970-01-01T00:00:00.000Z',
+        pods: [],
       },
     ]);
     const text = formatStatus(s);

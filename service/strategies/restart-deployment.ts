@@ -13,7 +13,7 @@ import { isRolloutInProgress, planDeploymentRestartStep, type RestartPod } from 
 import { evictPod } from '../kube/eviction.ts';
 import { requestJson } from '../kube/watch-http.ts';
 import type { RawObject } from '../kube/watch-logic.ts';
-import { type PodEvictor, plural } from './evictor.ts';
+import { budgetSlot, type PodEvictor, plural } from './evictor.ts';
 import type { RestartSession } from './restart-session.ts';
 import { pause, type ReloadRequest, type StrategyContext, type StrategyResult } from './types.ts';
 
@@ -379,7 +379,7 @@ export async function restartDeployment(
             const sp = byName.get(s) as V1Pod;
             const op = byName.get(o) as V1Pod;
             // The old pod is replaced here, not evicted: it takes its slot of the restart budget too.
-            await ctx.budget?.take(namespace, ctx.signal, ctx.progress);
+            await budgetSlot(ctx, namespace);
             const r = await handOver(ctx, namespace, sp, op, current?.hash as string);
             if (r.outcome === 'handed') {
               mine.delete(s);
@@ -396,9 +396,13 @@ export async function restartDeployment(
         if (refused && refused.outcome === 'blocked') {
           // A PodDisruptionBudget allows no disruption now: back off as after a refused eviction.
           evictor.blocked(`handover refused: ${refused.why}`);
+          evictor.refused(true);
           blockedBackoffMs = Math.min(Math.max(blockedBackoffMs * 2, 1000), 16_000);
           await pause(blockedBackoffMs, ctx.signal);
-        } else blockedBackoffMs = 0;
+        } else {
+          blockedBackoffMs = 0;
+          evictor.refused(false);
+        }
         continue;
       }
       case 'wait': {

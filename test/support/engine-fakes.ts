@@ -93,8 +93,11 @@ export class HandStrategies implements StrategiesPort {
   }
   /** Per workload id: why its pods are unhealthy (progressive reloads); absent: healthy. */
   readonly unhealthy = new Map<string, string>();
+  /** Per workload id: the pods that health names as failing (default none). */
+  readonly unhealthyPods = new Map<string, string[]>();
   async health(t: TrackedWorkload) {
-    return this.unhealthy.get(t.id);
+    const why = this.unhealthy.get(t.id);
+    return why === undefined ? undefined : { why, pods: this.unhealthyPods.get(t.id) ?? [] };
   }
   readonly dropped: string[] = [];
   async dropSurgePods(t: TrackedWorkload) {
