@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { hashConfig } from '../core/config-hash.ts';
+import type { ConfigRecord } from '../core/records.ts';
 import type { ReloadAction } from '../core/reload-action.ts';
 import { DONE_KEPT, formatStatus, StatusBook, type StatusBookDeps } from './status.ts';
 
@@ -105,6 +107,143 @@ describe('StatusBook', () => {
       'halted (1)\n  ConfigMap/ns/cm at wave 1, since 1970-01-01T00:00:00.000Z: Deployment/ns/c not Ready',
     );
     expect(text).toContain('waiting (6)');
+  });
+
+  it('says why a reload waits before its queue: debounce, and a sync hold per Application', () => {
+    const b = book(() => 0);
+    const s = b.status({
+      ...none,
+      debouncing: [
+        { workload: 'Deployment/ns/d', configs: ['ConfigMap/ns/a', 'request'], since: 1_000 },
+        // A batch that only judges a new workload is no change waiting.
+        { workload: 'Deployment/ns/new', configs: ['workload'], since: 1_000 },
+      ],
+      syncHeld: [
+        { workload: 'Deployment/ns/s', config: 'ConfigMap/ns/b', app: 'argocd/app', since: 3_000 },
+        { workload: 'Deployment/ns/s', config: 'Secret/ns/a', app: 'argocd/app', since: 2_000 },
+      ],
+    });
+    expect(s.waiting).toEqual([
+      {
+        workload: 'Deployment/ns/d',
+        configs: ['ConfigMap/a', 'gitops-reloader.io/reload-requested-at'],
+        why: 'debounce',
+        since: '1970-01-01T00:00:01.000Z',
+      },
+      {
+        workload: 'Deployment/ns/s',
+        configs: ['ConfigMap/b', 'Secret/a'],
+        why: 'sync-hold',
+        app: 'argocd/app',
+        since: '1970-01-01T00:00:02.000Z',
+      },
+    ]);
+    expect(formatStatus(s)).toContain(
+      'Deployment/ns/s: sync-hold for argocd/app since 1970-01-01T00:00:02.000Z (ConfigMap/b, Secret/a)',
+    );
+  });
+
+  it('shows a running reload that waits for a budget slot or a PodDisruptionBudget as waiting, and running again after', () => {
+    let now = 0;
+    const b = book(() => now);
+    b.started(action('Deployment/ns/a'));
+    now = 5_000;
+    // Two slots awaited at once (a handover of two pods): waiting until both are taken.
+    b.waiting('Deployment/ns/a', 'budget', true);
+    now = 6_000;
+    b.waiting('Deployment/ns/a', 'budget', true);
+    b.waiting('Deployment/ns/a', 'budget', false);
+    const why = () => b.status(none).waiting.map((w) => `${w.workload} ${w.why} ${w.since}`);
+    expect(why()).toEqual(['Deployment/ns/a budget 1970-01-01T00:00:05.000Z']);
+    expect(b.status(none).running).toEqual([]);
+    b.waiting('Deployment/ns/a', 'budget', false);
+    expect(why()).toEqual([]);
+    now = 7_000;
+    b.waiting('Deployment/ns/a', 'pdb', true);
+    now = 8_000;
+    b.waiting('Deployment/ns/a', 'pdb', true); // still refused: since stays
+    expect(why()).toEqual(['Deployment/ns/a pdb 1970-01-01T00:00:07.000Z']);
+    b.waiting('Deployment/ns/a', 'pdb', false);
+    expect(why()).toEqual([]);
+    expect(b.status(none).running.map((r) => r.workload)).toEqual(['Deployment/ns/a']);
+    // Told after its end (a late callback): nothing shows.
+    b.ended(action('Deployment/ns/a'), { kind: 'done' });
+    b.waiting('Deployment/ns/a', 'pdb', true);
+    expect(why()).toEqual([]);
+  });
+
+  it('names the pods a halt failed at, and none for a halt restored after a restart', () => {
+    const halt = {
+      config: 'ConfigMap/ns/cm',
+      digest: 'd',
+      wave: 1,
+      workload: 'Deployment/ns/c',
+      why: 'not Ready',
+      atMs: 0,
+    };
+    const s = book(() => 0).status({
+      ...none,
+      halts: [
+        { ...halt, pods: ['c-surge-1', 'c-surge-2'] },
+        { ...halt, config: 'ConfigMap/ns/other' },
+      ],
+    });
+    expect(s.halted.map((h) => h.pods)).toEqual([['c-surge-1', 'c-surge-2'], []]);
+    const text = formatStatus(s);
+    expect(text).toContain('Deployment/ns/c not Ready; pods: c-surge-1, c-surge-2');
+    expect(text).toContain('not Ready; pods: (not known: halted before a restart)');
+  });
+
+  it('gives each done reload its cause: the keys that changed (names only) and the Argo CD sync', () => {
+    const key = Buffer.alloc(32, 1);
+    const rec = (data: Record<string, string>): ConfigRecord => ({
+      ref: { kind: 'ConfigMap', namespace: 'ns', name: 'cm' },
+      uid: 'u',
+      resourceVersion: '1',
+      annotations: {},
+      labels: {},
+      digest: hashConfig({ data }, key),
+    });
+    const old = rec({ a: '1', b: '2', gone: 'x' });
+    const now = rec({ a: '1', b: 'secret-value', added: 'y' });
+    let applied: Record<string, string> = { 'ConfigMap/ns/cm': old.digest.all };
+    const b = book(() => 0, {
+      applied: () => applied,
+      current: (c) => (c === 'ConfigMap/ns/cm' ? now.digest : undefined),
+    });
+    b.sawConfig(old, now);
+    const a: ReloadAction = {
+      ...action('Deployment/ns/w'),
+      target: { 'ConfigMap/ns/cm': now.digest.all },
+      via: { app: 'argocd/shop', revision: 'abc123' },
+    };
+    b.started(a);
+    applied = {}; // what the ledger says after the reload does not matter: the record at its start does
+    b.ended(a, { kind: 'done' });
+    const [done] = b.status(none).done;
+    expect(done).toEqual({
+      workload: 'Deployment/ns/w',
+      configs: ['ConfigMap/cm'],
+      keys: { 'ConfigMap/cm': ['added', 'b', 'gone'] },
+      via: { app: 'argocd/shop', revision: 'abc123' },
+      at: '1970-01-01T00:00:00.000Z',
+      outcome: 'done',
+    });
+    const json = JSON.stringify(b.status(none));
+    expect(json).not.toContain('secret-value');
+    expect(json).not.toContain(now.digest.all);
+    expect(formatStatus(b.status(none))).toContain(
+      'Deployment/ns/w: done (ConfigMap/cm [added, b, gone]; after sync of argocd/shop at abc123)',
+    );
+  });
+
+  it('leaves the keys out when the old content was never seen (a change found at start)', () => {
+    const b = book(() => 0, { applied: () => ({ 'ConfigMap/ns/cm': 'f'.repeat(32) }) });
+    const a = { ...action('Deployment/ns/w'), target: { 'ConfigMap/ns/cm': 'e'.repeat(32) } };
+    b.started(a);
+    b.ended(a, { kind: 'done' });
+    expect(b.status(none).done[0]).not.toHaveProperty('keys');
+    expect(b.status(none).done[0]).not.toHaveProperty('via');
   });
 
   it('a standby says so', () => {

@@ -101,7 +101,7 @@ export class PodEvictor {
       }
       if (r.outcome === 'blocked') {
         this.blocked(`eviction of pod ${p.name} refused: ${r.last.message}`);
-        this.refused(true);
+        if (r.last.cause === 'disruption-budget') this.refused(true);
         this.#backoffMs = Math.min(Math.max(this.#backoffMs * 2, 1000), MAX_BACKOFF_MS);
         return false;
       }

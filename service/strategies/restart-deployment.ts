@@ -159,7 +159,7 @@ async function handOver(
   surge: V1Pod,
   old: V1Pod,
   templateHash: string,
-): Promise<{ outcome: 'handed' | 'gone' } | { outcome: 'blocked'; why: string }> {
+): Promise<{ outcome: 'handed' | 'gone' } | { outcome: 'blocked'; why: string; pdb: boolean }> {
   // The dry run and the old pod's cost go out together (one round trip, not two): an old pod is to be
   // replaced anyway, so the cost left on it when the dry run refuses only makes it the first to go in
   // a scale-down. Only the adoption, which makes the ReplicaSet delete, waits for the dry run's yes.
@@ -187,7 +187,8 @@ async function handOver(
     ),
   ]);
   if (may.outcome === 'gone' || !costed) return { outcome: 'gone' };
-  if (may.outcome === 'blocked') return { outcome: 'blocked', why: may.last.message };
+  if (may.outcome === 'blocked')
+    return { outcome: 'blocked', why: may.last.message, pdb: may.last.cause === 'disruption-budget' };
   await patchPod(ctx, namespace, surge.metadata?.name as string, {
     uid: surge.metadata?.uid,
     labels: { 'pod-template-hash': templateHash, [SURGE_LABEL]: null },
@@ -396,7 +397,7 @@ export async function restartDeployment(
         if (refused && refused.outcome === 'blocked') {
           // A PodDisruptionBudget allows no disruption now: back off as after a refused eviction.
           evictor.blocked(`handover refused: ${refused.why}`);
-          evictor.refused(true);
+          if (refused.pdb) evictor.refused(true);
           blockedBackoffMs = Math.min(Math.max(blockedBackoffMs * 2, 1000), 16_000);
           await pause(blockedBackoffMs, ctx.signal);
         } else {
