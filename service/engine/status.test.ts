@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { engineWorld } from '../../test/support/engine-fakes.ts';
+import type { Change, ChangeGate, ChangeSink } from '../core/batcher.ts';
 import { hashConfig } from '../core/config-hash.ts';
 import type { ConfigRecord } from '../core/records.ts';
 import type { ReloadAction } from '../core/reload-action.ts';
@@ -248,5 +250,93 @@ describe('StatusBook', () => {
 
   it('a standby says so', () => {
     expect(formatStatus({ leader: false })).toMatch(/not the leader/);
+  });
+});
+
+describe('the status, through the reconciler', () => {
+  /** A started world whose Deployment web reads ConfigMap cm (keys k and x). */
+  async function world(flags: string[] = [], o: Parameters<typeof engineWorld>[1] = {}) {
+    const w = engineWorld(['--min-reload-interval=0s', ...flags], o);
+    w.state.putConfig(w.putConfigMap('a', 'cm', { k: '1', x: 'same' }));
+    w.state.putWorkload(w.deployment('a', 'web', 'cm') as NonNullable<ReturnType<typeof w.deployment>>);
+    await w.reconciler.start();
+    return w;
+  }
+  const why = (w: Awaited<ReturnType<typeof world>>) =>
+    w.reconciler.status().waiting.map((x) => `${x.workload} ${x.why}`);
+
+  it('a change is waiting for its debounce, then running, then waiting for a budget slot, then done with the keys it changed', async () => {
+    const w = await world();
+    w.change('a', 'cm', { k: 'new-value', x: 'same' });
+    await w.settle();
+    expect(w.reconciler.status().waiting).toEqual([
+      {
+        workload: 'Deployment/a/web',
+        configs: ['ConfigMap/cm'],
+        why: 'debounce',
+        since: new Date(w.time.clock.now).toISOString(),
+      },
+    ]);
+    await w.time.advance(w.time.clock.now + 1000);
+    await w.settle();
+    expect(why(w)).toEqual([]);
+    expect(w.reconciler.status().running.map((r) => r.workload)).toEqual(['Deployment/a/web']);
+    const run = w.strategies.runs[0];
+    run?.req.onWait?.('budget', true);
+    expect(why(w)).toEqual(['Deployment/a/web budget']);
+    expect(w.reconciler.status().running).toEqual([]);
+    run?.req.onWait?.('budget', false);
+    run?.req.onWait?.('pdb', true);
+    expect(why(w)).toEqual(['Deployment/a/web pdb']);
+    run?.end({ kind: 'done', replaced: 1, summary: 'restarted' });
+    await w.settle();
+    const s = w.reconciler.status();
+    expect(s.waiting).toEqual([]);
+    expect(s.done).toEqual([
+      expect.objectContaining({
+        workload: 'Deployment/a/web',
+        keys: { 'ConfigMap/cm': ['k'] },
+        outcome: 'done',
+      }),
+    ]);
+    expect(JSON.stringify(s)).not.toContain('new-value');
+  });
+
+  it('a change the Argo CD gate holds waits for its sync, and its reload names the Application and revision', async () => {
+    let sink: ChangeSink | undefined;
+    const held: Change[] = [];
+    const gate: ChangeGate = {
+      attach: (s) => {
+        sink = s;
+      },
+      detach() {},
+      hold: (c) => held.push(c) > 0,
+      held: () =>
+        held.map((c) => ({
+          workload: c.workload,
+          config: c.config,
+          app: 'argocd/shop',
+          since: c.observedAt,
+        })),
+    };
+    const w = await world([], { gate });
+    w.change('a', 'cm', { k: '2', x: 'same' });
+    expect(w.reconciler.status().waiting).toEqual([
+      expect.objectContaining({ workload: 'Deployment/a/web', why: 'sync-hold', app: 'argocd/shop' }),
+    ]);
+    // The sync ended: the gate releases the change with the sync it followed.
+    for (const c of held.splice(0))
+      sink?.add({ ...c, debounceMs: 0, via: { app: 'argocd/shop', revision: 'abc' } });
+    await w.time.advance(w.time.clock.now + 1);
+    await w.settle();
+    w.strategies.runs[0]?.end({ kind: 'done', replaced: 1, summary: 'restarted' });
+    await w.settle();
+    expect(w.reconciler.status().done).toEqual([
+      expect.objectContaining({
+        workload: 'Deployment/a/web',
+        via: { app: 'argocd/shop', revision: 'abc' },
+        keys: { 'ConfigMap/cm': ['k'] },
+      }),
+    ]);
   });
 });
