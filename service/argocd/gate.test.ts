@@ -49,6 +49,15 @@ function appState(phase: string | undefined, startedAt = '2026-12-02T10:00:00Z',
   }) as AppSync;
 }
 
+/** The app's sync ended well, with this sync result (its revision or revisions). */
+function succeeded(syncResult: Record<string, unknown>): AppSync {
+  return appFromObject({
+    metadata: { name: 'shop', namespace: 'argocd' },
+    spec: {},
+    status: { operationState: { phase: 'Succeeded', startedAt: '2026-12-02T10:00:00Z', syncResult } },
+  }) as AppSync;
+}
+
 function setup(o: Partial<SyncGateOptions> = {}) {
   const timers = new FakeTimers();
   const released: Change[] = [];
@@ -116,19 +125,7 @@ describe('SyncGate', () => {
       { workload: 'Deployment/web/api', config: 'ConfigMap/web/a', app: 'argocd/shop', since: 1_000_000 },
       { workload: 'Deployment/web/api', config: 'ConfigMap/web/b', app: 'argocd/shop', since: 1_001_000 },
     ]);
-    gate.observe(
-      appFromObject({
-        metadata: { name: 'shop', namespace: 'argocd' },
-        spec: {},
-        status: {
-          operationState: {
-            phase: 'Succeeded',
-            startedAt: '2026-12-02T10:00:00Z',
-            syncResult: { revision: 'abc123' },
-          },
-        },
-      }) as AppSync,
-    );
+    gate.observe(succeeded({ revision: 'abc123' }));
     expect([...gate.held()]).toEqual([]);
     expect(released.map((c) => c.via)).toEqual([
       { app: 'argocd/shop', revision: 'abc123' },
@@ -140,19 +137,7 @@ describe('SyncGate', () => {
     const multi = setup();
     multi.gate.observe(appState('Running'));
     multi.gate.hold(multi.change('a'), config('a'));
-    multi.gate.observe(
-      appFromObject({
-        metadata: { name: 'shop', namespace: 'argocd' },
-        spec: {},
-        status: {
-          operationState: {
-            phase: 'Succeeded',
-            startedAt: '2026-12-02T10:00:00Z',
-            syncResult: { revisions: ['r1', 'r2'] },
-          },
-        },
-      }) as AppSync,
-    );
+    multi.gate.observe(succeeded({ revisions: ['r1', 'r2'] }));
     expect(multi.released[0]?.via).toEqual({ app: 'argocd/shop', revision: 'r1,r2' });
     const gone = setup();
     gone.gate.observe(appState('Running'));

@@ -24,6 +24,14 @@ const none = {
   braked: [],
   halts: [],
 };
+const HALT = {
+  config: 'ConfigMap/ns/cm',
+  digest: 'd',
+  wave: 1,
+  workload: 'Deployment/ns/c',
+  why: 'not Ready',
+  atMs: 0,
+};
 /** A book on a clock, with no ledger record and no config known. */
 const book = (now: () => number, o: Partial<StatusBookDeps> = {}) =>
   new StatusBook({ now, applied: () => undefined, current: () => undefined, ...o });
@@ -74,16 +82,7 @@ describe('StatusBook', () => {
         { action: action('Deployment/ns/v'), halted: false },
       ],
       braked: ['Deployment/ns/b'],
-      halts: [
-        {
-          config: 'ConfigMap/ns/cm',
-          digest: 'd',
-          wave: 1,
-          workload: 'Deployment/ns/c',
-          why: 'not Ready',
-          atMs: 0,
-        },
-      ],
+      halts: [HALT],
     });
     expect(s.waiting.map((w) => `${w.workload} ${w.why}`)).toEqual([
       'Deployment/ns/b brake',
@@ -175,14 +174,7 @@ describe('StatusBook', () => {
   });
 
   it('names the pods a halt failed at, and none for a halt restored after a restart', () => {
-    const halt = {
-      config: 'ConfigMap/ns/cm',
-      digest: 'd',
-      wave: 1,
-      workload: 'Deployment/ns/c',
-      why: 'not Ready',
-      atMs: 0,
-    };
+    const halt = HALT;
     const s = book(() => 0).status({
       ...none,
       halts: [
