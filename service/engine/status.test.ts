@@ -174,12 +174,11 @@ describe('StatusBook', () => {
   });
 
   it('names the pods a halt failed at, and none for a halt restored after a restart', () => {
-    const halt = HALT;
     const s = book(() => 0).status({
       ...none,
       halts: [
-        { ...halt, pods: ['c-surge-1', 'c-surge-2'] },
-        { ...halt, config: 'ConfigMap/ns/other' },
+        { ...HALT, pods: ['c-surge-1', 'c-surge-2'] },
+        { ...HALT, config: 'ConfigMap/ns/other' },
       ],
     });
     expect(s.halted.map((h) => h.pods)).toEqual([['c-surge-1', 'c-surge-2'], []]);
