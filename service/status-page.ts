@@ -54,7 +54,7 @@ function show(s) {
     ' halted · ' + s.running.length + ' running · ' + s.waiting.length + ' waiting';
   summary.className = s.brake ? 'brake-on' : '';
   fill('halted', s.halted.map(function (h) {
-    return [h.config, h.wave, h.workload, h.why, h.since, h.pods.length ? h.pods.join(', ') : '(not known after a restart)'];
+    return [h.config, h.wave, h.workload, h.why, h.since, h.pods.length ? h.pods.join(', ') : '(not kept across a restart)'];
   }));
   fill('running', s.running.map(function (r) { return [r.workload, r.configs.join(', '), r.since]; }));
   fill('waiting', s.waiting.map(function (w) {

@@ -184,7 +184,7 @@ describe('StatusBook', () => {
     expect(s.halted.map((h) => h.pods)).toEqual([['c-surge-1', 'c-surge-2'], []]);
     const text = formatStatus(s);
     expect(text).toContain('Deployment/ns/c not Ready; pods: c-surge-1, c-surge-2');
-    expect(text).toContain('not Ready; pods: (not known: halted before a restart)');
+    expect(text).toContain('not Ready; pods: (not kept across a restart)');
   });
 
   it('gives each done reload its cause: the keys that changed (names only) and the Argo CD sync', () => {

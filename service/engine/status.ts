@@ -260,7 +260,7 @@ export function formatStatus(s: ReloadStatus | { leader: false }): string {
     s.halted.map(
       (h) =>
         `${h.config} at wave ${h.wave}, since ${h.since}: ${h.workload} ${h.why}` +
-        `; pods: ${h.pods.length > 0 ? h.pods.join(', ') : '(not known: halted before a restart)'}`,
+        `; pods: ${h.pods.length > 0 ? h.pods.join(', ') : '(not kept across a restart)'}`,
     ),
   );
   section(
