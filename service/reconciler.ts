@@ -26,14 +26,14 @@ import { ConfigHooks } from './engine/config-hooks.ts';
 import { decide } from './engine/decide.ts';
 import type { ReconcilerDeps } from './engine/deps.ts';
 import { Gates } from './engine/gates.ts';
-import { batchVerdict, recordMissing, resumeHeld, WindowHolds } from './engine/hold.ts';
+import { batchVerdict, batchWindowed, recordMissing, resumeHeld, WindowHolds } from './engine/hold.ts';
 import { plannedCutoff } from './engine/planned-cutoff.ts';
 import { dropReload, forgetGone, forgetIfGone, Recorder } from './engine/recorder.ts';
 import { changeRV, emitOn, fields, reconciledTimer, reportPolicy } from './engine/report.ts';
 import { runReload } from './engine/run-reload.ts';
 import { heldAtStart, judgeAtStart, sameDigests as same } from './engine/startup.ts';
 import { type ReloadStatus, StatusBook } from './engine/status.ts';
-import type { SweepView } from './engine/strategies-port.ts';
+import type { RunWait, SweepView } from './engine/strategies-port.ts';
 import { sweepView } from './engine/sweep-view.ts';
 import type { TrackedWorkload } from './state.ts';
 
@@ -106,7 +106,11 @@ export class Reconciler {
     const forget = (a: ReloadAction) => this.#forgetContent(a.workload, a.target);
     this.#gates = new Gates(d, { release: (a) => this.#enqueue(a), forget, signal: this.#signal });
     this.#hooks = new ConfigHooks(d, this.#gates.progressive);
-    this.#book = new StatusBook(() => this.#timers.now());
+    this.#book = new StatusBook({
+      now: () => this.#timers.now(),
+      applied: (w) => d.ledger.get(w)?.configs,
+      current: (c) => d.state.configs.get(c)?.digest,
+    });
   }
 
   /** Judges every known workload against the ledger once the caches are synced (invariant I6). */
@@ -196,6 +200,7 @@ export class Reconciler {
       if (affected.length === 0) m?.skipped('no_match');
       const metadataOnly = old !== undefined && now !== undefined && old.digest.all === now.digest.all;
       this.#hooks.changed(old, now, metadataOnly);
+      this.#book.sawConfig(old, now);
       for (const w of affected) {
         const t = this.#d.state.workloads.get(w);
         if (t) m?.workloadsScanned(t.rec.ref.kind);
@@ -321,6 +326,7 @@ export class Reconciler {
             changeRV: changeRV(this.#d.state, v.changed),
             // The same content as a held pending reload: that one goes on, with its pod snapshot.
             ...(this.#inFlight.has(t.id) ? {} : resumeHeld(entry, set)),
+            ...(b.via ? { via: b.via } : {}),
           });
       }
     } catch (err) {
@@ -359,15 +365,7 @@ export class Reconciler {
   }
 
   #enqueue(a: ReloadAction): void {
-    // pause-period: the batch window runs from the end of the last reload, also one before a restart.
-    const windowMs = this.#d.state.workloads.get(a.workload)?.parsed.policy.batchWindowMs;
-    if (windowMs === undefined) {
-      this.#queue.submit(a);
-      return;
-    }
-    const last = this.#d.ledger.get(a.workload)?.reloadedAt;
-    const notBefore = last ? Date.parse(last) + windowMs : undefined;
-    this.#queue.submit({ ...a, minIntervalMs: windowMs, ...(notBefore ? { notBefore } : {}) });
+    this.#queue.submit(batchWindowed(this.#d, a));
   }
 
   /** Whether two targets record the same thing against the workload's ledger entry (see recordable). */
@@ -400,7 +398,8 @@ export class Reconciler {
   /** What the engine does now: reloads running, waiting and why, halts, the last done (engine/status.ts). */
   status(): ReloadStatus {
     const queues = { queued: this.#queue.queued(), held: this.#holds.actions(), retrying: this.#retrying };
-    return this.#book.status({ ...this.#gates.status(), ...queues });
+    const before = { debouncing: this.#batcher.open(), syncHeld: this.#d.gate?.held?.() ?? [] };
+    return this.#book.status({ ...this.#gates.status(), ...queues, ...before });
   }
 
   /** A batch that judges the workload against the ledger, as for a new one (no config named). */
@@ -453,7 +452,8 @@ export class Reconciler {
         this.#holds.release(a.workload);
         const failures = this.#failures.get(a.workload) ?? 0;
         const run = { d: this.#d, recorder: this.#recorder, signal: this.#signal, failures };
-        return runReload(run, t as TrackedWorkload, d.action);
+        const onWait = (why: RunWait, on: boolean) => this.#book.waiting(a.workload, why, on);
+        return runReload({ ...run, onWait }, t as TrackedWorkload, d.action);
       }
     }
   }

@@ -1,6 +1,6 @@
 // `gitops-reloader status`: what the leader's engine is doing, read from its status endpoint
 // (--status-address, loopback by default: `kubectl port-forward` to the leader's pod reaches it):
-// reloads running, waiting and why, changes halted, the last reloads done (docs/progressive.md).
+// reloads running, waiting and why, changes halted, the last reloads done and why (docs/progressive.md).
 
 import { FlagError, type FlagSpec, parseFlags, usage } from './config/flags.ts';
 import { formatStatus, type ReloadStatus } from './engine/status.ts';
@@ -18,8 +18,9 @@ export const statusFlags: readonly FlagSpec[] = [
 
 export const STATUS_USAGE = `Usage: gitops-reloader status [--url URL] [--output text|json]
 
-Prints what the leader is doing: reloads running, waiting (and why: queue, retry, window, wave,
-halt, brake), config changes halted by progressive reloads, and the last reloads done.
+Prints what the leader is doing: reloads running, waiting (and why: debounce, sync-hold, queue,
+retry, window, wave, halt, brake, budget, pdb), config changes halted by progressive reloads (and
+the pods that failed), and the last reloads done with their cause (configs, keys, Argo CD sync).
 
   kubectl -n gitops-reloader port-forward deploy/gitops-reloader 8081 &
   gitops-reloader status

@@ -21,10 +21,10 @@ th { border-bottom: 1px solid #999; } .brake-on { color: #b00; font-weight: bold
 <body>
 <h1>gitops-reloader</h1>
 <p id="summary">loading…</p>
-<h2>Halted changes</h2><table id="halted"><thead><tr><th>config</th><th>wave</th><th>workload</th><th>why</th><th>since</th></tr></thead><tbody></tbody></table>
+<h2>Halted changes</h2><table id="halted"><thead><tr><th>config</th><th>wave</th><th>workload</th><th>why</th><th>since</th><th>pods that failed</th></tr></thead><tbody></tbody></table>
 <h2>Running</h2><table id="running"><thead><tr><th>workload</th><th>configs</th><th>since</th></tr></thead><tbody></tbody></table>
-<h2>Waiting</h2><table id="waiting"><thead><tr><th>workload</th><th>why</th><th>configs</th></tr></thead><tbody></tbody></table>
-<h2>Done</h2><table id="done"><thead><tr><th>at</th><th>workload</th><th>outcome</th><th>configs</th></tr></thead><tbody></tbody></table>
+<h2>Waiting</h2><table id="waiting"><thead><tr><th>workload</th><th>why</th><th>configs</th><th>since</th><th>Argo CD app</th></tr></thead><tbody></tbody></table>
+<h2>Done</h2><table id="done"><thead><tr><th>at</th><th>workload</th><th>outcome</th><th>configs (keys changed)</th><th>Argo CD app</th><th>revision</th></tr></thead><tbody></tbody></table>
 <script src="status.js"></script>
 </body>
 </html>
@@ -53,10 +53,19 @@ function show(s) {
   summary.textContent = 'brake: ' + (s.brake ? 'ON, no reload starts' : 'off') + ' · ' + s.halted.length +
     ' halted · ' + s.running.length + ' running · ' + s.waiting.length + ' waiting';
   summary.className = s.brake ? 'brake-on' : '';
-  fill('halted', s.halted.map(function (h) { return [h.config, h.wave, h.workload, h.why, h.since]; }));
+  fill('halted', s.halted.map(function (h) {
+    return [h.config, h.wave, h.workload, h.why, h.since, h.pods.length ? h.pods.join(', ') : '(not kept across a restart)'];
+  }));
   fill('running', s.running.map(function (r) { return [r.workload, r.configs.join(', '), r.since]; }));
-  fill('waiting', s.waiting.map(function (w) { return [w.workload, w.why, w.configs.join(', ')]; }));
-  fill('done', s.done.map(function (d) { return [d.at, d.workload, d.outcome, d.configs.join(', ')]; }));
+  fill('waiting', s.waiting.map(function (w) {
+    return [w.workload, w.why, w.configs.join(', '), w.since || '', w.app || ''];
+  }));
+  fill('done', s.done.map(function (d) {
+    var configs = d.configs.map(function (c) {
+      return d.keys && d.keys[c] ? c + ' [' + d.keys[c].join(', ') + ']' : c;
+    });
+    return [d.at, d.workload, d.outcome, configs.join(', '), d.via ? d.via.app : '', d.via && d.via.revision ? d.via.revision : ''];
+  }));
   document.body.setAttribute('data-loaded', 'true');
 }
 function load() {

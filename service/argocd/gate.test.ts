@@ -49,6 +49,15 @@ function appState(phase: string | undefined, startedAt = '2026-12-02T10:00:00Z',
   }) as AppSync;
 }
 
+/** The app's sync ended well, with this sync result (its revision or revisions). */
+function succeeded(syncResult: Record<string, unknown>): AppSync {
+  return appFromObject({
+    metadata: { name: 'shop', namespace: 'argocd' },
+    spec: {},
+    status: { operationState: { phase: 'Succeeded', startedAt: '2026-12-02T10:00:00Z', syncResult } },
+  }) as AppSync;
+}
+
 function setup(o: Partial<SyncGateOptions> = {}) {
   const timers = new FakeTimers();
   const released: Change[] = [];
@@ -104,6 +113,38 @@ describe('SyncGate', () => {
     ]);
     // The later observation of `a` is kept: the reload's cutoff follows the last change.
     expect(released[0]?.observedAt).toBe(first.observedAt + 5_000);
+  });
+
+  it('lists what it holds, per workload and Application, and releases it with the sync it followed', () => {
+    const { gate, released, change, timers } = setup();
+    gate.observe(appState('Running'));
+    gate.hold(change('a'), config('a'));
+    timers.advance(1_000);
+    gate.hold(change('b'), config('b'));
+    expect([...gate.held()]).toEqual([
+      { workload: 'Deployment/web/api', config: 'ConfigMap/web/a', app: 'argocd/shop', since: 1_000_000 },
+      { workload: 'Deployment/web/api', config: 'ConfigMap/web/b', app: 'argocd/shop', since: 1_001_000 },
+    ]);
+    gate.observe(succeeded({ revision: 'abc123' }));
+    expect([...gate.held()]).toEqual([]);
+    expect(released.map((c) => c.via)).toEqual([
+      { app: 'argocd/shop', revision: 'abc123' },
+      { app: 'argocd/shop', revision: 'abc123' },
+    ]);
+  });
+
+  it('a multi-source sync gives its revisions; a deleted Application no sync', () => {
+    const multi = setup();
+    multi.gate.observe(appState('Running'));
+    multi.gate.hold(multi.change('a'), config('a'));
+    multi.gate.observe(succeeded({ revisions: ['r1', 'r2'] }));
+    expect(multi.released[0]?.via).toEqual({ app: 'argocd/shop', revision: 'r1,r2' });
+    const gone = setup();
+    gone.gate.observe(appState('Running'));
+    gone.gate.hold(gone.change('a'), config('a'));
+    gone.gate.appDeleted({ namespace: 'argocd', name: 'shop' });
+    expect(gone.released).toHaveLength(1);
+    expect(gone.released[0]).not.toHaveProperty('via');
   });
 
   it('releases after a failed sync by default, and keeps holding under --argocd-on-failed-sync=hold', () => {
@@ -232,6 +273,13 @@ describe('SyncGate', () => {
         outcome: 'accepted',
       });
       expect(released).toHaveLength(0);
+    });
+
+    it('a terminal notification releases the changes with its revision', async () => {
+      const { gate, released, change } = await notifying();
+      expect(gate.hold(change('a'), config('a'))).toBe(true);
+      await gate.notify({ ...n('Succeeded'), revision: 'def456' });
+      expect(released.map((c) => c.via)).toEqual([{ app: 'argocd/shop', revision: 'def456' }]);
     });
 
     it('does not hold the changes of an app that never notified', () => {

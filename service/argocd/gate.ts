@@ -10,7 +10,7 @@
 //    configs are held from the moment they are seen, and the terminal notification, with its
 //    resource list, releases the batch. A safety timer releases them if no notification comes.
 import type { FailedSyncPolicy } from '../config/choices.ts';
-import type { Change, ChangeGate, ChangeSink, Timers } from '../core/batcher.ts';
+import type { Change, ChangeGate, ChangeSink, HeldChange, SyncCause, Timers } from '../core/batcher.ts';
 import { datingChange, realTimers } from '../core/batcher.ts';
 import type { ConfigRecord } from '../core/records.ts';
 import type { ConfigKind, ConfigRef } from '../core/types.ts';
@@ -106,6 +106,13 @@ export class SyncGate implements ChangeGate {
     return false;
   }
 
+  /** The changes held now, with the Application each waits for (the status: waiting, sync-hold). */
+  *held(): Iterable<HeldChange> {
+    for (const [app, h] of this.#held)
+      for (const c of h.changes.values())
+        yield { workload: c.workload, config: c.config, app, since: c.observedAt };
+  }
+
   /** Changes held right now, per app key (for logs and tests). */
   heldCount(key: string): number {
     return this.#held.get(key)?.changes.size ?? 0;
@@ -184,7 +191,7 @@ export class SyncGate implements ChangeGate {
           { app: key },
           'no Argo CD notification ended the sync in time; releasing held config changes',
         );
-        this.#release(key, 'no notification in time');
+        this.#release(key, 'no notification in time', { app: key });
       }, this.#o.unwatchedMaxHoldMs ?? UNWATCHED_MAX_HOLD_MS);
     }
     this.#o.log.debug(
@@ -206,7 +213,7 @@ export class SyncGate implements ChangeGate {
       );
       return;
     }
-    this.#ended(key, t.operation.phase, t.operation.startedAt, 'Application status');
+    this.#ended(key, t.operation.phase, t.operation.startedAt, 'Application status', revisionOf(t.operation));
   }
 
   /** The Application is gone: nothing will end its sync, so what was held goes now. */
@@ -260,7 +267,7 @@ export class SyncGate implements ChangeGate {
       if (isTerminal(prev.operation.phase)) return { outcome: 'accepted', action: 'sync already ended' };
     }
     this.#addFromResources(key, n);
-    this.#ended(key, n.phase, n.startedAt, 'notification');
+    this.#ended(key, n.phase, n.startedAt, 'notification', revisionOf(n));
     return { outcome: 'accepted', action: `sync ${n.phase}` };
   }
 
@@ -278,7 +285,7 @@ export class SyncGate implements ChangeGate {
     for (const h of this.#held.values()) if (h.timer !== undefined) this.#timers.clear(h.timer);
   }
 
-  #ended(key: string, phase: OperationPhase, startedAt: string, via: string): void {
+  #ended(key: string, phase: OperationPhase, startedAt: string, via: string, revision?: string): void {
     const held = this.#held.get(key);
     if (phase !== 'Succeeded' && this.#o.onFailedSync === 'hold') {
       if (held) {
@@ -296,10 +303,11 @@ export class SyncGate implements ChangeGate {
       { app: key, phase, startedAt, via, held: held?.changes.size ?? 0 },
       'Argo CD sync ended',
     );
-    this.#release(key, `sync ${phase}`);
+    this.#release(key, `sync ${phase}`, { app: key, ...(revision ? { revision } : {}) });
   }
 
-  #release(key: string, reason: string): void {
+  /** `cause`: the sync whose end releases the changes (a reload's cause in the status). */
+  #release(key: string, reason: string, cause?: SyncCause): void {
     const held = this.#held.get(key);
     if (!held) return;
     this.#held.delete(key);
@@ -318,7 +326,7 @@ export class SyncGate implements ChangeGate {
     // Nothing acts here (a standby, or a leader whose term ended): the next leader's start finds these
     // changes by comparing hashes with the ledger, so dropping them loses nothing.
     if (!this.#sink) return;
-    for (const c of changes) this.#sink.add({ ...c, debounceMs: 0 });
+    for (const c of changes) this.#sink.add({ ...c, debounceMs: 0, ...(cause ? { via: cause } : {}) });
   }
 
   /** Unwatched apps: the payload's ConfigMaps and Secrets join the batch (our hashes decide). */
@@ -377,4 +385,9 @@ export class SyncGate implements ChangeGate {
     if (this.#reported.size > SEEN_LIMIT) this.#reported.clear();
     this.#o.log.info({ config, why }, 'Argo CD tracking ignored; the config is treated as untracked');
   }
+}
+
+/** The revision a sync applied; a multi-source Application's revisions, one per source. */
+function revisionOf(op: { revision?: string; revisions?: string[] }): string | undefined {
+  return op.revision || (op.revisions && op.revisions.length > 0 ? op.revisions.join(',') : undefined);
 }

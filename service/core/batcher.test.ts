@@ -35,6 +35,25 @@ describe('Batcher', () => {
     ]);
   });
 
+  it('lists the batches still open, read-only, and carries the sync a released change followed', () => {
+    const { b, batches } = make();
+    b.add({ workload: 'W', config: 'b', observedAt: 1 });
+    vi.advanceTimersByTime(1000);
+    b.add({ workload: 'W', config: 'a', observedAt: 2, via: { app: 'argocd/shop', revision: 'r1' } });
+    b.add({ workload: 'V', config: 'c', observedAt: 3 });
+    expect([...b.open()]).toEqual([
+      { workload: 'W', configs: ['a', 'b'], since: 1_000_000 },
+      { workload: 'V', configs: ['c'], since: 1_001_000 },
+    ]);
+    expect(b.pending).toBe(2); // reading fires nothing
+    vi.advanceTimersByTime(3000);
+    expect([...b.open()]).toEqual([]);
+    expect(batches.map((x) => [x.workload, x.via])).toEqual([
+      ['W', { app: 'argocd/shop', revision: 'r1' }],
+      ['V', undefined],
+    ]);
+  });
+
   it('keeps the latest observation of each config, whatever order the changes arrive in', () => {
     const { b, batches } = make();
     b.add({ workload: 'W', config: 'a', observedAt: 1_000_500 });

@@ -20,6 +20,24 @@ export interface Change {
    * the batch already holds a change of that config, its time stands (see datingChange).
    */
   metadataOnly?: boolean;
+  /** Released by the Argo CD gate when this sync ended: the reload's cause, for the status. */
+  via?: SyncCause;
+}
+
+/** The Argo CD sync a reload followed: its Application (`namespace/name`) and sync revision. */
+export interface SyncCause {
+  app: string;
+  revision?: string;
+}
+
+/** A change the gate holds until its Application's sync ends (for the status). */
+export interface HeldChange {
+  workload: string;
+  config: string;
+  /** The Application (`namespace/name`) whose sync it waits for. */
+  app: string;
+  /** When the change was observed (ms since epoch). */
+  since: number;
 }
 
 /**
@@ -63,6 +81,8 @@ export interface ChangeGate {
   holdAtStart?(change: Change, config: ConfigRecord): boolean;
   /** True while a change of this config for this workload is held (the release reloads it). */
   holding?(workload: string, config: string): boolean;
+  /** The changes held now, read-only (the status lists them as waiting for a sync). */
+  held?(): Iterable<HeldChange>;
 }
 
 export interface Batch {
@@ -78,6 +98,8 @@ export interface Batch {
   observedAt: Record<string, number>;
   /** The configs of `configs` whose every observation in the batch was a metadata-only edit. */
   metadataOnly?: readonly string[];
+  /** The Argo CD sync whose end released changes of this batch, if one did (the newest). */
+  via?: SyncCause;
 }
 
 /** What batchCutoffMs knows beyond the batch. */
@@ -135,6 +157,7 @@ interface Open {
   firstObservedAt: number;
   lastObservedAt: number;
   timer: unknown;
+  via?: SyncCause;
 }
 
 export class Batcher implements ChangeSink {
@@ -169,6 +192,7 @@ export class Batcher implements ChangeSink {
     open.configs.set(change.config, datingChange(open.configs.get(change.config), change));
     open.firstObservedAt = Math.min(open.firstObservedAt, change.observedAt);
     open.lastObservedAt = Math.max(open.lastObservedAt, change.observedAt);
+    if (change.via) open.via = change.via;
     const debounce = change.debounceMs ?? this.#debounceMs;
     const maxWait = Math.max(this.#maxWaitMs, debounce);
     const fireAt = Math.min(now + debounce, open.firstAddedAt + maxWait);
@@ -178,6 +202,12 @@ export class Batcher implements ChangeSink {
   /** Workloads with a batch still collecting changes. */
   get pending(): number {
     return this.#open.size;
+  }
+
+  /** The batches still collecting changes, read-only (the status lists them as waiting: debounce). */
+  *open(): Iterable<{ workload: string; configs: string[]; since: number }> {
+    for (const [workload, o] of this.#open)
+      yield { workload, configs: [...o.configs.keys()].sort(), since: o.firstAddedAt };
   }
 
   /** Fires every open batch now (used at shutdown hand-back and in tests). */
@@ -204,6 +234,7 @@ export class Batcher implements ChangeSink {
       lastObservedAt: open.lastObservedAt,
       observedAt: Object.fromEntries([...open.configs].map(([c, o]) => [c, o.observedAt])),
       ...(metadataOnly.length > 0 ? { metadataOnly } : {}),
+      ...(open.via ? { via: open.via } : {}),
     });
   }
 }

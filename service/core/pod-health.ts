@@ -10,12 +10,16 @@ export interface PodHealthFacts {
   terminating: boolean;
 }
 
-/** Why a workload's pods are not healthy. */
+/** Why a workload's pods are not healthy, and which pods (the names, at most MAX_UNHEALTHY_PODS). */
 export interface Unhealthy {
   why: string;
+  pods: string[];
   /** A replacement restarted a container: it crashed, which no wait mends (not Ready may be a slow start). */
   restarted: boolean;
 }
+
+/** The pods an Unhealthy names at most: a status line stays short for a large workload. */
+export const MAX_UNHEALTHY_PODS = 20;
 
 /**
  * Why the pods are not healthy, or undefined when they are: every pod that is not being deleted is
@@ -30,7 +34,13 @@ export function unhealthy(pods: readonly PodHealthFacts[], sinceMs: number): Unh
   if (notReady.length > 0) why.push(`not Ready: ${names(notReady)}`);
   if (restarted.length > 0)
     why.push(`restarted: ${names(restarted.map((p) => `${p.name} (${p.restarts}×)`))}`);
-  return why.length > 0 ? { why: why.join('; '), restarted: restarted.length > 0 } : undefined;
+  if (why.length === 0) return undefined;
+  const failing = [...new Set([...notReady, ...restarted.map((p) => p.name)])].sort();
+  return {
+    why: why.join('; '),
+    pods: failing.slice(0, MAX_UNHEALTHY_PODS),
+    restarted: restarted.length > 0,
+  };
 }
 
 /** At most three names, and how many more: an Event message stays short for a large workload. */

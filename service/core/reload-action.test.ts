@@ -42,6 +42,17 @@ describe('reload actions by recency of their change', () => {
     expect(mergeActions(a, b).target).toEqual({ 'ConfigMap/a/cm': 'B' });
   });
 
+  it('keeps the Argo CD sync of the newer change, else the one either carries', () => {
+    const viaOld = { app: 'argocd/a', revision: 'r1' };
+    const viaNew = { app: 'argocd/a', revision: 'r2' };
+    const older = { ...action(100, '5', 'A', ['x']), via: viaOld };
+    expect(mergeActions(older, { ...action(200, '6', 'B', ['x']), via: viaNew }).via).toEqual(viaNew);
+    expect(mergeActions(older, action(200, '6', 'B', ['x'])).via).toEqual(viaOld);
+    expect(mergeActions(action(100, '5', 'A', ['x']), action(200, '6', 'B', ['x']))).not.toHaveProperty(
+      'via',
+    );
+  });
+
   it('backs off 2, 5, 15, 30, then 60 s', () => {
     expect([1, 2, 3, 4, 5, 6, 50].map(retryDelayMs)).toEqual([2000, 5000, 15000, 30000, 60000, 60000, 60000]);
   });

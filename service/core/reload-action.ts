@@ -7,6 +7,7 @@
 // finding 1). The later cutoff is the newer change (cutoffs come from one process's clock, when the
 // change was observed); between equal cutoffs the newer config resourceVersion wins.
 
+import type { SyncCause } from './batcher.ts';
 import { compareResourceVersions } from './records.ts';
 
 export interface ReloadAction {
@@ -37,6 +38,8 @@ export interface ReloadAction {
   /** The workload's batch window (pause-period), and when its current one ends (see WorkQueue). */
   minIntervalMs?: number;
   notBefore?: number;
+  /** The Argo CD sync it followed (Application and revision), when a sync's end released it: its cause in the status. */
+  via?: SyncCause;
 }
 
 /** What orders two actions (or a recorded target) of one workload in time. */
@@ -62,8 +65,13 @@ export function isOlder(a: Recency, b: Recency | undefined): boolean {
  * later-submitted `next`.
  */
 export function mergeActions(queued: ReloadAction, next: ReloadAction): ReloadAction {
-  const newer = compareRecency(queued, next) > 0 ? queued : next;
-  return { ...newer, changed: [...new Set([...queued.changed, ...next.changed])].sort() };
+  const [newer, older] = compareRecency(queued, next) > 0 ? [queued, next] : [next, queued];
+  const via = newer.via ?? older.via;
+  return {
+    ...newer,
+    changed: [...new Set([...queued.changed, ...next.changed])].sort(),
+    ...(via ? { via } : {}),
+  };
 }
 
 /** Back-off before the n-th consecutive retry of a workload's reload (n ≥ 1). */

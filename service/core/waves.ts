@@ -48,6 +48,11 @@ export interface Halt {
   workload: string;
   why: string;
   atMs: number;
+  /**
+   * The failing workload's pods that were not Ready or restarted, when the failure was judged (for the
+   * status). Not in the ledger: a halt restored after a restart has none.
+   */
+  pods?: readonly string[];
 }
 
 export type Offer =
@@ -234,14 +239,14 @@ export class Waves {
   }
 
   /** Its reload failed, or its pods did not stay healthy: halts every change it carries. Returns the new halts. */
-  failed(workload: string, why: string, now: number): Halt[] {
+  failed(workload: string, why: string, now: number, pods?: readonly string[]): Halt[] {
     const halts: Halt[] = [];
     for (const p of this.#byConfig.values()) {
       const m = p.members.get(workload);
       if (!m || m.state === 'passed' || m.state === 'failed') continue;
       m.state = 'failed';
       if (p.halt) continue;
-      p.halt = { ...p.key, wave: m.wave, workload, why, atMs: now };
+      p.halt = { ...p.key, wave: m.wave, workload, why, atMs: now, ...(pods ? { pods } : {}) };
       halts.push(p.halt);
     }
     return halts;

@@ -1,7 +1,8 @@
 // Records a reload held until its workload's restart window opens: the pending action goes to the
 // ledger (so a restarted service holds it too, with the same cutoff), and a ReloadDeferred Event says
 // until when. The reconciler keeps the timer that submits it again. And records a reload held while
-// a config its pods need is missing, which needs no timer (docs/adr/0024).
+// a config its pods need is missing, which needs no timer (docs/adr/0024). And applies a workload's
+// batch window (pause-period) to an action the queue takes.
 
 import { KEYS } from '../core/annotations.ts';
 import { realTimers, type Timers } from '../core/batcher.ts';
@@ -179,4 +180,16 @@ export function batchVerdict(
   const gate = d.gate;
   if (v.kind !== 'reload' || !gate?.holding || !v.changed.every((c) => gate.holding?.(workload, c))) return v;
   return { kind: 'none', deleted: [] };
+}
+
+/**
+ * The action as the queue takes it under the workload's batch window (pause-period), if it has one:
+ * the window runs from the end of the last reload, also one from before a restart (the ledger's).
+ */
+export function batchWindowed(d: Pick<ReconcilerDeps, 'state' | 'ledger'>, a: ReloadAction): ReloadAction {
+  const windowMs = d.state.workloads.get(a.workload)?.parsed.policy.batchWindowMs;
+  if (windowMs === undefined) return a;
+  const last = d.ledger.get(a.workload)?.reloadedAt;
+  const notBefore = last ? Date.parse(last) + windowMs : undefined;
+  return { ...a, minIntervalMs: windowMs, ...(notBefore ? { notBefore } : {}) };
 }

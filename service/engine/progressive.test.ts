@@ -129,6 +129,7 @@ describe('progressive reloads', () => {
     w.change('a', 'shared', { k: 'crashy' });
     await w.gathered();
     w.strategies.unhealthy.set('Deployment/a/canary', 'restarted: canary-x (3×)');
+    w.strategies.unhealthyPods.set('Deployment/a/canary', ['canary-x']);
     w.strategies.runs[0]?.end({ kind: 'done', replaced: 1, summary: 'restarted' });
     await w.settle();
     await w.time.advance(w.time.clock.now + 10_000);
@@ -139,6 +140,10 @@ describe('progressive reloads', () => {
     expect(w.events.find((e) => e.reason === 'ReloadHalted')?.message).toMatch(
       /did not stay healthy for 10s: restarted: canary-x \(3×\)/,
     );
+    // The status names the pods that failed.
+    expect(w.reconciler.status().halted).toEqual([
+      expect.objectContaining({ workload: 'Deployment/a/canary', wave: 1, pods: ['canary-x'] }),
+    ]);
   });
 
   it('an older change’s settle does not judge the workload’s reload for a newer change (execution simulation seed 28)', async () => {
@@ -232,6 +237,10 @@ describe('progressive reloads', () => {
     await w.time.advance(w.time.clock.now + 600_000);
     await w.settle();
     expect(w.running()).toEqual(['canary']);
+    // Restored from the ledger, which keeps no pods: the status says so with an empty list.
+    expect(next.status().halted).toEqual([
+      expect.objectContaining({ workload: 'Deployment/a/canary', wave: 1, pods: [] }),
+    ]);
     // The fix still supersedes it, and the canary reloads first.
     const rec = w.putConfigMap('a', 'shared', { k: 'fixed' });
     next.configChanged(w.state.putConfig(rec), rec);

@@ -386,7 +386,7 @@ export class Progressive {
           const giveUpAt = completedMs + this.#o.settleMs + this.#d.cfg.reloadDeadlineMs;
           const left = giveUpAt - this.#timers.now();
           if (!h.restarted && left > 0) return this.#settle(a, Math.min(left, 5_000), completedMs);
-          this.#fail(a, `its pods did not stay healthy for ${this.#o.settleMs / 1000}s: ${h.why}`);
+          this.#fail(a, `its pods did not stay healthy for ${this.#o.settleMs / 1000}s: ${h.why}`, h.pods);
         },
         (err: Error) => {
           // Asked again only for the settle still due (a newer one's would be lost to this one:
@@ -416,7 +416,7 @@ export class Progressive {
     this.#d.strategies.health(t, a.cutoffMs, this.#o.signal).then(
       (h) => {
         if (h !== undefined && !rollout)
-          return this.#fail(a, `its reload made no progress for --reload-deadline: ${h.why}`);
+          return this.#fail(a, `its reload made no progress for --reload-deadline: ${h.why}`, h.pods);
         // Something else holds it: it must not hold every other workload of the change (another
         // tenant's PodDisruptionBudget would stop everyone's reload). The next one takes its place.
         this.#d.log.info(
@@ -436,9 +436,9 @@ export class Progressive {
   }
 
   /** A wave failed at this workload: halt the changes it carries, and say so. */
-  #fail(a: ReloadAction, why: string): void {
+  #fail(a: ReloadAction, why: string, pods: readonly string[]): void {
     const t = this.#d.state.workloads.get(a.workload);
-    const halts = this.#waves.failed(a.workload, why, this.#timers.now());
+    const halts = this.#waves.failed(a.workload, why, this.#timers.now(), pods);
     if (!t || halts.length === 0) return;
     // Its surge pods never became Ready: remove them. Its old pods that were not replaced stay.
     void this.#d.strategies

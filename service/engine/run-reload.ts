@@ -12,7 +12,7 @@ import type { TrackedWorkload } from '../state.ts';
 import type { ReconcilerDeps } from './deps.ts';
 import type { Recorder } from './recorder.ts';
 import { display, emitOn, fields } from './report.ts';
-import type { ExecResult } from './strategies-port.ts';
+import type { ExecResult, RunWait } from './strategies-port.ts';
 
 export interface RunContext {
   d: ReconcilerDeps;
@@ -23,6 +23,8 @@ export interface RunContext {
   failures: number;
   /** Told the pods the run snapshotted, as soon as it has (the surge sweep spares a running reload's pods). */
   onBegin?(): void;
+  /** Told when the run waits for a restart-budget slot or a PodDisruptionBudget, and when no longer (the status). */
+  onWait?(why: RunWait, waiting: boolean): void;
 }
 
 export async function runReload(c: RunContext, t: TrackedWorkload, a: ReloadAction): Promise<Outcome> {
@@ -114,6 +116,7 @@ export async function runReload(c: RunContext, t: TrackedWorkload, a: ReloadActi
         );
       },
       onProgress: () => progress.progress(),
+      ...(c.onWait ? { onWait: c.onWait } : {}),
       log,
     });
     if (res.kind === 'done') {

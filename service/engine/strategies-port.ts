@@ -29,10 +29,18 @@ export interface ExecRequest {
   /** Progressive reloads: a restart replaces one pod alone until a replacement is Ready (core/rolling.ts). */
   canary?: boolean;
   onStall(why: string): void;
+  /**
+   * The reload waits for a restart-budget slot ('budget') or a PodDisruptionBudget refused an eviction
+   * ('pdb') (`waiting` true), or no longer does (false): the status shows it as waiting, and why.
+   */
+  onWait?(why: RunWait, waiting: boolean): void;
   /** The reload moved on (a pod evicted, a surge pod created): its deadline starts again. */
   onProgress(): void;
   log: Logger;
 }
+
+/** What a running reload can wait for (strategies/types.ts StrategyContext.onWait). */
+export type RunWait = 'budget' | 'pdb';
 
 export type ExecResult =
   | { kind: 'done'; replaced: number; summary: string; notNeeded?: boolean; uid?: string }
@@ -76,7 +84,8 @@ export interface StrategiesPort {
   resumeJobs(view: SweepView, signal: AbortSignal): Promise<void>;
   /**
    * Progressive reloads: why the workload's pods are not healthy after its reload (not Ready, or a
-   * replacement created since `sinceMs` restarted), or undefined when they are. Throws when it cannot tell.
+   * replacement created since `sinceMs` restarted), and which, or undefined when they are. Throws when
+   * it cannot tell.
    */
   health(t: TrackedWorkload, sinceMs: number, signal: AbortSignal): Promise<Unhealthy | undefined>;
   /** Deletes the surge pods of one Deployment whose reload was dropped. */

@@ -40,6 +40,23 @@ export interface Views {
   durable(): Promise<void>;
 }
 
+/**
+ * Takes the restart-budget slot of one pod replaced in `namespace` (none without --restart-budget),
+ * telling the status while the reload waits for it.
+ */
+export async function budgetSlot(ctx: StrategyContext, namespace: string): Promise<void> {
+  if (!ctx.budget) return;
+  let waited = false;
+  try {
+    await ctx.budget.take(namespace, ctx.signal, ctx.progress, () => {
+      waited = true;
+      ctx.onWait?.('budget', true);
+    });
+  } finally {
+    if (waited) ctx.onWait?.('budget', false);
+  }
+}
+
 export class PodEvictor {
   /** Uids of the pods this reload evicted. */
   readonly evicted = new Set<string>();
@@ -50,6 +67,8 @@ export class PodEvictor {
   #blockedSince: number | undefined;
   #stalled = false;
   #backoffMs = 0;
+  /** A PodDisruptionBudget refused the last eviction (the status shows the reload waiting: 'pdb'). */
+  #refused = false;
 
   constructor(ctx: StrategyContext, namespace: string, workload: string, views: Views) {
     this.#ctx = ctx;
@@ -65,7 +84,7 @@ export class PodEvictor {
   async evict(pods: ReadonlyArray<Evictee>): Promise<boolean> {
     if (pods.length > 0) await this.#views.durable();
     for (const p of pods) {
-      await this.#ctx.budget?.take(this.#namespace, this.#ctx.signal, this.#ctx.progress);
+      await budgetSlot(this.#ctx, this.#namespace);
       const r = await evictPod(this.#ctx.core, this.#namespace, p.name, {
         uid: p.uid,
         ...(p.resourceVersion ? { resourceVersion: p.resourceVersion } : {}),
@@ -82,11 +101,13 @@ export class PodEvictor {
       }
       if (r.outcome === 'blocked') {
         this.blocked(`eviction of pod ${p.name} refused: ${r.last.message}`);
+        if (r.last.cause === 'disruption-budget') this.refused(true);
         this.#backoffMs = Math.min(Math.max(this.#backoffMs * 2, 1000), MAX_BACKOFF_MS);
         return false;
       }
       this.#backoffMs = 0;
       this.#blockedSince = undefined;
+      this.refused(false);
       if (r.outcome === 'evicted') {
         this.evicted.add(p.uid);
         this.#ctx.progress();
@@ -136,6 +157,13 @@ export class PodEvictor {
     await this.next(
       step.retryAfterMs !== undefined ? Math.min(step.retryAfterMs, IDLE_REPLAN_MS) : undefined,
     );
+  }
+
+  /** Whether a PodDisruptionBudget refuses this reload's evictions now: told to the status on a change. */
+  refused(now: boolean): void {
+    if (now === this.#refused) return;
+    this.#refused = now;
+    this.#ctx.onWait?.('pdb', now);
   }
 
   /** Notes that the reload cannot progress; reports a stall once it lasts --stall-after. */

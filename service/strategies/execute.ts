@@ -89,6 +89,7 @@ export function strategyExecutor(d: ExecutorDeps): StrategiesPort {
       stallAfterMs: r.stallAfterMs,
       ...(r.canary ? { canary: true } : {}),
       onStall: r.onStall,
+      ...(r.onWait ? { onWait: r.onWait } : {}),
       progress: r.onProgress,
       cutoffMs: a.cutoffMs,
       ...(a.targets ? { targets: a.targets } : {}),

@@ -37,8 +37,16 @@ export class RestartBudget {
     return o.perMinute > 0 || o.perNamespacePerMinute > 0 ? new RestartBudget(o) : undefined;
   }
 
-  /** Waits for the slot of one pod replaced in `namespace`. Rejects when `signal` aborts. */
-  async take(namespace: string, signal: AbortSignal, progress: () => void): Promise<void> {
+  /**
+   * Waits for the slot of one pod replaced in `namespace`. Rejects when `signal` aborts. `waiting` is
+   * told once, before a wait, when the slot is not free now.
+   */
+  async take(
+    namespace: string,
+    signal: AbortSignal,
+    progress: () => void,
+    waiting?: () => void,
+  ): Promise<void> {
     const now = this.#timers.now();
     const ns = this.#namespace(namespace, now);
     const waits = {
@@ -48,6 +56,7 @@ export class RestartBudget {
     const ms = Math.max(waits.cluster, waits.namespace);
     if (ms <= 0) return;
     this.#o.onWait?.(waits.cluster >= waits.namespace ? 'cluster' : 'namespace', ms);
+    waiting?.();
     const until = now + ms;
     while (this.#timers.now() < until) {
       signal.throwIfAborted();

@@ -13,7 +13,7 @@ import { isRolloutInProgress, planDeploymentRestartStep, type RestartPod } from 
 import { evictPod } from '../kube/eviction.ts';
 import { requestJson } from '../kube/watch-http.ts';
 import type { RawObject } from '../kube/watch-logic.ts';
-import { type PodEvictor, plural } from './evictor.ts';
+import { budgetSlot, type PodEvictor, plural } from './evictor.ts';
 import type { RestartSession } from './restart-session.ts';
 import { pause, type ReloadRequest, type StrategyContext, type StrategyResult } from './types.ts';
 
@@ -159,7 +159,7 @@ async function handOver(
   surge: V1Pod,
   old: V1Pod,
   templateHash: string,
-): Promise<{ outcome: 'handed' | 'gone' } | { outcome: 'blocked'; why: string }> {
+): Promise<{ outcome: 'handed' | 'gone' } | { outcome: 'blocked'; why: string; pdb: boolean }> {
   // The dry run and the old pod's cost go out together (one round trip, not two): an old pod is to be
   // replaced anyway, so the cost left on it when the dry run refuses only makes it the first to go in
   // a scale-down. Only the adoption, which makes the ReplicaSet delete, waits for the dry run's yes.
@@ -187,7 +187,8 @@ async function handOver(
     ),
   ]);
   if (may.outcome === 'gone' || !costed) return { outcome: 'gone' };
-  if (may.outcome === 'blocked') return { outcome: 'blocked', why: may.last.message };
+  if (may.outcome === 'blocked')
+    return { outcome: 'blocked', why: may.last.message, pdb: may.last.cause === 'disruption-budget' };
   await patchPod(ctx, namespace, surge.metadata?.name as string, {
     uid: surge.metadata?.uid,
     labels: { 'pod-template-hash': templateHash, [SURGE_LABEL]: null },
@@ -379,7 +380,7 @@ export async function restartDeployment(
             const sp = byName.get(s) as V1Pod;
             const op = byName.get(o) as V1Pod;
             // The old pod is replaced here, not evicted: it takes its slot of the restart budget too.
-            await ctx.budget?.take(namespace, ctx.signal, ctx.progress);
+            await budgetSlot(ctx, namespace);
             const r = await handOver(ctx, namespace, sp, op, current?.hash as string);
             if (r.outcome === 'handed') {
               mine.delete(s);
@@ -396,9 +397,13 @@ export async function restartDeployment(
         if (refused && refused.outcome === 'blocked') {
           // A PodDisruptionBudget allows no disruption now: back off as after a refused eviction.
           evictor.blocked(`handover refused: ${refused.why}`);
+          if (refused.pdb) evictor.refused(true);
           blockedBackoffMs = Math.min(Math.max(blockedBackoffMs * 2, 1000), 16_000);
           await pause(blockedBackoffMs, ctx.signal);
-        } else blockedBackoffMs = 0;
+        } else {
+          blockedBackoffMs = 0;
+          evictor.refused(false);
+        }
         continue;
       }
       case 'wait': {

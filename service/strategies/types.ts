@@ -22,6 +22,12 @@ export interface StrategyContext {
   /** Called once when a reload has been blocked for stallAfterMs (e.g. by a PodDisruptionBudget). */
   onStall(reason: string): void;
   /**
+   * The reload waits for a restart-budget slot ('budget') or a PodDisruptionBudget refused an eviction
+   * ('pdb') (`waiting` true), or no longer does (false). Only for the status, which shows the reload
+   * as waiting, and why, instead of running.
+   */
+  onWait?(why: 'budget' | 'pdb', waiting: boolean): void;
+  /**
    * Called at each step that moves the reload on (a pod evicted, a surge pod created or handed over):
    * --reload-deadline counts from the last one, so a slow restart that keeps moving is never cut.
    */

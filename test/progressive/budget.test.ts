@@ -3,6 +3,7 @@
 // evictions are read from the API server (each pod's deletionTimestamp), not from the service.
 import { type V1Pod, Watch } from '@kubernetes/client-node';
 import { afterEach, describe, expect, onTestFinished } from 'vitest';
+import type { ReloadStatus } from '../../service/engine/status.ts';
 import { it } from '../support/kube.ts';
 import { waitReadyPods } from '../support/observe.ts';
 import { hashKeyFile, killAll, serviceArgs, startService } from '../support/service.ts';
@@ -69,11 +70,22 @@ describe('the restart budget', () => {
       ]),
     );
     await svc.waitForLog('ready', (l) => l.msg === 'ready');
+    const url = `${(await svc.waitForLog('status url', (l) => l.msg === 'status listening')).url}/status`;
+    const status = async () => (await (await fetch(url)).json()) as ReloadStatus;
     await kube.core.replaceNamespacedConfigMap({
       name: 'shared',
       namespace,
       body: configMap('shared', { v: '2' }),
     });
+    // What anyone with a port-forward reads meanwhile: a reload waiting for its budget slot.
+    const waiting = await waitFor(
+      async () => {
+        const w = (await status()).waiting.filter((x) => x.why === 'budget');
+        return w.length > 0 ? w : pending('no reload waiting for the budget yet');
+      },
+      { describe: "a reload shown waiting: 'budget'", timeout: 60_000 },
+    );
+    expect(waiting[0]).toMatchObject({ configs: ['ConfigMap/shared'], since: expect.any(String) });
     // Four pods at two a minute: the last two go a minute after the first two.
     await waitFor(
       async () => {
@@ -110,5 +122,10 @@ describe('the restart budget', () => {
     // Waiting its turn is not a stall: nothing was cut by --reload-deadline (20 s, well under the minute).
     expect(svc.logs.filter((l) => l.msg === 'reload deadline passed; slot released, re-queued')).toEqual([]);
     expect(svc.logs.filter((l) => l.msg === 'reload complete')).toHaveLength(APPS.length);
+    // And each done with its cause: the config and the key that changed (names only).
+    const done = (await status()).done;
+    expect(done.map((d) => d.workload).sort()).toEqual(APPS.map((a) => `Deployment/${namespace}/${a}`));
+    for (const d of done)
+      expect(d).toMatchObject({ configs: ['ConfigMap/shared'], keys: { 'ConfigMap/shared': ['v'] } });
   });
 });

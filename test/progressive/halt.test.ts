@@ -245,6 +245,10 @@ describe('progressive reloads', () => {
         workload: `Deployment/${namespace}/${CANARY}`,
       }),
     ]);
+    // The pods that failed: the canary's replacements that never became Ready.
+    const failed = status.halted[0]?.pods ?? [];
+    expect(failed.length).toBeGreaterThan(0);
+    for (const pod of failed) expect(pod.startsWith(`${CANARY}-`)).toBe(true);
     expect(
       status.waiting
         .filter((w) => w.why === 'halt')
@@ -270,6 +274,7 @@ describe('progressive reloads', () => {
     expect(table('halted')).toContain(
       `<td>ConfigMap/${namespace}/shared</td><td>1</td><td>Deployment/${namespace}/${CANARY}</td>`,
     );
+    expect(table('halted')).toContain(`<td>${failed.join(', ')}</td>`);
     for (const n of names.filter((x) => x !== CANARY))
       expect(table('waiting')).toContain(`<td>Deployment/${namespace}/${n}</td><td>halt</td>`);
     await setHealth(kube, namespace, 'good');

@@ -93,9 +93,12 @@ export class HandStrategies implements StrategiesPort {
   }
   /** Per workload id: why its pods are unhealthy (progressive reloads); absent: healthy. */
   readonly unhealthy = new Map<string, string>();
+  /** Per workload id: the pods that health names as failing (default none). */
+  readonly unhealthyPods = new Map<string, string[]>();
   async health(t: TrackedWorkload) {
     const why = this.unhealthy.get(t.id);
-    return why === undefined ? undefined : { why, restarted: why.startsWith('restarted') };
+    if (why === undefined) return undefined;
+    return { why, pods: this.unhealthyPods.get(t.id) ?? [], restarted: why.startsWith('restarted') };
   }
   readonly dropped: string[] = [];
   async dropSurgePods(t: TrackedWorkload) {
