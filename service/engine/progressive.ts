@@ -9,7 +9,7 @@ import { realTimers, type Timers } from '../core/batcher.ts';
 import { MAX_HALT_WHY_CHARS } from '../core/ledger-entry.ts';
 import type { ConfigRecord } from '../core/records.ts';
 import { mergeActions, type Outcome, type ReloadAction } from '../core/reload-action.ts';
-import { configId } from '../core/types.ts';
+import { type ConfigRef, configId } from '../core/types.ts';
 import { type ChangeKey, type Halt, Waves, waveOrder } from '../core/waves.ts';
 import { apiVersionOf } from '../kube/events.ts';
 import type { TrackedWorkload } from '../state.ts';
@@ -177,12 +177,12 @@ export class Progressive {
   #expected(changes: readonly ChangeKey[]): Record<string, number> {
     const out: Record<string, number> = {};
     for (const c of changes) {
-      const ref = this.#d.state.configs.get(c.config)?.ref;
-      out[c.config] = ref
-        ? this.#d.state
-            .affectedBy(ref)
-            .filter((w) => this.#d.state.workloads.get(w)?.parsed.policy.progressive).length
-        : 0;
+      // The id is `Kind/namespace/name` (core/types.ts configId); a deleted config has no record.
+      const [kind, namespace = '', ...name] = c.config.split('/');
+      const ref = { kind, namespace, name: name.join('/') } as ConfigRef;
+      out[c.config] = this.#d.state
+        .affectedBy(ref)
+        .filter((w) => this.#d.state.workloads.get(w)?.parsed.policy.progressive).length;
     }
     return out;
   }

@@ -244,7 +244,7 @@ async function run(s: ExecSchedule): Promise<ExecRun> {
         '--release-namespace=rel',
         '--debounce=1s',
         '--default-strategy=restart',
-        ...(s.progressive ? ['--progressive-reloads'] : []),
+        s.progressive ? '--progressive-reloads' : '--progressive-reloads=false',
       ],
       {},
     ),

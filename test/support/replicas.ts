@@ -59,7 +59,8 @@ export async function installRelease(
   await writeFile(
     valuesFile,
     JSON.stringify({
-      reload: { namespaces: o.watch },
+      // Progressive reloads on, as by default; a short settle keeps multi-workload tests quick.
+      reload: { namespaces: o.watch, progressive: { settle: '2s' } },
       // No Argo CD here: its namespace (where the chart would grant reading Applications) does not exist.
       argocd: { enabled: false },
       extraArgs: o.extraArgs ?? [],

@@ -118,6 +118,8 @@ export function serviceArgs(namespace: string, keyFile: string, extra: string[] 
     `--hash-key-file=${keyFile}`,
     '--log-level=debug',
     '--min-reload-interval=0s',
+    // Progressive reloads are on, as by default; a short settle keeps multi-workload tests quick.
+    '--progressive-settle=2s',
     '--http-address=127.0.0.1:0',
     '--status-address=127.0.0.1:0',
     ...extra,
