@@ -71,7 +71,7 @@ export class Reconciler {
   /** When each workload's queued action was first submitted (reloader_workqueue_latency_seconds). */
   readonly #queuedAt = new Map<string, number>();
   #detachDepth: (() => void) | undefined;
-  /** The brake and the progressive reloads' waves (docs/progressive.md). */
+  /** The brake and the progressive reloads' waves (docs/progressive-reloads.md). */
   readonly #gates: Gates;
   readonly #hooks: ConfigHooks;
   readonly #book: StatusBook;

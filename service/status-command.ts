@@ -1,6 +1,6 @@
 // `gitops-reloader status`: what the leader's engine is doing, read from its status endpoint
 // (--status-address, loopback by default: `kubectl port-forward` to the leader's pod reaches it):
-// reloads running, waiting and why, changes halted, the last reloads done and why (docs/progressive.md).
+// reloads running, waiting and why, changes halted, the last reloads done and why (docs/progressive-reloads.md).
 
 import { FlagError, type FlagSpec, parseFlags, usage } from './config/flags.ts';
 import { formatStatus, type ReloadStatus } from './engine/status.ts';

@@ -1,4 +1,4 @@
-// Progressive reloads (issue 24, docs/progressive.md): `progressiveDeployments` Deployments (100 at
+// Progressive reloads (issue 24, docs/progressive-reloads.md): `progressiveDeployments` Deployments (100 at
 // small and full) of `replicas` pods each read ONE ConfigMap. Their pods read it at start, as an app
 // does: pods admitted while its key `health` is `bad` never become Ready (a MutatingAdmissionPolicy
 // and kwok's pod-unready stage, test/support/app-health.ts). Three changes, in this order:

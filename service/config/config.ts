@@ -192,7 +192,7 @@ export const serveFlags: readonly FlagSpec[] = [
   {
     name: 'progressive-reloads',
     type: 'bool',
-    help: 'Reload the workloads of one config change in waves (docs/progressive.md): a first wave, then waves twice as large, each started when the one before completed, the second only after the first stayed healthy for --progressive-settle. A wave that fails (its reload makes no progress for --reload-deadline, or its pods are not Ready or restart while settling) halts the change: nothing more starts for it until a newer change of the config. A workload opts out with gitops-reloader.io/progressive: "false"; --progressive-reloads=false turns it off.',
+    help: 'Reload the workloads of one config change in waves (docs/progressive-reloads.md): a first wave, then waves twice as large, each started when the one before completed, the second only after the first stayed healthy for --progressive-settle. A wave that fails (its reload makes no progress for --reload-deadline, or its pods are not Ready or restart while settling) halts the change: nothing more starts for it until a newer change of the config. A workload opts out with gitops-reloader.io/progressive: "false"; --progressive-reloads=false turns it off.',
     default: 'true',
   },
   {
@@ -493,7 +493,7 @@ export interface Config {
   /** --brake: no reload starts; --brake-allows-requests: except the Argo CD action's. */
   brake: boolean;
   brakeAllowsRequests: boolean;
-  /** --progressive-reloads and its waves (docs/progressive.md); undefined when off. */
+  /** --progressive-reloads and its waves (docs/progressive-reloads.md); undefined when off. */
   progressive?: { firstWave: number; settleMs: number; gatherMs: number };
   /** --reload-on-delete: a deleted config a workload references is a change (Reloader's default: off). */
   reloadOnDelete: boolean;

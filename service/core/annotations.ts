@@ -76,7 +76,7 @@ export const KEYS = {
   reloadPriority: 'gitops-reloader.io/reload-priority',
   /** Progressive reloads: "false" takes the workload out of the waves (it reloads at once). */
   progressive: 'gitops-reloader.io/progressive',
-  /** On a ConfigMap or Secret: a new value resumes its halted progressive reload (docs/progressive.md). */
+  /** On a ConfigMap or Secret: a new value resumes its halted progressive reload (docs/progressive-reloads.md). */
   progressiveResume: 'gitops-reloader.io/progressive-resume',
   /** Reloader's pause after a Deployment reload; read as a batch window (see readPausePeriod). */
   pausePeriod: 'deployment.reloader.stakater.com/pause-period',

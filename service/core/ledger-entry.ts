@@ -13,7 +13,7 @@
 //           "u": [podUid]}                                    and the pods to replace (when snapshotted)
 //    "r":  reloadedAt                                time of the last completed reload
 //    "h":  {"c": configId, "d": digest, "t": cutoff,  halt: a progressive reload of this config change
-//           "n": wave, "y": why, "a": haltedAt}               failed at this workload (docs/progressive.md)
+//           "n": wave, "y": why, "a": haltedAt}               failed at this workload (docs/progressive-reloads.md)
 //   }
 // Times are ISO-8601 UTC with milliseconds, exactly as Date#toISOString writes them.
 

@@ -66,7 +66,7 @@ export interface DeploymentRestartInput {
    */
   targets?: ReadonlySet<string>;
   /**
-   * Progressive reloads (docs/progressive.md): until one replacement is Ready, replace one pod only,
+   * Progressive reloads (docs/progressive-reloads.md): until one replacement is Ready, replace one pod only,
    * so a restart into a bad config stops at its first replacement, not at its availability floor.
    */
   canary?: boolean;

@@ -1,4 +1,4 @@
-// Progressive reloads (docs/progressive.md): one config change that concerns many workloads reloads
+// Progressive reloads (docs/progressive-reloads.md): one config change that concerns many workloads reloads
 // them in waves, so a bad value stops at the first wave instead of taking every workload that reads it
 // to its availability floor at once. A change is one config at one digest; the workloads whose reloads
 // carry it form its progression. Pure: the engine (engine/progressive.ts) keeps the timers, reads the

@@ -1,4 +1,4 @@
-// The emergency brake (docs/progressive.md, "The brake"): with --brake, no reload starts, in any
+// The emergency brake (docs/progressive-reloads.md, "The brake"): with --brake, no reload starts, in any
 // namespace. It is a flag, so it is durable and in git like the rest of the install: setting it (a
 // rollout of the service) interrupts the reloads that run, whose pending entries stay in the ledger
 // with their pod snapshots; the braked service holds them and every change it sees. Nothing is

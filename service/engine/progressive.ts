@@ -1,4 +1,4 @@
-// Progressive reloads in the engine (docs/progressive.md). The reconciler asks `parks` before it
+// Progressive reloads in the engine (docs/progressive-reloads.md). The reconciler asks `parks` before it
 // queues a reload, and tells `ended` how a run ended; the waves themselves are core/waves.ts. This
 // keeps the reloads that wait for their wave or are held by a halted change, the timers (gathering,
 // settling), reads the pods' health through the StrategiesPort, and reports halts: a Warning Event on

@@ -1,4 +1,4 @@
-// What the engine is doing, for anyone to read (docs/progressive.md, "Status"): reloads running,
+// What the engine is doing, for anyone to read (docs/progressive-reloads.md, "Status"): reloads running,
 // waiting and why, changes halted (and the pods that failed), and the last reloads done with their
 // cause (configs, keys, the Argo CD sync). Served as JSON on --status-address (loopback by default:
 // reached by port-forward) and printed by `gitops-reloader status`. Names of workloads, configs, keys

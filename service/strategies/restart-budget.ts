@@ -1,4 +1,4 @@
-// The restart budget (docs/progressive.md): a ceiling on the pods the restarts replace per minute,
+// The restart budget (docs/progressive-reloads.md): a ceiling on the pods the restarts replace per minute,
 // cluster-wide (--restart-budget) and per namespace (--restart-budget-per-namespace), on top of the API
 // write rate (ADR 0018). Every eviction of an old pod takes a slot of both first; a reload waiting for
 // one is not stuck, so the wait counts as progress and --reload-deadline does not cut it.

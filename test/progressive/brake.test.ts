@@ -1,4 +1,4 @@
-// The emergency brake on the real control plane (docs/progressive.md): a change concerns 30
+// The emergency brake on the real control plane (docs/progressive-reloads.md): a change concerns 30
 // Deployments; while their reloads run, the brake is set (the service restarts with --brake, as a
 // rollout of the chart value does). The braked service starts no reload and holds every change; when
 // the brake is released (restarted without it), every workload completes, and no pod is replaced twice.

@@ -1,4 +1,4 @@
-// Progressive reloads on the real control plane (docs/progressive.md): 30 Deployments read one
+// Progressive reloads on the real control plane (docs/progressive-reloads.md): 30 Deployments read one
 // ConfigMap, whose pods, as an app that reads its config at start, never become Ready while the
 // ConfigMap is bad (a MutatingAdmissionPolicy and a kwok stage, test/support/app-health.ts). A bad
 // change touches the first wave only and is halted; the halt survives a leader change; the fixing

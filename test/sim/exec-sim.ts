@@ -55,7 +55,7 @@ export type Step =
 
 export interface ExecSchedule {
   seed: number;
-  /** Run the service with --progressive-reloads (docs/progressive.md). */
+  /** Run the service with --progressive-reloads (docs/progressive-reloads.md). */
   progressive?: boolean;
   configs: string[];
   deployments: WorkloadSpec[];

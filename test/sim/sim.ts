@@ -108,7 +108,7 @@ const configName = (id: string) => id.split('/')[2] as string;
 
 /** Runs one schedule to quiescence and returns the invariant violations it saw (none: it passed). */
 export interface SimOptions {
-  /** Run the engine with --progressive-reloads (docs/progressive.md): the same invariants hold. */
+  /** Run the engine with --progressive-reloads (docs/progressive-reloads.md): the same invariants hold. */
   progressive?: boolean;
 }
 
