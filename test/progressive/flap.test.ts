@@ -59,8 +59,10 @@ describe('a flapping config', () => {
     const seen = () => svc.logs.filter((l) => l.msg === 'config changed').length;
     const deadline = Date.now() + 90_000;
     let writes = 0;
+    let lastWrite = 0;
     while (starts('a').length < 3) {
       expect(Date.now()).toBeLessThan(deadline);
+      lastWrite = Date.now();
       await write(kube, namespace, ++writes);
       const want = writes;
       await waitFor(async () => (seen() >= want ? true : pending(seen())), {
@@ -68,11 +70,10 @@ describe('a flapping config', () => {
         timeout: 10_000,
       });
     }
-    const lastWrite = Date.now();
     // The flapping over, every workload reloads to the last content.
     await waitFor(
       async () => {
-        const late = APPS.filter((app) => !starts(app).some((t) => t >= lastWrite - 1_000));
+        const late = APPS.filter((app) => !starts(app).some((t) => t >= lastWrite));
         return late.length === 0 ? true : pending(late);
       },
       { describe: 'every workload reloaded after the last write', timeout: 60_000 },
