@@ -20,6 +20,7 @@ describe('gitops-reloader CLI', () => {
     ['plan', /--configmap <string>/],
     ['checksum', /--key-file <string>/],
     ['tenant-key', /--namespace <list>/],
+    ['resume', /--kubeconfig <string>/],
     ['migrate', /--deployment <string>/],
     ['version', /gitops-reloader --version/],
   ];

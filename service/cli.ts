@@ -14,12 +14,23 @@ import { startStatusServer } from './status-server.ts';
 
 // The other commands are imported when run: `serve` never loads the git writer, the YAML parser or the
 // migration code (bench/README.md, "Where the memory goes").
-const COMMANDS = ['serve', 'status', 'plan', 'checksum', 'tenant-key', 'migrate', 'version', 'help'] as const;
+const COMMANDS = [
+  'serve',
+  'status',
+  'resume',
+  'plan',
+  'checksum',
+  'tenant-key',
+  'migrate',
+  'version',
+  'help',
+] as const;
 type Command = (typeof COMMANDS)[number];
 
 const SYNOPSIS: Record<Command, string> = {
   serve: 'gitops-reloader serve [flags]',
   status: 'gitops-reloader status [--url URL] [--output text|json]',
+  resume: 'gitops-reloader resume (configmap|secret)/NAMESPACE/NAME [--kubeconfig PATH]',
   plan: 'gitops-reloader plan --namespace N (--configmap NAME | --secret NAME) [--kubeconfig PATH]',
   checksum: 'gitops-reloader checksum [DIR|-] [--in-place] [--check] [--key-file F | --namespace-key-file F]',
   'tenant-key': 'gitops-reloader tenant-key --namespace NS [--key-file F] [--secret NAME]',
@@ -48,6 +59,8 @@ Usage:\n  ${SYNOPSIS.plan}\n\nFlags:\n${usage(planFlags)}\n`;
       return (await import('../git/checksum-command.ts')).CHECKSUM_USAGE;
     case 'status':
       return (await import('./status-command.ts')).STATUS_USAGE;
+    case 'resume':
+      return (await import('./resume-command.ts')).RESUME_USAGE;
     case 'tenant-key':
       return (await import('./tenant-key-command.ts')).TENANT_KEY_USAGE;
     case 'migrate': {
@@ -181,6 +194,15 @@ async function main(argv: string[]): Promise<number> {
     case 'status': {
       const { status } = await import('./status-command.ts');
       return status(
+        rest,
+        process.env,
+        (s) => process.stdout.write(s),
+        (s) => process.stderr.write(s),
+      );
+    }
+    case 'resume': {
+      const { resume } = await import('./resume-command.ts');
+      return resume(
         rest,
         process.env,
         (s) => process.stdout.write(s),

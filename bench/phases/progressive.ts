@@ -40,7 +40,7 @@ export const PROGRESSIVE_SETTINGS = {
   settle_s: 5,
   reload_deadline_s: 10,
   /** Service defaults, not set by the phase. */
-  gather_s: 2,
+  gather_s: 0.5,
   debounce_s: 3,
 };
 

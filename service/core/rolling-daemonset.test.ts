@@ -70,6 +70,27 @@ describe('isDaemonSetRolloutInProgress', () => {
 });
 
 describe('planDaemonSetRestartStep', () => {
+  it('canary (progressive reloads): one node alone until a replacement is available, then maxUnavailable', () => {
+    const olds = [pod(0, -60), pod(1, -60), pod(2, -60)];
+    expect(plan({ maxUnavailable: 3, canary: true, pods: olds })).toEqual({
+      kind: 'evict',
+      nodes: ['n0'],
+      pods: ['agent-0-old'],
+    });
+    const starting = [pod(0, 2, { ready: false, readySince: undefined }), pod(1, -60), pod(2, -60)];
+    expect(plan({ maxUnavailable: 3, canary: true, pods: starting })).toEqual({
+      kind: 'wait',
+      reason: 'waiting-for-ready',
+    });
+    const ready = [pod(0, 2, { readySince: iso(T + 3_000) }), pod(1, -60), pod(2, -60)];
+    expect(plan({ maxUnavailable: 3, canary: true, pods: ready })).toEqual({
+      kind: 'evict',
+      nodes: ['n1', 'n2'],
+      pods: ['agent-1-old', 'agent-2-old'],
+    });
+    expect(plan({ maxUnavailable: 3, pods: olds })).toMatchObject({ nodes: ['n0', 'n1', 'n2'] });
+  });
+
   it('evicts one node at a time, in node-name order', () => {
     expect(plan({ pods: [pod(2, -60), pod(0, -60), pod(1, -60)] })).toEqual({
       kind: 'evict',

@@ -57,6 +57,11 @@ export function isDaemonSetRolloutInProgress(s: DaemonSetRolloutState): boolean 
 export interface DaemonSetRestartInput {
   /** status.desiredNumberScheduled: the nodes that should run the daemon pod. */
   desired: number;
+  /**
+   * Progressive reloads: one node's Ready old pods go alone until a replacement is available (then
+   * maxUnavailable applies), so the restart stops at its first replacement that fails.
+   */
+  canary?: boolean;
   /** spec.updateStrategy.rollingUpdate.maxUnavailable (RollingUpdate only). */
   maxUnavailable?: IntOrPercent;
   /** spec.minReadySeconds */
@@ -120,10 +125,15 @@ export function planDaemonSetRestartStep(input: DaemonSetRestartInput): DaemonSe
   let availableNodes = 0;
   for (const n of nodes.values()) if (n.availableNow) availableNodes++;
   const unavailable = Math.max(0, desired - availableNodes);
-  const budget = Math.max(
+  let budget = Math.max(
     0,
     resolveDaemonSetBudget(input.maxUnavailable, desired).maxUnavailable - unavailable,
   );
+  if (input.canary && ![...nodes.values()].some((n) => n.availableAfter)) {
+    // No replacement available yet: one node goes alone, and none more while its pod starts.
+    const starting = live.some((p) => !isOldUnderRule(p, rule));
+    budget = Math.min(budget, starting ? 0 : 1);
+  }
 
   // A node costs budget only if evicting its old pods takes away its last available pod. Nodes
   // whose old pods serve nobody (or that also run an available new pod) go first, for free.

@@ -119,6 +119,29 @@ describe('isStatefulSetRolloutInProgress', () => {
 });
 
 describe('planStatefulSetRestartStep', () => {
+  it('canary (progressive reloads): one pod alone until a replacement is Ready, then maxUnavailable', () => {
+    const olds = [pod(0, -60), pod(1, -60), pod(2, -60)];
+    // maxUnavailable 3 would take all three at once; the first replacement goes alone.
+    expect(plan({ maxUnavailable: 3, canary: true, pods: olds })).toEqual({ kind: 'evict', pods: ['web-2'] });
+    // Its replacement is starting: nothing more, however large maxUnavailable.
+    const starting = [pod(0, -60), pod(1, -60), pod(2, 2, { ready: false, readySince: undefined })];
+    expect(plan({ maxUnavailable: 3, canary: true, pods: starting })).toEqual({
+      kind: 'wait',
+      reason: 'waiting-for-ready',
+    });
+    // Ready: the rest go together, as maxUnavailable allows.
+    const ready = [pod(0, -60), pod(1, -60), pod(2, 2, { readySince: iso(T + 3_000) })];
+    expect(plan({ maxUnavailable: 3, canary: true, pods: ready })).toEqual({
+      kind: 'evict',
+      pods: ['web-1', 'web-0'],
+    });
+    // Without canary, as before.
+    expect(plan({ maxUnavailable: 3, pods: olds })).toEqual({
+      kind: 'evict',
+      pods: ['web-2', 'web-1', 'web-0'],
+    });
+  });
+
   it('evicts the highest ordinal first, one at a time', () => {
     expect(plan({ pods: [pod(0, -60), pod(1, -60), pod(2, -60)] })).toEqual({
       kind: 'evict',

@@ -81,6 +81,11 @@ export function isStatefulSetRolloutInProgress(s: StatefulSetRolloutState): bool
 export interface StatefulSetRestartInput {
   /** spec.replicas */
   replicas: number;
+  /**
+   * Progressive reloads: one Ready old pod goes alone until a replacement is Ready (then
+   * maxUnavailable applies), so the restart stops at its first replacement that fails.
+   */
+  canary?: boolean;
   /** spec.ordinals.start (default 0): the set's ordinals are start … start+replicas−1. */
   ordinalStart?: number;
   /** spec.updateStrategy.rollingUpdate.maxUnavailable, when set (else 1). */
@@ -158,7 +163,12 @@ export function planStatefulSetRestartStep(input: StatefulSetRestartInput): Stat
     else soonest = Math.min(soonest, inMs);
   }
   const unavailable = replicas - availableOrdinals.size;
-  const budget = Math.max(0, resolveStatefulSetMaxUnavailable(input.maxUnavailable, replicas) - unavailable);
+  let budget = Math.max(0, resolveStatefulSetMaxUnavailable(input.maxUnavailable, replicas) - unavailable);
+  if (input.canary) {
+    // No replacement Ready yet: one goes alone, and none more while it starts.
+    const fresh = inSet.filter((p) => !old.includes(p));
+    if (!fresh.some((p) => p.ready)) budget = Math.min(budget, fresh.length > 0 ? 0 : 1);
+  }
 
   const notReadyOld = old.filter((p) => !p.ready);
   const readyOld = old.filter((p) => p.ready);

@@ -382,6 +382,23 @@ describe('progressive reloads', () => {
     expect(w.strategies.runs.map((r) => r.req.workload.rec.ref.name).sort()).toEqual(['a', 'b']);
   });
 
+  it('a workload with the annotate or git strategy reloads outside the waves: nothing of its pods to settle', async () => {
+    const w = engineWorld(FLAGS);
+    w.state.putConfig(w.putConfigMap('a', 'shared', { k: '1' }));
+    for (const name of ['a', 'b', 'c']) {
+      const ann: Record<string, string> = name === 'b' ? { 'gitops-reloader.io/strategy': 'annotate' } : {};
+      w.state.putWorkload(
+        w.deployment('a', name, 'shared', ann) as NonNullable<ReturnType<typeof w.deployment>>,
+      );
+    }
+    await w.reconciler.start();
+    w.change('a', 'shared', { k: '2' });
+    await w.time.advance(w.time.clock.now + 1000);
+    await w.settle();
+    // `a` is the first wave of the two that restart, `c` waits for the second; `b` is in no wave.
+    expect(w.strategies.runs.map((r) => r.req.workload.rec.ref.name).sort()).toEqual(['a', 'b']);
+  });
+
   it('--progressive-reloads=false turns it off: every reload starts at once', async () => {
     const w = await fleet(['--progressive-reloads=false', '--min-reload-interval=0s']);
     w.change('a', 'shared', { k: '2' });

@@ -27,6 +27,16 @@ export function changesOf(a: ReloadAction): ChangeKey[] {
 
 const DELETED = 'deleted';
 
+/**
+ * Whether the workload's reloads take part in the waves: it did not opt out, and its strategy is
+ * `restart`, whose pods the service replaces and can judge. An `annotate` reload hands the rollout
+ * to the workload's controller and a `git` reload to Argo CD's next sync: neither has replaced a pod
+ * when it completes, so there is nothing to settle (docs/progressive-reloads.md).
+ */
+export function inWaves(t: TrackedWorkload): boolean {
+  return t.parsed.policy.progressive && t.parsed.policy.strategy === 'restart';
+}
+
 export interface ProgressiveOptions {
   /** Queues a reload whose wave opened. */
   release(a: ReloadAction): void;
@@ -131,7 +141,7 @@ export class Progressive {
     const a = this.#stamp(planned);
     const t = this.#d.state.workloads.get(a.workload);
     const changes = changesOf(a);
-    if (!t?.parsed.policy.progressive || changes.length === 0) return a;
+    if (!t || !inWaves(t) || changes.length === 0) return a;
     // Planned for content the config no longer has (a retry after a revert or a newer change): the
     // workload's batch for the config's content now plans what is needed, and a revert needs nothing.
     const gone = changes.find(
@@ -180,9 +190,10 @@ export class Progressive {
       // The id is `Kind/namespace/name` (core/types.ts configId); a deleted config has no record.
       const [kind, namespace = '', ...name] = c.config.split('/');
       const ref = { kind, namespace, name: name.join('/') } as ConfigRef;
-      out[c.config] = this.#d.state
-        .affectedBy(ref)
-        .filter((w) => this.#d.state.workloads.get(w)?.parsed.policy.progressive).length;
+      out[c.config] = this.#d.state.affectedBy(ref).filter((w) => {
+        const t = this.#d.state.workloads.get(w);
+        return t !== undefined && inWaves(t);
+      }).length;
     }
     return out;
   }

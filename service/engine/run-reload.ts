@@ -10,6 +10,7 @@ import { ProgressDeadline } from '../core/progress-deadline.ts';
 import { type Outcome, type ReloadAction, retryDelayMs } from '../core/reload-action.ts';
 import type { TrackedWorkload } from '../state.ts';
 import type { ReconcilerDeps } from './deps.ts';
+import { inWaves } from './progressive.ts';
 import type { Recorder } from './recorder.ts';
 import { display, emitOn, fields } from './report.ts';
 import type { ExecResult, RunWait } from './strategies-port.ts';
@@ -103,7 +104,7 @@ export async function runReload(c: RunContext, t: TrackedWorkload, a: ReloadActi
       signal,
       term: c.signal,
       stallAfterMs: cfg.stallAfterMs,
-      ...(cfg.progressive && t.parsed.policy.progressive ? { canary: true } : {}),
+      ...(cfg.progressive && inWaves(t) ? { canary: true } : {}),
       onStall: (why) => {
         metric?.stalled();
         d.metrics?.reloadStall('blocked');

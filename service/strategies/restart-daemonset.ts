@@ -73,6 +73,7 @@ export async function restartDaemonSet(
     );
     const step = planDaemonSetRestartStep({
       desired,
+      ...(req.canary ? { canary: true } : {}),
       maxUnavailable,
       minReadySeconds: ds.spec?.minReadySeconds,
       cutoffMs: req.cutoffMs,

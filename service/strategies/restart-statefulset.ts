@@ -78,6 +78,7 @@ export async function restartStatefulSet(
     );
     const step = planStatefulSetRestartStep({
       replicas,
+      ...(req.canary ? { canary: true } : {}),
       ordinalStart: s.spec?.ordinals?.start,
       maxUnavailable: rolling?.maxUnavailable,
       minReadySeconds: s.spec?.minReadySeconds,

@@ -47,8 +47,11 @@ describe('a flapping config', () => {
       ]),
     );
     await svc.waitForLog('ready', (l) => l.msg === 'ready');
-    // The writers rewrite it, each write once the service has seen the one before, until every
-    // workload has restarted twice (so the interval between restarts is measured), within a deadline.
+    // The writers rewrite it, each write once the service has seen the one before, until the first
+    // wave's workload (`a`, first by name) has restarted three times (so the interval between its
+    // restarts is measured twice), within a deadline. With progressive reloads on (the default), each
+    // write is a new change that starts again from its first wave: the others wait for the flapping
+    // to end, then reload once.
     const starts = (app: string) =>
       svc.logs
         .filter((l) => l.msg === 'reload started' && l.workload === `Deployment/${app}`)
@@ -56,8 +59,10 @@ describe('a flapping config', () => {
     const seen = () => svc.logs.filter((l) => l.msg === 'config changed').length;
     const deadline = Date.now() + 90_000;
     let writes = 0;
-    while (!APPS.every((app) => starts(app).length >= 2)) {
+    let lastWrite = 0;
+    while (starts('a').length < 3) {
       expect(Date.now()).toBeLessThan(deadline);
+      lastWrite = Date.now();
       await write(kube, namespace, ++writes);
       const want = writes;
       await waitFor(async () => (seen() >= want ? true : pending(seen())), {
@@ -65,6 +70,14 @@ describe('a flapping config', () => {
         timeout: 10_000,
       });
     }
+    // The flapping over, every workload reloads to the last content.
+    await waitFor(
+      async () => {
+        const late = APPS.filter((app) => !starts(app).some((t) => t >= lastWrite));
+        return late.length === 0 ? true : pending(late);
+      },
+      { describe: 'every workload reloaded after the last write', timeout: 60_000 },
+    );
     const flaps = await waitForEvent(kube, namespace, 'ConfigFlapping', 'flappy');
     expect(flaps.type).toBe('Warning');
     expect(flaps.message).toMatch(/^changed 5 times within 30s, written by operator-a, operator-b;/);

@@ -4,7 +4,7 @@
 // change touches the first wave only and is halted; the halt survives a leader change; the fixing
 // change reloads every workload exactly once, and a revert to what the pods run restarts nothing.
 // Observed as a user would: pods, Events, logs.
-import { afterEach, describe, expect, onTestFinished } from 'vitest';
+import { afterEach, describe, expect, inject, onTestFinished } from 'vitest';
 import type { ReloadStatus } from '../../service/engine/status.ts';
 import { readsConfigAtStart } from '../support/app-health.ts';
 import { renderedDom } from '../support/browser.ts';
@@ -308,6 +308,54 @@ describe('progressive reloads', () => {
     expect(svc.logs.filter((l) => l.msg === 'reload started').map((l) => l.workload)).toEqual([
       `Deployment/${CANARY}`,
     ]);
+  });
+
+  it("gitops-reloader resume continues a halted change, with the caller's own credentials", async ({
+    kube,
+    namespace,
+  }) => {
+    const names = apps.slice(0, 2).concat(CANARY);
+    await fleet(kube, namespace, names);
+    const svc = start(namespace, await hashKeyFile());
+    await svc.waitForLog('ready', (l) => l.msg === 'ready');
+    await setHealth(kube, namespace, 'bad');
+    await waitForEvent(kube, namespace, 'ReloadHalted', 'shared', 90_000);
+    const canaryStarts = () =>
+      svc.logs.filter((l) => l.msg === 'reload started' && l.workload === `Deployment/${CANARY}`).length;
+    const startsBefore = canaryStarts();
+    // A name that is not a config, or a path, is refused before anything is sent.
+    const bad = await runCli([
+      'resume',
+      `configmap/../${namespace}/shared`,
+      `--kubeconfig=${inject('kubeconfig')}`,
+    ]);
+    expect({ code: bad.code, stderr: bad.stderr }).toEqual({
+      code: 2,
+      stderr: expect.stringContaining('expected configmap/NAMESPACE/NAME'),
+    });
+    const missing = await runCli([
+      'resume',
+      `configmap/${namespace}/nope`,
+      `--kubeconfig=${inject('kubeconfig')}`,
+    ]);
+    expect({ code: missing.code, stderr: missing.stderr }).toEqual({
+      code: 1,
+      stderr: expect.stringContaining(`ConfigMap ${namespace}/nope: it does not exist`),
+    });
+    const cli = await runCli([
+      'resume',
+      `configmap/${namespace}/shared`,
+      `--kubeconfig=${inject('kubeconfig')}`,
+    ]);
+    expect(cli.code).toBe(0);
+    expect(cli.stdout).toContain(`ConfigMap ${namespace}/shared: gitops-reloader.io/progressive-resume=`);
+    const resumed = await waitForEvent(kube, namespace, 'ReloadResumed', 'shared', 30_000);
+    expect(resumed.message).toMatch(/^the halted change \(wave 1, /);
+    // The change goes on from the workload that failed it: the canary's reload starts again.
+    await waitFor(async () => (canaryStarts() > startsBefore ? true : pending(canaryStarts())), {
+      describe: 'the canary reloads again after the resume',
+      timeout: 30_000,
+    });
   });
 
   it('one workload alone: its restart stops at its first replacement, not at its availability floor', async ({

@@ -89,7 +89,15 @@ describe('crash safety (I5)', () => {
     kube,
     namespace,
   }) => {
-    const r = await scenario(kube, namespace, { replicas: 10, maxSurge: '25%', maxUnavailable: '25%' }, () =>
+    // Opted out of progressive reloads, whose first replacement goes alone: this is about resuming a
+    // step that made all three surge pods at once.
+    const opts = {
+      replicas: 10,
+      maxSurge: '25%',
+      maxUnavailable: '25%',
+      annotations: { ...AUTO, 'gitops-reloader.io/progressive': 'false' },
+    };
+    const r = await scenario(kube, namespace, opts, () =>
       waitFor(
         async () => {
           const pods = await livePods(kube, namespace, 'web');
