@@ -70,7 +70,7 @@ describe('gitops-reloader CLI', () => {
     ],
     [
       ['frob'],
-      'gitops-reloader: unknown command "frob"; the commands are serve, status, plan, checksum, tenant-key, migrate, version, help.',
+      'gitops-reloader: unknown command "frob"; the commands are serve, status, resume, plan, checksum, tenant-key, migrate, version, help.',
     ],
   ];
   for (const [args, message] of errors) {

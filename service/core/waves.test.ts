@@ -78,6 +78,16 @@ describe('Waves', () => {
     expect(w.offer(cand('Deployment/ns/b', 'd2', 2_000), 3).kind).toBe('run');
   });
 
+  it('a resume gives the failed workload its place again: its retry runs next, not the next in line', () => {
+    const w = new Waves({ firstWave: 1, gatherMs: 0 });
+    expect(offerAll(w, ['Deployment/ns/a', 'Deployment/ns/b'], 0)).toEqual(['Deployment/ns/a']);
+    w.failed('Deployment/ns/a', 'not Ready', 1);
+    expect(w.resume(CM)?.workload).toBe('Deployment/ns/a');
+    // a's retry is still backing off: b is offered first, and waits.
+    expect(w.offer(cand('Deployment/ns/b'), 2).kind).toBe('wait');
+    expect(w.offer(cand('Deployment/ns/a'), 3).kind).toBe('run');
+  });
+
   it('opens the second wave only after the first passed its settle, and doubles each wave', () => {
     const w = new Waves({ firstWave: 1, gatherMs: 0 });
     const all = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'].map((n) => `Deployment/ns/${n}`);

@@ -301,11 +301,9 @@ export class Waves {
     const halt = p?.halt;
     if (!p || !halt) return undefined;
     p.halt = undefined;
-    for (const [w, m] of p.members) {
-      if (m.state !== 'failed') continue;
-      p.members.delete(w);
-      if (m.wave === p.wave) p.inWave -= 1;
-    }
+    // The workloads that failed keep their places, running again: their own retries (parked, or
+    // still backing off) run next, not the next workloads in line.
+    for (const m of p.members.values()) if (m.state === 'failed') m.state = 'running';
     return halt;
   }
 

@@ -356,6 +356,12 @@ describe('progressive reloads', () => {
       describe: 'the canary reloads again after the resume',
       timeout: 30_000,
     });
+    // It alone: the next workloads in line stay held (the canary's retry, backing off at the resume,
+    // took back its own place).
+    expect(svc.logs.filter((l) => l.msg === 'reload started').map((l) => l.workload)).toEqual([
+      `Deployment/${CANARY}`,
+      `Deployment/${CANARY}`,
+    ]);
   });
 
   it('one workload alone: its restart stops at its first replacement, not at its availability floor', async ({
