@@ -365,13 +365,19 @@ describe('progressive reloads', () => {
     expect(targets.size).toBe(1);
   });
 
-  it('a workload that opts out reloads at once, outside the waves', async () => {
+  // `b` is in no wave: it opts out, or its strategy replaces no pod the waves could settle (an
+  // annotate or git reload hands the rollout to the workload's controller or to Argo CD).
+  it.each([
+    ['a workload that opts out', { 'gitops-reloader.io/progressive': 'false' }],
+    ['a workload with the annotate strategy', { 'gitops-reloader.io/strategy': 'annotate' }],
+  ])('%s reloads at once, outside the waves', async (_what, ann) => {
     const w = engineWorld(FLAGS);
     w.state.putConfig(w.putConfigMap('a', 'shared', { k: '1' }));
     for (const name of ['a', 'b', 'c']) {
-      const ann: Record<string, string> = name === 'b' ? { 'gitops-reloader.io/progressive': 'false' } : {};
       w.state.putWorkload(
-        w.deployment('a', name, 'shared', ann) as NonNullable<ReturnType<typeof w.deployment>>,
+        w.deployment('a', name, 'shared', name === 'b' ? ann : {}) as NonNullable<
+          ReturnType<typeof w.deployment>
+        >,
       );
     }
     await w.reconciler.start();
@@ -379,23 +385,6 @@ describe('progressive reloads', () => {
     await w.time.advance(w.time.clock.now + 1000);
     await w.settle();
     // `a` is the first wave, `c` waits for the second; `b` is in no wave.
-    expect(w.strategies.runs.map((r) => r.req.workload.rec.ref.name).sort()).toEqual(['a', 'b']);
-  });
-
-  it('a workload with the annotate or git strategy reloads outside the waves: nothing of its pods to settle', async () => {
-    const w = engineWorld(FLAGS);
-    w.state.putConfig(w.putConfigMap('a', 'shared', { k: '1' }));
-    for (const name of ['a', 'b', 'c']) {
-      const ann: Record<string, string> = name === 'b' ? { 'gitops-reloader.io/strategy': 'annotate' } : {};
-      w.state.putWorkload(
-        w.deployment('a', name, 'shared', ann) as NonNullable<ReturnType<typeof w.deployment>>,
-      );
-    }
-    await w.reconciler.start();
-    w.change('a', 'shared', { k: '2' });
-    await w.time.advance(w.time.clock.now + 1000);
-    await w.settle();
-    // `a` is the first wave of the two that restart, `c` waits for the second; `b` is in no wave.
     expect(w.strategies.runs.map((r) => r.req.workload.rec.ref.name).sort()).toEqual(['a', 'b']);
   });
 
