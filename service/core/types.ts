@@ -30,6 +30,11 @@ export interface WorkloadRef {
 // memory goes").
 export const configId = (c: ConfigRef): string => [c.kind, c.namespace, c.name].join('/');
 export const workloadId = (w: WorkloadRef): string => [w.kind, w.namespace, w.name].join('/');
+/** The reference a configId names (its inverse: names and namespaces hold no '/'). */
+export function configRefOf(id: string): ConfigRef {
+  const [kind = '', namespace = '', ...name] = id.split('/');
+  return { kind: kind as ConfigKind, namespace, name: name.join('/') };
+}
 
 /**
  * How a pod spec uses one config: which keys it can see, and whether it still starts without it.

@@ -25,7 +25,7 @@ describe('Waves', () => {
 
   it('ends the gathering once every expected workload came, and chooses the first wave in order, not by who came last', () => {
     const w = new Waves({ firstWave: 1, gatherMs: GATHER });
-    const expected = { [CM]: 3 };
+    const expected = () => 3;
     const offer = (n: string, now: number) => w.offer({ ...cand(n), expected }, now);
     expect(offer('Deployment/ns/c', 0)).toEqual({ kind: 'wait', until: GATHER });
     expect(offer('Deployment/ns/b', 1)).toEqual({ kind: 'wait', until: GATHER });
@@ -36,15 +36,29 @@ describe('Waves', () => {
     ]);
     // A workload alone needs no gathering at all.
     const alone = new Waves({ firstWave: 1, gatherMs: GATHER });
-    expect(alone.offer({ ...cand('Deployment/ns/a', 'd2'), expected: { [CM]: 1 } }, 0)).toEqual({
+    expect(alone.offer({ ...cand('Deployment/ns/a', 'd2'), expected: () => 1 }, 0)).toEqual({
       kind: 'run',
     });
     // Without a count (or one too high), the gathering takes its whole time.
     const unknown = new Waves({ firstWave: 1, gatherMs: GATHER });
-    expect(unknown.offer({ ...cand('Deployment/ns/a'), expected: { [CM]: 2 } }, 0)).toEqual({
+    expect(unknown.offer({ ...cand('Deployment/ns/a'), expected: () => 2 }, 0)).toEqual({
       kind: 'wait',
       until: GATHER,
     });
+  });
+
+  it('counts a change’s readers only while it gathers, not on every later offer', () => {
+    const w = new Waves({ firstWave: 1, gatherMs: GATHER });
+    let asked = 0;
+    const expected = () => {
+      asked += 1;
+      return 2;
+    };
+    w.offer({ ...cand('Deployment/ns/a'), expected }, 0);
+    w.offer({ ...cand('Deployment/ns/b'), expected }, 1);
+    expect(asked).toBe(2);
+    for (let i = 0; i < 10; i++) w.offer({ ...cand('Deployment/ns/b'), expected }, GATHER + i);
+    expect(asked).toBe(2);
   });
 
   it('a member whose reload is held while its pods stay healthy holds no wave: the next takes its place, and it is judged once it completes', () => {

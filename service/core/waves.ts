@@ -34,11 +34,12 @@ export interface Candidate {
   /** The reload's cutoff: an action older than a change's progression carries a superseded digest. */
   cutoffMs: number;
   /**
-   * Per config: how many workloads its change may concern (the engine's index of who reads it). Once
-   * that many were offered, the change has gathered them all and need not wait for `gatherMs`. A
-   * count too high only makes it wait; one too low lets a late workload join a later wave.
+   * How many workloads a config's change may concern (the engine's index of who reads it). Once that
+   * many were offered, the change has gathered them all and need not wait for `gatherMs`. A count too
+   * high only makes it wait; one too low lets a late workload join a later wave. Asked only while a
+   * change gathers: a re-offer of every parked reload must not count the readers again each time.
    */
-  expected?: Readonly<Record<string, number>>;
+  expected?: (config: string) => number;
 }
 
 export interface Halt {
@@ -103,10 +104,11 @@ class Progression {
   }
 
   /** The workload was offered. True when that ended the gathering: every expected workload came. */
-  see(workload: string, expected: number, now: number): boolean {
+  see(workload: string, expected: ((config: string) => number) | undefined, now: number): boolean {
+    if (now >= this.gatheredAt) return false;
     this.seen.add(workload);
-    this.expected = Math.max(this.expected, expected);
-    if (now >= this.gatheredAt || this.expected === 0 || this.seen.size < this.expected) return false;
+    this.expected = Math.max(this.expected, expected?.(this.key.config) ?? 0);
+    if (this.expected === 0 || this.seen.size < this.expected) return false;
     this.gatheredAt = now;
     return true;
   }
@@ -187,7 +189,7 @@ export class Waves {
     // came (the engine offers them again at once), not by who came last.
     let gathered = false;
     for (const p of progressions) {
-      if (p.see(c.workload, c.expected?.[p.key.config] ?? 0, now) && p.waiting.size > 0) gathered = true;
+      if (p.see(c.workload, c.expected, now) && p.waiting.size > 0) gathered = true;
     }
     let waiting = gathered;
     let until: number | undefined = gathered ? now : undefined;

@@ -9,7 +9,7 @@ import { realTimers, type Timers } from '../core/batcher.ts';
 import { MAX_HALT_WHY_CHARS } from '../core/ledger-entry.ts';
 import type { ConfigRecord } from '../core/records.ts';
 import { mergeActions, type Outcome, type ReloadAction } from '../core/reload-action.ts';
-import { type ConfigRef, configId } from '../core/types.ts';
+import { configId, configRefOf } from '../core/types.ts';
 import { type ChangeKey, type Halt, Waves, waveOrder } from '../core/waves.ts';
 import { apiVersionOf } from '../kube/events.ts';
 import type { TrackedWorkload } from '../state.ts';
@@ -154,7 +154,7 @@ export class Progressive {
       return undefined;
     }
     const o = this.#waves.offer(
-      { workload: a.workload, changes, cutoffMs: a.cutoffMs, expected: this.#expected(changes) },
+      { workload: a.workload, changes, cutoffMs: a.cutoffMs, expected: (c) => this.#expected(c) },
       this.#timers.now(),
     );
     switch (o.kind) {
@@ -183,19 +183,13 @@ export class Progressive {
     }
   }
 
-  /** Per config: the workloads in the waves its change may concern (those that read it and take part). */
-  #expected(changes: readonly ChangeKey[]): Record<string, number> {
-    const out: Record<string, number> = {};
-    for (const c of changes) {
-      // The id is `Kind/namespace/name` (core/types.ts configId); a deleted config has no record.
-      const [kind, namespace = '', ...name] = c.config.split('/');
-      const ref = { kind, namespace, name: name.join('/') } as ConfigRef;
-      out[c.config] = this.#d.state.affectedBy(ref).filter((w) => {
-        const t = this.#d.state.workloads.get(w);
-        return t !== undefined && inWaves(t);
-      }).length;
-    }
-    return out;
+  /** The workloads in the waves a config's change may concern (those that read it and take part). */
+  #expected(config: string): number {
+    // A deleted config has no record: its reference comes from its id.
+    return this.#d.state.affectedBy(configRefOf(config)).filter((w) => {
+      const t = this.#d.state.workloads.get(w);
+      return t !== undefined && inWaves(t);
+    }).length;
   }
 
   /** The content of each config the action changes, as the caches hold it now (when it is planned). */
@@ -255,6 +249,7 @@ export class Progressive {
 
   /** How a queued reload's run ended (or what was decided instead of running it). */
   ended(a: ReloadAction, o: Outcome): void {
+    if (!this.#d.state.workloads.has(a.workload)) this.#gone(a.workload);
     switch (o.kind) {
       case 'done':
         if (this.#waves.completed(a.workload, a.cutoffMs)) this.#settle(a, this.#o.settleMs);
@@ -294,6 +289,13 @@ export class Progressive {
     for (const t of this.#pending) this.#timers.clear(t);
     this.#pending.clear();
     this.#detach?.();
+  }
+
+  /** Forgets what it kept of a workload that is gone (its memory stays bounded by live workloads). */
+  #gone(workload: string): void {
+    this.#gen.delete(workload);
+    this.#template.delete(workload);
+    for (const key of this.#told) if (key.startsWith(`${workload} `)) this.#told.delete(key);
   }
 
   #bump(workload: string): number {
@@ -374,6 +376,7 @@ export class Progressive {
       const t = this.#d.state.workloads.get(a.workload);
       if (!t) {
         this.#waves.forget(a.workload);
+        this.#gone(a.workload);
         return this.#reoffer();
       }
       if (t.rec.templateHash !== template) {
@@ -492,13 +495,13 @@ export class Progressive {
       { ...fields(t), config, wave: h.wave, why: h.why, held },
       'progressive reload halted: nothing more starts for this change',
     );
-    const [kind = '', namespace = '', ...name] = h.config.split('/');
+    const { kind, namespace, name } = configRefOf(h.config);
     const uid = d.state.configs.get(h.config)?.uid;
     const message =
       `change halted at wave ${h.wave}: ${t.rec.ref.kind}/${t.rec.ref.name} ${h.why}. ` +
       `Nothing more starts for it; ${held} workload(s) held. A new change of ${config} starts again from the first wave`;
     await d.events.emit(
-      { apiVersion: apiVersionOf(kind), kind, namespace, name: name.join('/'), ...(uid ? { uid } : {}) },
+      { apiVersion: apiVersionOf(kind), kind, namespace, name, ...(uid ? { uid } : {}) },
       'ReloadHalted',
       message,
       'Warning',
