@@ -8,6 +8,7 @@ import {
   keyFingerprint,
   MIN_HMAC_KEY_BYTES,
   MISSING,
+  namedKeyDigests,
   usageDigest,
   workloadConfigHash,
 } from './config-hash.ts';
@@ -127,6 +128,13 @@ describe('hashConfig', () => {
 
 describe('usageDigest', () => {
   const d = digest({ data: { a: '1', b: '2' } });
+
+  it('is read back by namedKeyDigests for a use of named keys, and for nothing else', () => {
+    expect(namedKeyDigests(usageDigest(use(APP, ['b', 'zz']), d))).toEqual({ b: d.keys.b, zz: ABSENT_KEY });
+    expect(namedKeyDigests(usageDigest(use(APP, 'all'), d))).toBeUndefined();
+    expect(namedKeyDigests(MISSING)).toBeUndefined();
+    expect(namedKeyDigests('[not json')).toBeUndefined();
+  });
 
   it('shows a use of every key the whole digest', () => {
     expect(usageDigest(use(APP, 'all'), d)).toBe(d.all);

@@ -80,6 +80,27 @@ export function usageDigest(use: ConfigUse, digest: ConfigDigest | undefined): s
 }
 
 /**
+ * The per-key digests a usage digest of named keys holds (usageDigest's list of [key, digest] pairs),
+ * or undefined for any other value (a use of 'all', MISSING, something unreadable). Its inverse, kept
+ * next to it so the format has one writer and one reader.
+ */
+export function namedKeyDigests(usage: string): Record<string, string> | undefined {
+  if (!usage.startsWith('[')) return undefined;
+  try {
+    const pairs = JSON.parse(usage) as unknown;
+    if (!Array.isArray(pairs)) return undefined;
+    const out: Record<string, string> = {};
+    for (const p of pairs) {
+      if (!Array.isArray(p) || typeof p[0] !== 'string' || typeof p[1] !== 'string') return undefined;
+      out[p[0]] = p[1];
+    }
+    return out;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * One keyed hash of everything a workload sees of its configs: the value the ledger stores per workload.
  * It does not depend on the order of `uses`, and with the same key it is the same in every process.
  */

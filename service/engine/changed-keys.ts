@@ -7,7 +7,7 @@
 // start (its old content never seen) cannot, and its keys are left unknown.
 
 import type { ConfigDigest } from '../core/config-hash.ts';
-import { MISSING } from '../core/config-hash.ts';
+import { MISSING, namedKeyDigests } from '../core/config-hash.ts';
 
 /** Contents remembered at most (their per-key digest maps are the records' own, not copies). */
 export const KEY_MEMORY_LIMIT = 512;
@@ -62,20 +62,5 @@ function perKey(
 ): Readonly<Record<string, string>> | undefined {
   if (usage === MISSING) return {};
   if (usage === undefined) return undefined;
-  if (usage.startsWith('[')) {
-    // A use of named keys: core/config-hash.ts usageDigest's JSON list of [key, digest] pairs.
-    try {
-      const pairs = JSON.parse(usage) as unknown;
-      if (!Array.isArray(pairs)) return undefined;
-      const out: Record<string, string> = {};
-      for (const p of pairs) {
-        if (!Array.isArray(p) || typeof p[0] !== 'string' || typeof p[1] !== 'string') return undefined;
-        out[p[0]] = p[1];
-      }
-      return out;
-    } catch {
-      return undefined;
-    }
-  }
-  return keysOf(usage);
+  return namedKeyDigests(usage) ?? keysOf(usage);
 }
