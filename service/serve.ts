@@ -10,9 +10,11 @@ import { catchUp } from './catch-up.ts';
 import { type Config, readHashKeyFile, readWebhookKeyFile } from './config/config.ts';
 import { FlagError } from './config/flags.ts';
 import { compileGlobals } from './core/annotations.ts';
+import { composeGates } from './core/change-gates.ts';
 import { keyFingerprint } from './core/config-hash.ts';
 import { RateGate } from './core/token-bucket.ts';
 import type { ReloadStatus } from './engine/status.ts';
+import { startFlux } from './flux/flux.ts';
 import { WatchProgress } from './http.ts';
 import { type ClusterAccess, writeGatedAccess } from './kube/access.ts';
 import { appsApi, batchApi, type CoreApi, coreApi, customApi } from './kube/api.ts';
@@ -164,6 +166,8 @@ export async function serve(
         acting: () => acting,
       }),
   });
+  const flux = await startFlux({ cfg, kc, log });
+  const gate = composeGates([argocd.gate, flux.gate]);
   const events = new EventRecorder(core, log);
   const apis = {
     core: leaderCore,
@@ -223,7 +227,7 @@ export async function serve(
       hashKey: key,
       strategies,
       inScope,
-      gate: argocd.gate,
+      ...(gate ? { gate } : {}),
       metrics,
       catchUp: (t, set, entry, key, opts, ledgerWrittenMs) =>
         catchUp({ core, state, log, metrics }, t, set, entry, key, opts, ledgerWrittenMs),
@@ -232,7 +236,7 @@ export async function serve(
   const progress = new WatchProgress(2 * cfg.relistIntervalMs + 60_000);
 
   const watches: Watch<unknown>[] = [];
-  const synced: Promise<void>[] = [argocd.synced];
+  const synced: Promise<void>[] = [argocd.synced, flux.synced];
   const onFailure = (f: WatchFailure) => {
     // A failed request starts (or continues) a run of failures; a relist or reconnect ends it.
     if (f.mode === 'list-failed' || f.mode === 'watch-failed') progress.failed(f.path);
@@ -251,6 +255,10 @@ export async function serve(
   // The watches that have not listed once yet, named when a new leader gives up waiting for them.
   const unsynced = new Set<string>(['argocd applications']);
   void argocd.synced.then(() => unsynced.delete('argocd applications'));
+  if (flux.watched.length > 0) {
+    unsynced.add('flux appliers and sources');
+    void flux.synced.then(() => unsynced.delete('flux appliers and sources'));
+  }
   function watch<S>(path: string, o: Omit<Parameters<typeof startWatch<S>>[1], 'path' | 'onSynced'>) {
     let done!: () => void;
     unsynced.add(path);
@@ -459,6 +467,7 @@ export async function serve(
       if (election) await election.stop();
       else await stopLeading();
       await argocd.stop();
+      await flux.stop();
       await Promise.all(watches.map((w) => w.stop()));
     },
   };

@@ -8,6 +8,7 @@ import type { TestProject } from 'vitest/node';
 import type { ArgoCdEndpoints } from './cluster/argocd.ts';
 import { ensureBinaries } from './cluster/build.ts';
 import { down, status, up } from './cluster/control-plane.ts';
+import type { FluxEndpoints } from './cluster/flux.ts';
 import { clusterPaths } from './cluster/paths.ts';
 import { requirePrerequisitesOrExit } from './cluster/prerequisites.ts';
 import { ensureBrowser } from './support/browser.ts';
@@ -22,6 +23,7 @@ export default async function setup(project: TestProject): Promise<(() => Promis
   let kubeconfig: string;
   let teardown: (() => Promise<void>) | undefined;
   let argocd: ArgoCdEndpoints | undefined;
+  let flux: FluxEndpoints | undefined;
   if (external) {
     kubeconfig = path.resolve(external);
     say(`using the cluster in TEST_KUBECONFIG=${kubeconfig}`);
@@ -35,10 +37,11 @@ export default async function setup(project: TestProject): Promise<(() => Promis
         : `binaries cached (key ${built.key}): no Go build`,
     );
     let current = await status(paths);
-    if (current.running && !current.state?.argocd) {
-      // Started with --no-argocd (npm run bench): up() starts Argo CD next to it.
+    if (current.running && (!current.state?.argocd || !current.state?.flux)) {
+      // Started with --no-argocd (npm run bench), or before Flux was part of it: up() starts what is
+      // missing next to it.
       const r = await up(paths, say);
-      say(`Argo CD added to the running control plane in ${r.seconds.toFixed(1)}s`);
+      say(`${(r.added ?? []).join(' and ')} added to the running control plane in ${r.seconds.toFixed(1)}s`);
       current = await status(paths);
     } else if (current.running) {
       say(`reusing the running control plane at ${current.state?.server} (cluster up took 0s)`);
@@ -55,6 +58,7 @@ export default async function setup(project: TestProject): Promise<(() => Promis
     }
     kubeconfig = paths.kubeconfig;
     argocd = current.state?.argocd;
+    flux = current.state?.flux;
   }
   const kc = new KubeConfig();
   kc.loadFromFile(kubeconfig);
@@ -66,5 +70,6 @@ export default async function setup(project: TestProject): Promise<(() => Promis
   }
   project.provide('kubeconfig', kubeconfig);
   project.provide('argocd', argocd);
+  project.provide('flux', flux);
   return teardown;
 }

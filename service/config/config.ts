@@ -280,6 +280,30 @@ export const serveFlags: readonly FlagSpec[] = [
     default: 'reload',
   },
   {
+    name: 'flux-namespaces',
+    type: 'list',
+    help: 'Namespaces whose Flux Kustomizations, HelmReleases and sources are watched (comma list). Empty: no Flux watch.',
+    default: 'flux-system',
+  },
+  {
+    name: 'flux-depends-on-as-one',
+    type: 'bool',
+    help: 'Kustomizations (and HelmReleases) joined by dependsOn count as one change: what a revision changes in any of them reloads once, after the last one applied it.',
+    default: 'false',
+  },
+  {
+    name: 'flux-on-failed-apply',
+    type: 'enum',
+    values: FAILED_SYNC_POLICIES,
+    help: 'After a failed Flux reconciliation: reload what changed anyway, or hold it until the next successful one.',
+    default: 'reload',
+  },
+  {
+    name: 'flux-webhook-token-file',
+    type: 'string',
+    help: "File holding the key of Flux's generic-hmac Provider (or the bearer token a generic Provider sends). Unset: the Flux event endpoint is off.",
+  },
+  {
     name: 'webhook-token-file',
     type: 'string',
     help: 'File holding the bearer token Argo CD notifications must send. Unset: the notification webhook is off.',
@@ -512,6 +536,10 @@ export interface Config {
   argocdTracking: TrackingMethod;
   argocdTrackingLabel: string;
   argocdOnFailedSync: FailedSyncPolicy;
+  fluxNamespaces: string[];
+  fluxDependsOnAsOne: boolean;
+  fluxOnFailedApply: FailedSyncPolicy;
+  fluxWebhookTokenFile?: string;
   webhookTokenFile?: string;
   /** Reload webhook: POST instead of reloading. */
   webhookUrl?: string;
@@ -652,6 +680,10 @@ export function buildConfig(
     argocdTracking: values['argocd-tracking'] as TrackingMethod,
     argocdTrackingLabel: str(values['argocd-tracking-label']) ?? DEFAULT_TRACKING_LABEL,
     argocdOnFailedSync: values['argocd-on-failed-sync'] as FailedSyncPolicy,
+    fluxNamespaces: list(values['flux-namespaces']),
+    fluxDependsOnAsOne: values['flux-depends-on-as-one'] === true,
+    fluxOnFailedApply: values['flux-on-failed-apply'] as FailedSyncPolicy,
+    fluxWebhookTokenFile: str(values['flux-webhook-token-file']),
     webhookTokenFile: str(values['webhook-token-file']),
     webhookUrl: str(values['webhook-url']),
     webhookSecretFile: str(values['webhook-secret-file']),
@@ -695,6 +727,7 @@ export function buildConfig(
     ['namespaces', cfg.namespaces],
     ['ignore-namespaces', cfg.ignoreNamespaces],
     ['argocd-namespaces', cfg.argocdNamespaces],
+    ['flux-namespaces', cfg.fluxNamespaces],
   ] as const) {
     const bad = names.find((n) => !namespaceName.test(n));
     if (bad !== undefined)

@@ -28,7 +28,7 @@ async function copyOfModules() {
 }
 
 describe('the control-plane build cache key', () => {
-  it('pins Kubernetes 1.36, Argo CD 3.6 and Argo Rollouts 1.9, and builds every component the tests and people need', async () => {
+  it('pins Kubernetes 1.36, Argo CD 3.6, Argo Rollouts 1.9 and Flux 2.9, and builds every component the tests and people need', async () => {
     const paths = clusterPaths();
     expect(await kubernetesVersion(paths)).toMatch(/^v1\.36\.\d+$/);
     expect(await pinnedVersion(paths, 'argocd', 'github.com/argoproj/argo-cd/v3')).toMatch(/^v3\.6\.\d+$/);
@@ -36,6 +36,14 @@ describe('the control-plane build cache key', () => {
       /^v1\.9\.\d+$/,
     );
     expect(toolchains.argocd).toMatch(/^go1\.27\.\d+$/);
+    // One Flux release's controllers: their versions move together.
+    expect(
+      await Promise.all(
+        ['source-controller', 'kustomize-controller', 'helm-controller', 'notification-controller'].map((c) =>
+          pinnedVersion(paths, 'flux', `github.com/fluxcd/${c}`),
+        ),
+      ),
+    ).toEqual(['v1.9.0', 'v1.9.0', 'v1.6.0', 'v1.9.0']);
     expect(targets.map((t) => t.binary).sort()).toEqual(
       [
         'argocd',
@@ -49,6 +57,10 @@ describe('the control-plane build cache key', () => {
         'rollouts-controller',
         'miniredis',
         'gopher-lua',
+        'source-controller',
+        'kustomize-controller',
+        'helm-controller',
+        'notification-controller',
       ].sort(),
     );
   });
@@ -64,7 +76,7 @@ describe('the control-plane build cache key', () => {
     expect(await moduleKey(paths, 'argocd', 'go1.26.9')).toBe(argoBefore);
   });
 
-  it("builds Kubernetes' four commands in one go build, every other binary on its own", () => {
+  it("builds Kubernetes' four commands in one go build, and Flux's four in another, every other binary on its own", () => {
     const groups = (module: string) =>
       buildGroups(targets.filter((t) => t.module === module)).map((g) => g.map((t) => t.binary));
     expect(groups('kubernetes')).toEqual([
@@ -72,6 +84,9 @@ describe('the control-plane build cache key', () => {
     ]);
     expect(groups('argocd')).toEqual([['argocd']]);
     expect(groups('redis')).toEqual([['miniredis']]);
+    expect(groups('flux')).toEqual([
+      ['source-controller', 'kustomize-controller', 'helm-controller', 'notification-controller'],
+    ]);
   });
 
   it('keys our own main packages (Redis, the Lua runner) on their source too', async () => {

@@ -39,6 +39,12 @@ export const targets: readonly GoTarget[] = [
   // Argo CD's cache: miniredis behind our small main package (go/redis/main.go), so no Redis has to
   // be installed by hand.
   { module: 'redis', pkg: '.', binary: 'miniredis' },
+  // The four Flux controllers the Flux suites run against (test/cluster/flux.ts); each main package is
+  // its module's root.
+  { module: 'flux', pkg: 'github.com/fluxcd/source-controller', binary: 'source-controller' },
+  { module: 'flux', pkg: 'github.com/fluxcd/kustomize-controller', binary: 'kustomize-controller' },
+  { module: 'flux', pkg: 'github.com/fluxcd/helm-controller', binary: 'helm-controller' },
+  { module: 'flux', pkg: 'github.com/fluxcd/notification-controller', binary: 'notification-controller' },
   // The Lua VM Argo CD embeds, for the unit-level checks of our resource action (test/argocd/lua.ts).
   { module: 'lua', pkg: '.', binary: 'gopher-lua' },
 ];
@@ -60,6 +66,7 @@ export const diskGiB: Readonly<Record<string, number>> = {
   rollouts: 2.5,
   redis: 0.3,
   lua: 0.2,
+  flux: 3,
 };
 
 /**
@@ -73,7 +80,7 @@ export const toolchains: Readonly<Record<string, string>> = { argocd: 'go1.27.3'
  * default, so their entries in the Go build cache stay valid: CGO_ENABLED is part of every package's
  * cache key, and changing it for Kubernetes would recompile all of it.
  */
-export const withoutCgo: ReadonlySet<string> = new Set(['argocd', 'rollouts', 'redis', 'lua']);
+export const withoutCgo: ReadonlySet<string> = new Set(['argocd', 'rollouts', 'redis', 'lua', 'flux']);
 
 /** Files copied out of a module's source next to the binaries: CRDs and helper scripts. */
 interface Asset {
@@ -106,6 +113,16 @@ export const assets: readonly Asset[] = [
     from: ['manifests/crds'],
     to: 'crds/rollouts',
   },
+  ...(
+    ['source-controller', 'kustomize-controller', 'helm-controller', 'notification-controller'] as const
+  ).map(
+    (c): Asset => ({
+      module: 'flux',
+      modulePath: `github.com/fluxcd/${c}`,
+      from: ['config/crd/bases'],
+      to: 'crds/flux',
+    }),
+  ),
 ];
 
 /** Reads the Kubernetes release pinned in go/kubernetes/go.mod, e.g. "v1.36.3". */

@@ -50,6 +50,7 @@ async function main(cmd: string | undefined, flags: string[]): Promise<number> {
         say(`running at ${s.state?.server} since ${s.state?.startedAt}`);
         for (const p of s.state?.processes ?? []) say(`  ${p.name} pid ${p.pid}`);
         if (s.state?.argocd) say(`Argo CD API ${s.state.argocd.apiServer}; git ${s.state.argocd.git}`);
+        if (s.state?.flux) say(`Flux in namespace ${s.state.flux.namespace}; events ${s.state.flux.events}`);
         return 0;
       }
       say(`not running: ${s.problems.join('; ')}`);

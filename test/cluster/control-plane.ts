@@ -5,6 +5,7 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { CoreV1Api, KubeConfig, type V1Node } from '@kubernetes/client-node';
 import { type ArgoCdEndpoints, removeSockets, startArgoCd } from './argocd.ts';
+import { type FluxEndpoints, startFlux } from './flux.ts';
 import { renderKubeconfig } from './kubeconfig.ts';
 import { launch, probe, until } from './launch.ts';
 import type { ClusterPaths } from './paths.ts';
@@ -20,6 +21,8 @@ export interface ClusterState {
   processes: Started[];
   /** Set once Argo CD, Argo Rollouts and the git server are up (see argocd.ts). */
   argocd?: ArgoCdEndpoints;
+  /** Set once the Flux controllers are up (see flux.ts); they read from the Argo CD part's git server. */
+  flux?: FluxEndpoints;
 }
 
 const clients: readonly Identity[] = [
@@ -83,43 +86,49 @@ export interface UpResult {
   added?: Part[];
 }
 
-/** The optional parts of the environment (Flux would be the next). */
-export type Part = 'argocd';
+/** The optional parts of the environment, in start order (Flux reads from Argo CD's git server). */
+export type Part = 'argocd' | 'flux';
 
 /** What a running environment lacks of what `options` asks for; more than asked is left running. */
-export function missingParts(state: Pick<ClusterState, 'argocd'>, options: UpOptions = {}): Part[] {
-  return options.argocd !== false && !state.argocd ? ['argocd'] : [];
+export function missingParts(state: Pick<ClusterState, 'argocd' | 'flux'>, options: UpOptions = {}): Part[] {
+  const missing: Part[] = [];
+  if (options.argocd !== false && !state.argocd) missing.push('argocd');
+  if (options.argocd !== false && options.flux !== false && !state.flux) missing.push('flux');
+  return missing;
 }
 
 /**
- * Starts Argo CD, Argo Rollouts and the git server next to a running control plane (one started with
- * --no-argocd, e.g. by `npm run bench`). If that fails, what it started is stopped again and the
- * control plane is left as it was.
+ * Starts the missing parts next to a running control plane (one started with --no-argocd, e.g. by
+ * `npm run bench`, or by a checkout without Flux). If that fails, what it started is stopped again
+ * and the control plane is left as it was.
  */
-async function addArgoCd(
+async function addParts(
   paths: ClusterPaths,
   state: ClusterState,
+  missing: readonly Part[],
   say: (msg: string) => void,
 ): Promise<UpResult> {
   const t0 = performance.now();
-  say('the running control plane has no Argo CD (started with --no-argocd): starting Argo CD next to it');
+  say(`the running control plane lacks ${missing.join(' and ')}: starting it next to it`);
   const processes = [...state.processes];
   const added: Started[] = [];
+  let next: ClusterState = state;
   const write = (s: ClusterState) => writeFile(paths.stateFile, `${JSON.stringify(s, null, 2)}\n`);
+  const ctx = {
+    paths,
+    kubeconfig: paths.kubeconfig,
+    register: async (p: Started) => {
+      processes.push(p);
+      added.push(p);
+      await write({ ...next, processes });
+    },
+    say,
+  };
   try {
-    const argocd = await startArgoCd({
-      paths,
-      kubeconfig: paths.kubeconfig,
-      register: async (p) => {
-        processes.push(p);
-        added.push(p);
-        await write({ ...state, processes });
-      },
-      say,
-    });
-    const next: ClusterState = { ...state, processes, argocd };
+    if (missing.includes('argocd')) next = { ...next, processes, argocd: await startArgoCd(ctx) };
+    if (missing.includes('flux')) next = { ...next, processes, flux: await startFlux(ctx) };
     await write(next);
-    return { seconds: (performance.now() - t0) / 1000, state: next, added: ['argocd'] };
+    return { seconds: (performance.now() - t0) / 1000, state: next, added: [...missing] };
   } catch (err) {
     for (const p of added.reverse()) await stop(p);
     await write(state);
@@ -130,6 +139,8 @@ async function addArgoCd(
 export interface UpOptions {
   /** Also start Argo CD, Argo Rollouts and the git server (default true). */
   argocd?: boolean;
+  /** Also start the Flux controllers (default true; never without the Argo CD part's git server). */
+  flux?: boolean;
 }
 
 export async function up(
@@ -142,7 +153,7 @@ export async function up(
   if (current.running && current.state) {
     const missing = missingParts(current.state, options);
     if (missing.length === 0) return { seconds: 0, state: current.state };
-    return addArgoCd(paths, current.state, say);
+    return addParts(paths, current.state, missing, say);
   }
   if (current.state) await down(paths); // half-dead leftovers from an earlier run
 
@@ -155,12 +166,14 @@ export async function up(
 
   const processes: Started[] = [];
   let argocd: ArgoCdEndpoints | undefined;
+  let flux: FluxEndpoints | undefined;
   const saveState = async (server: string) => {
     const state: ClusterState = {
       startedAt: new Date().toISOString(),
       server,
       processes,
       ...(argocd ? { argocd } : {}),
+      ...(flux ? { flux } : {}),
     };
     await writeFile(paths.stateFile, `${JSON.stringify(state, null, 2)}\n`);
     return state;
@@ -335,6 +348,8 @@ export async function up(
     say(`control plane up at ${server} in ${((performance.now() - t0) / 1000).toFixed(1)}s`);
     if (options.argocd === false) return { seconds: (performance.now() - t0) / 1000, state };
     argocd = await startArgoCd({ paths, kubeconfig: paths.kubeconfig, register, say });
+    if (options.flux !== false)
+      flux = await startFlux({ paths, kubeconfig: paths.kubeconfig, register, say });
     return { seconds: (performance.now() - t0) / 1000, state: await saveState(server) };
   } catch (err) {
     await down(paths);

@@ -1,0 +1,289 @@
+import { describe, expect, it } from 'vitest';
+import { fakeTimers } from '../../test/support/fake-timers.ts';
+import type { Change } from '../core/batcher.ts';
+import type { ConfigRecord } from '../core/records.ts';
+import { silentLogger } from '../log.ts';
+import { type Applier, applierFromObject, configOfInventoryId, phaseOf } from './applier.ts';
+import { FluxGate, type FluxGateOptions } from './gate.ts';
+
+const NS = 'shop';
+const rev = (n: number) => `main@sha1:${String(n).repeat(40).slice(0, 40)}`;
+
+function config(name: string, kind: 'ConfigMap' | 'Secret' = 'ConfigMap', labels = {}): ConfigRecord {
+  return {
+    ref: { kind, namespace: NS, name },
+    uid: name,
+    resourceVersion: '1',
+    annotations: {},
+    labels,
+    digest: { all: 'x', keys: {} } as unknown as ConfigRecord['digest'],
+  };
+}
+
+const change = (config: string, observedAt = 1, workload = 'Deployment/shop/web'): Change => ({
+  workload,
+  config,
+  observedAt,
+});
+
+type Phase = 'progressing' | 'ready' | 'failed' | 'waiting';
+
+/** A Kustomization as kustomize-controller writes its status in each phase. */
+function kustomization(
+  name: string,
+  phase: Phase,
+  o: {
+    configs?: string[];
+    dependsOn?: string[];
+    attempted?: number;
+    applied?: number;
+    suspend?: boolean;
+  } = {},
+): Applier {
+  const conditions = {
+    progressing: [
+      { type: 'Reconciling', status: 'True', reason: 'Progressing' },
+      { type: 'Ready', status: 'Unknown', reason: 'Progressing' },
+    ],
+    ready: [{ type: 'Ready', status: 'True', reason: 'ReconciliationSucceeded' }],
+    failed: [
+      { type: 'Reconciling', status: 'True', reason: 'ProgressingWithRetry' },
+      { type: 'Ready', status: 'False', reason: 'ReconciliationFailed' },
+    ],
+    waiting: [{ type: 'Ready', status: 'False', reason: 'DependencyNotReady' }],
+  }[phase];
+  return applierFromObject('Kustomization', {
+    metadata: { name, namespace: NS, generation: 1 },
+    spec: {
+      sourceRef: { kind: 'GitRepository', name: 'repo' },
+      ...(o.dependsOn ? { dependsOn: o.dependsOn.map((d) => ({ name: d })) } : {}),
+      ...(o.suspend ? { suspend: true } : {}),
+    },
+    status: {
+      observedGeneration: 1,
+      conditions,
+      lastAttemptedRevision: rev(o.attempted ?? 1),
+      lastAppliedRevision: rev(o.applied ?? 1),
+      inventory: {
+        entries: (o.configs ?? []).map((c) => ({ id: `${NS}_${c}__ConfigMap`, v: 'v1' })),
+      },
+    },
+  }) as Applier;
+}
+
+function world(o: Partial<FluxGateOptions> = {}) {
+  const t = fakeTimers();
+  const gate = new FluxGate({
+    onFailedApply: 'reload',
+    dependsOnAsOne: false,
+    log: silentLogger,
+    timers: t.timers,
+    ...o,
+  });
+  const released: Change[] = [];
+  gate.attach({ add: (c) => released.push(c) });
+  return { gate, released, t };
+}
+
+describe('reading a Flux applier', () => {
+  it('reads the phase from the conditions kustomize-controller writes', () => {
+    expect(kustomization('k', 'progressing').phase).toBe('progressing');
+    expect(kustomization('k', 'ready').phase).toBe('ready');
+    expect(kustomization('k', 'failed').phase).toBe('failed');
+    expect(kustomization('k', 'waiting').phase).toBe('waiting');
+    // A spec change the controller has not looked at yet.
+    expect(
+      phaseOf({
+        metadata: { generation: 2 },
+        status: { observedGeneration: 1, conditions: [{ type: 'Ready', status: 'True' }] },
+      }),
+    ).toBe('progressing');
+    // Just created: no conditions yet.
+    expect(phaseOf({ metadata: {} })).toBe('progressing');
+    expect(phaseOf({ status: { conditions: [{ type: 'Stalled', status: 'True' }] } })).toBe('failed');
+  });
+
+  it('takes only core ConfigMaps and Secrets from the inventory, as config ids', () => {
+    expect(configOfInventoryId('shop_a__ConfigMap')).toBe('ConfigMap/shop/a');
+    expect(configOfInventoryId('shop_s__Secret')).toBe('Secret/shop/s');
+    expect(configOfInventoryId('shop_web_apps_Deployment')).toBeUndefined();
+    expect(configOfInventoryId('shop_a_example.com_ConfigMap')).toBeUndefined();
+    expect(configOfInventoryId('_ns__Namespace')).toBeUndefined();
+    expect(configOfInventoryId('garbage')).toBeUndefined();
+    const k = kustomization('k', 'ready', { configs: ['a'] });
+    expect([...k.configs]).toEqual(['ConfigMap/shop/a']);
+    expect(k.dependsOn).toEqual([]);
+    expect(kustomization('k', 'ready', { dependsOn: ['base'] }).dependsOn).toEqual([
+      'Kustomization/shop/base',
+    ]);
+    expect(k.source).toBe('GitRepository/shop/repo');
+  });
+
+  it('keys nothing without a name or namespace', () => {
+    expect(applierFromObject('Kustomization', { metadata: { name: 'x' } })).toBeUndefined();
+    expect(applierFromObject('Kustomization', null)).toBeUndefined();
+  });
+});
+
+describe('the Flux gate', () => {
+  it('holds a change of a config a reconciling Kustomization lists, and releases it once it is Ready', () => {
+    const { gate, released } = world();
+    gate.observe(kustomization('app', 'progressing', { configs: ['a', 'b'], attempted: 2 }));
+    expect(gate.hold(change('ConfigMap/shop/a'), config('a'))).toBe(true);
+    expect(gate.hold(change('ConfigMap/shop/b'), config('b'))).toBe(true);
+    expect(gate.holding('Deployment/shop/web', 'ConfigMap/shop/a')).toBe(true);
+    expect([...gate.held()].map((h) => h.app)).toEqual(['Kustomization/shop/app', 'Kustomization/shop/app']);
+    expect(released).toEqual([]);
+    gate.observe(kustomization('app', 'ready', { configs: ['a', 'b'], attempted: 2, applied: 2 }));
+    expect(released.map((c) => c.config)).toEqual(['ConfigMap/shop/a', 'ConfigMap/shop/b']);
+    expect(released.every((c) => c.debounceMs === 0)).toBe(true);
+    expect(released[0]?.via).toEqual({ app: 'Kustomization/shop/app', revision: rev(2) });
+    expect(gate.holding('Deployment/shop/web', 'ConfigMap/shop/a')).toBe(false);
+  });
+
+  it('lets through a change of a config no inventory lists, or whose Kustomization is idle', () => {
+    const { gate } = world();
+    gate.observe(kustomization('app', 'progressing', { configs: ['a'] }));
+    expect(gate.hold(change('ConfigMap/shop/z'), config('z'))).toBe(false);
+    gate.observe(kustomization('app', 'ready', { configs: ['a'] }));
+    expect(gate.hold(change('ConfigMap/shop/a'), config('a'))).toBe(false);
+  });
+
+  it("ignores a tenant's kustomize.toolkit.fluxcd.io labels: only the inventory ties a config to a Kustomization", () => {
+    const { gate } = world();
+    gate.observe(kustomization('other-tenant', 'progressing', { configs: ['theirs'] }));
+    const forged = config('mine', 'ConfigMap', {
+      'kustomize.toolkit.fluxcd.io/name': 'other-tenant',
+      'kustomize.toolkit.fluxcd.io/namespace': NS,
+    });
+    expect(gate.hold(change('ConfigMap/shop/mine'), forged)).toBe(false);
+    expect(gate.ownerOf('ConfigMap/shop/mine')).toBeUndefined();
+  });
+
+  it('holds while the source has a newer artifact than the Kustomization last attempted (about to start)', () => {
+    const { gate, released } = world();
+    gate.observe(kustomization('app', 'ready', { configs: ['a'], attempted: 1, applied: 1 }));
+    gate.observeSource('GitRepository/shop/repo', rev(2));
+    expect(gate.hold(change('ConfigMap/shop/a'), config('a'))).toBe(true);
+    gate.observe(kustomization('app', 'progressing', { configs: ['a'], attempted: 2, applied: 1 }));
+    expect(released).toEqual([]);
+    gate.observe(kustomization('app', 'ready', { configs: ['a'], attempted: 2, applied: 2 }));
+    expect(released).toHaveLength(1);
+  });
+
+  it('a suspended Kustomization holds nothing, whatever its source says', () => {
+    const { gate } = world();
+    gate.observeSource('GitRepository/shop/repo', rev(2));
+    gate.observe(kustomization('app', 'ready', { configs: ['a'], suspend: true }));
+    expect(gate.hold(change('ConfigMap/shop/a'), config('a'))).toBe(false);
+  });
+
+  describe('a dependsOn chain', () => {
+    const chain = (configsPhase: Phase, appPhase: Phase, attempted: [number, number]) => [
+      kustomization('configs', configsPhase, {
+        configs: ['a'],
+        attempted: attempted[0],
+        applied: attempted[0],
+      }),
+      kustomization('app', appPhase, {
+        configs: ['c'],
+        dependsOn: ['configs'],
+        attempted: attempted[1],
+        applied: attempted[1],
+      }),
+    ];
+
+    it('with --flux-depends-on-as-one, holds the first link’s changes until the last link applied the revision, then releases both at once', () => {
+      const { gate, released } = world({ dependsOnAsOne: true });
+      gate.observeSource('GitRepository/shop/repo', rev(2));
+      for (const k of chain('progressing', 'ready', [2, 1])) gate.observe(k);
+      expect(gate.hold(change('ConfigMap/shop/a'), config('a'))).toBe(true);
+      // configs is Ready at 2; app has not attempted 2 yet: still one change in flight.
+      for (const k of chain('ready', 'waiting', [2, 1])) gate.observe(k);
+      expect(released).toEqual([]);
+      for (const k of chain('ready', 'progressing', [2, 2])) gate.observe(k);
+      expect(gate.hold(change('ConfigMap/shop/c'), config('c'))).toBe(true);
+      expect(released).toEqual([]);
+      for (const k of chain('ready', 'ready', [2, 2])) gate.observe(k);
+      expect(released.map((c) => c.config).sort()).toEqual(['ConfigMap/shop/a', 'ConfigMap/shop/c']);
+    });
+
+    it('without it, each Kustomization releases its own changes when it is done', () => {
+      const { gate, released } = world();
+      gate.observeSource('GitRepository/shop/repo', rev(2));
+      for (const k of chain('progressing', 'ready', [2, 1])) gate.observe(k);
+      expect(gate.hold(change('ConfigMap/shop/a'), config('a'))).toBe(true);
+      for (const k of chain('ready', 'waiting', [2, 1])) gate.observe(k);
+      expect(released.map((c) => c.config)).toEqual(['ConfigMap/shop/a']);
+    });
+  });
+
+  describe('a failed reconciliation', () => {
+    it('releases what it held under --flux-on-failed-apply=reload', () => {
+      const { gate, released } = world();
+      gate.observe(kustomization('app', 'progressing', { configs: ['a'], attempted: 2 }));
+      gate.hold(change('ConfigMap/shop/a'), config('a'));
+      gate.observe(kustomization('app', 'failed', { configs: ['a'], attempted: 2, applied: 1 }));
+      expect(released).toHaveLength(1);
+    });
+
+    it('keeps it, and later changes, until a reconciliation succeeds under --flux-on-failed-apply=hold', () => {
+      const { gate, released } = world({ onFailedApply: 'hold' });
+      gate.observe(kustomization('app', 'progressing', { configs: ['a', 'b'], attempted: 2 }));
+      gate.hold(change('ConfigMap/shop/a'), config('a'));
+      gate.observe(kustomization('app', 'failed', { configs: ['a', 'b'], attempted: 2, applied: 1 }));
+      expect(released).toEqual([]);
+      // Failed and not busy: a later change joins what is held.
+      expect(gate.hold(change('ConfigMap/shop/b', 5), config('b'))).toBe(true);
+      gate.observe(kustomization('app', 'ready', { configs: ['a', 'b'], attempted: 3, applied: 3 }));
+      expect(released.map((c) => c.config).sort()).toEqual(['ConfigMap/shop/a', 'ConfigMap/shop/b']);
+    });
+
+    it('at a new term, a failed Kustomization holds a change found at start under hold, and not under reload', () => {
+      const hold = world({ onFailedApply: 'hold' });
+      hold.gate.observe(kustomization('app', 'failed', { configs: ['a'], attempted: 2, applied: 1 }));
+      expect(hold.gate.holdAtStart(change('ConfigMap/shop/a'), config('a'))).toBe(true);
+      const reload = world();
+      reload.gate.observe(kustomization('app', 'failed', { configs: ['a'], attempted: 2, applied: 1 }));
+      expect(reload.gate.holdAtStart(change('ConfigMap/shop/a'), config('a'))).toBe(false);
+    });
+  });
+
+  it('releases after --flux max hold when the reconciliation never ends (a controller down)', async () => {
+    const { gate, released, t } = world({ maxHoldMs: 60_000 });
+    gate.observe(kustomization('app', 'progressing', { configs: ['a'], attempted: 2 }));
+    gate.hold(change('ConfigMap/shop/a'), config('a'));
+    await t.advance(59_999);
+    expect(released).toEqual([]);
+    await t.advance(60_000);
+    expect(released).toHaveLength(1);
+  });
+
+  it('releases what a deleted Kustomization held, and forgets its inventory', () => {
+    const { gate, released } = world();
+    gate.observe(kustomization('app', 'progressing', { configs: ['a'] }));
+    gate.hold(change('ConfigMap/shop/a'), config('a'));
+    gate.applierDeleted('Kustomization/shop/app');
+    expect(released).toHaveLength(1);
+    expect(gate.ownerOf('ConfigMap/shop/a')).toBeUndefined();
+  });
+
+  it('forgets an inventory entry the Kustomization no longer lists (pruned)', () => {
+    const { gate } = world();
+    gate.observe(kustomization('app', 'progressing', { configs: ['a', 'b'] }));
+    gate.observe(kustomization('app', 'progressing', { configs: ['a'] }));
+    expect(gate.ownerOf('ConfigMap/shop/b')).toBeUndefined();
+    expect(gate.ownerOf('ConfigMap/shop/a')?.key).toBe('Kustomization/shop/app');
+  });
+
+  it('after detach (leadership ended) releases nothing into the old sink', () => {
+    const { gate, released } = world();
+    const sink = { add: (c: Change) => released.push(c) };
+    gate.attach(sink);
+    gate.observe(kustomization('app', 'progressing', { configs: ['a'] }));
+    gate.hold(change('ConfigMap/shop/a'), config('a'));
+    gate.detach(sink);
+    gate.observe(kustomization('app', 'ready', { configs: ['a'] }));
+    expect(released).toEqual([]);
+  });
+});

@@ -1,0 +1,285 @@
+// Sync-aware batching for Flux. Implements the reconciler's ChangeGate: a change to a ConfigMap or
+// Secret that a Kustomization's (or HelmRelease's) inventory lists is held while that applier is
+// busy with a revision, and every change held for it is released as one batch (debounce 0) when
+// it is done, so each workload reloads once per Flux revision. A config no inventory lists, or
+// whose applier is idle, passes straight through.
+//
+// Authority: only the applier's own status.inventory ties a config to it. The
+// kustomize.toolkit.fluxcd.io/name label a tenant can write on any object in its namespace is not
+// read, so a hostile label gets the tenant nothing (docs/flux.md).
+//
+// "Busy" is read from the status, which Flux persists before it applies (service/flux/applier.ts):
+// reconciling, waiting for its dependsOn, or a Kustomization whose source has a newer artifact than
+// it last attempted (it is about to start). With --flux-depends-on-as-one, the appliers joined by
+// dependsOn count as one: the changes of each are held until none of them is busy, so a revision
+// that flows through a chain reloads each workload once, after the last link applied.
+import type { FailedSyncPolicy } from '../config/choices.ts';
+import type { Change, ChangeGate, ChangeSink, HeldChange, SyncCause, Timers } from '../core/batcher.ts';
+import { datingChange, realTimers } from '../core/batcher.ts';
+import type { ConfigRecord } from '../core/records.ts';
+import { configId } from '../core/types.ts';
+import type { Logger } from '../log.ts';
+import type { Applier, ApplierKey } from './applier.ts';
+
+/** How long changes wait for a busy applier before they are released anyway (a controller down). */
+export const FLUX_MAX_HOLD_MS = 10 * 60_000;
+/** Appliers with held changes, at most. */
+export const FLUX_HELD_LIMIT = 10_000;
+
+export interface FluxGateOptions {
+  onFailedApply: FailedSyncPolicy;
+  /** The appliers joined by dependsOn count as one change (--flux-depends-on-as-one). */
+  dependsOnAsOne: boolean;
+  log: Logger;
+  timers?: Timers;
+  maxHoldMs?: number;
+}
+
+interface Held {
+  changes: Map<string, Change>;
+  timer: unknown;
+  /** A failed apply under --flux-on-failed-apply=hold kept these. */
+  failed?: boolean;
+}
+
+export class FluxGate implements ChangeGate {
+  readonly #o: FluxGateOptions;
+  readonly #timers: Timers;
+  readonly #appliers = new Map<ApplierKey, Applier>();
+  /** Source key → the revision of its current artifact. */
+  readonly #sources = new Map<string, string>();
+  /** Config id → the appliers whose inventory lists it. */
+  readonly #owners = new Map<string, Set<ApplierKey>>();
+  readonly #held = new Map<ApplierKey, Held>();
+  #sink: ChangeSink | undefined;
+
+  constructor(o: FluxGateOptions) {
+    this.#o = o;
+    this.#timers = o.timers ?? { ...realTimers };
+  }
+
+  attach(sink: ChangeSink): void {
+    this.#sink = sink;
+  }
+
+  detach(sink: ChangeSink): void {
+    if (this.#sink !== sink) return;
+    this.#sink = undefined;
+    for (const h of this.#held.values()) this.#timers.clear(h.timer);
+    if (this.#held.size > 0)
+      this.#o.log.info(
+        { appliers: [...this.#held.keys()] },
+        'no longer acting: held config changes are left to the next leader (it compares hashes with the ledger)',
+      );
+    this.#held.clear();
+  }
+
+  stop(): void {
+    for (const h of this.#held.values()) this.#timers.clear(h.timer);
+  }
+
+  /** The applier whose inventory lists this config (the first by key when two claim it). */
+  ownerOf(config: string): Applier | undefined {
+    const keys = this.#owners.get(config);
+    if (!keys || keys.size === 0) return undefined;
+    const first = [...keys].sort()[0] as string;
+    return this.#appliers.get(first);
+  }
+
+  hold(change: Change, config: ConfigRecord): boolean {
+    const owner = this.ownerOf(configId(config.ref));
+    if (!owner) return false;
+    const held = this.#held.get(owner.key);
+    if (!held?.failed && !this.#busy(owner)) return false;
+    this.#add(owner.key, change);
+    this.#o.log.debug(
+      { applier: owner.key, workload: change.workload, configs: [change.config] },
+      'config change held until the Flux reconciliation ends',
+    );
+    return true;
+  }
+
+  /**
+   * A change a new term's start found. Flux keeps what decides the hold in its status, so it is
+   * re-derived as at any time; under --flux-on-failed-apply=hold a failed applier holds it too.
+   */
+  holdAtStart(change: Change, config: ConfigRecord): boolean {
+    const owner = this.ownerOf(configId(config.ref));
+    if (!owner) return false;
+    if (this.#o.onFailedApply === 'hold' && this.#failed(owner)) {
+      this.#add(owner.key, change).failed = true;
+      return true;
+    }
+    return this.hold(change, config);
+  }
+
+  holding(workload: string, config: string): boolean {
+    const id = `${workload}\u0000${config}`;
+    for (const h of this.#held.values()) if (h.changes.has(id)) return true;
+    return false;
+  }
+
+  *held(): Iterable<HeldChange> {
+    for (const [applier, h] of this.#held)
+      for (const c of h.changes.values())
+        yield { workload: c.workload, config: c.config, app: applier, since: c.observedAt };
+  }
+
+  heldCount(key: ApplierKey): number {
+    return this.#held.get(key)?.changes.size ?? 0;
+  }
+
+  /** A Kustomization or HelmRelease as the watch sees it. */
+  observe(a: Applier): void {
+    const prev = this.#appliers.get(a.key);
+    if (prev) for (const c of prev.configs) if (!a.configs.has(c)) this.#unindex(c, a.key);
+    for (const c of a.configs) {
+      let set = this.#owners.get(c);
+      if (!set) this.#owners.set(c, (set = new Set()));
+      set.add(a.key);
+    }
+    this.#appliers.set(a.key, a);
+    if (a.phase === 'progressing' && prev?.phase !== 'progressing')
+      this.#o.log.info(
+        { applier: a.key, revision: a.lastAttemptedRevision },
+        'Flux reconciliation started; holding changes to its configs',
+      );
+    this.#evaluate();
+  }
+
+  /** A source (GitRepository, OCIRepository, Bucket) and the revision of its current artifact. */
+  observeSource(key: string, revision: string | undefined): void {
+    if (revision === undefined) this.#sources.delete(key);
+    else this.#sources.set(key, revision);
+    this.#evaluate();
+  }
+
+  sourceDeleted(key: string): void {
+    this.#sources.delete(key);
+    this.#evaluate();
+  }
+
+  /** The applier is gone: nothing will end its reconciliation, so what was held goes now. */
+  applierDeleted(key: ApplierKey): void {
+    const prev = this.#appliers.get(key);
+    if (prev) for (const c of prev.configs) this.#unindex(c, key);
+    this.#appliers.delete(key);
+    this.#release(key, 'applier deleted');
+    this.#evaluate();
+  }
+
+  #unindex(config: string, key: ApplierKey): void {
+    const set = this.#owners.get(config);
+    set?.delete(key);
+    if (set?.size === 0) this.#owners.delete(config);
+  }
+
+  #add(key: ApplierKey, change: Change): Held {
+    let held = this.#held.get(key);
+    if (!held) {
+      if (this.#held.size >= FLUX_HELD_LIMIT) {
+        const oldest = this.#held.keys().next().value;
+        if (oldest !== undefined) this.#release(oldest, 'too many appliers held at once');
+      }
+      const timer = this.#timers.set(() => {
+        this.#o.log.warn(
+          { applier: key, afterMs: this.#o.maxHoldMs ?? FLUX_MAX_HOLD_MS },
+          'the Flux reconciliation did not end in time; releasing held config changes',
+        );
+        this.#release(key, 'no end in time');
+      }, this.#o.maxHoldMs ?? FLUX_MAX_HOLD_MS);
+      held = { changes: new Map(), timer };
+      this.#held.set(key, held);
+    }
+    const id = `${change.workload}\u0000${change.config}`;
+    held.changes.set(id, datingChange(held.changes.get(id), change));
+    return held;
+  }
+
+  /** The appliers counted with this one: itself, or its dependsOn component. */
+  #group(a: Applier): Applier[] {
+    if (!this.#o.dependsOnAsOne) return [a];
+    const seen = new Set<ApplierKey>([a.key]);
+    const todo = [a.key];
+    // Edges both ways: what it depends on, and what depends on it.
+    const dependents = new Map<ApplierKey, ApplierKey[]>();
+    for (const x of this.#appliers.values())
+      for (const d of x.dependsOn) dependents.set(d, [...(dependents.get(d) ?? []), x.key]);
+    while (todo.length > 0) {
+      const k = todo.pop() as ApplierKey;
+      const next = [...(this.#appliers.get(k)?.dependsOn ?? []), ...(dependents.get(k) ?? [])];
+      for (const n of next) {
+        if (seen.has(n) || !this.#appliers.has(n)) continue;
+        seen.add(n);
+        todo.push(n);
+      }
+    }
+    return [...seen].map((k) => this.#appliers.get(k) as Applier);
+  }
+
+  /** Whether this applier alone has a revision in hand it has not finished. */
+  #busyAlone(a: Applier): boolean {
+    if (a.suspended) return false;
+    if (a.phase === 'progressing' || a.phase === 'waiting') return true;
+    const rev = a.source ? this.#sources.get(a.source) : undefined;
+    return rev !== undefined && a.phase === 'ready' && a.lastAttemptedRevision !== rev;
+  }
+
+  #busy(a: Applier): boolean {
+    return this.#group(a).some((m) => this.#busyAlone(m));
+  }
+
+  #failed(a: Applier): boolean {
+    return this.#group(a).some((m) => !m.suspended && m.phase === 'failed');
+  }
+
+  /** Releases every held applier whose group is done, all in one pass (one batch per workload). */
+  #evaluate(): void {
+    for (const [key, held] of [...this.#held]) {
+      const a = this.#appliers.get(key);
+      if (!a) continue;
+      if (this.#busy(a)) continue;
+      if (this.#failed(a)) {
+        if (this.#o.onFailedApply === 'hold') {
+          if (!held.failed) {
+            held.failed = true;
+            this.#timers.clear(held.timer);
+            this.#o.log.warn(
+              { applier: key, revision: a.lastAttemptedRevision, held: held.changes.size },
+              'Flux apply did not succeed; its config changes stay held until it does (--flux-on-failed-apply=hold)',
+            );
+          }
+          continue;
+        }
+      }
+      this.#o.log.info(
+        { applier: key, phase: a.phase, revision: a.lastAppliedRevision, held: held.changes.size },
+        'Flux reconciliation ended',
+      );
+      this.#release(key, `reconciliation ${a.phase}`, {
+        app: key,
+        ...(a.lastAppliedRevision ? { revision: a.lastAppliedRevision } : {}),
+      });
+    }
+  }
+
+  #release(key: ApplierKey, reason: string, cause?: SyncCause): void {
+    const held = this.#held.get(key);
+    if (!held) return;
+    this.#held.delete(key);
+    this.#timers.clear(held.timer);
+    if (held.changes.size === 0) return;
+    const changes = [...held.changes.values()];
+    this.#o.log.info(
+      {
+        applier: key,
+        reason,
+        workloads: [...new Set(changes.map((c) => c.workload))].sort(),
+        configs: [...new Set(changes.map((c) => c.config))].sort(),
+      },
+      'releasing config changes held for the Flux reconciliation as one batch',
+    );
+    if (!this.#sink) return;
+    for (const c of changes) this.#sink.add({ ...c, debounceMs: 0, ...(cause ? { via: cause } : {}) });
+  }
+}
