@@ -134,9 +134,9 @@ export class FluxGate implements ChangeGate {
     const prev = this.#appliers.get(a.key);
     if (prev) for (const c of prev.configs) if (!a.configs.has(c)) this.#unindex(c, a.key);
     for (const c of a.configs) {
-      let set = this.#owners.get(c);
-      if (!set) this.#owners.set(c, (set = new Set()));
+      const set = this.#owners.get(c) ?? new Set<ApplierKey>();
       set.add(a.key);
+      this.#owners.set(c, set);
     }
     this.#appliers.set(a.key, a);
     if (a.phase === 'progressing' && prev?.phase !== 'progressing')
