@@ -135,10 +135,12 @@ export async function runReload(c: RunContext, t: TrackedWorkload, a: ReloadActi
       const batch = t.rec.ref.kind === 'CronJob' || t.rec.ref.kind === 'Job';
       const notifies = d.strategies.notifies;
       const rule = targets || notifies || batch ? '' : ` (cutoff ${cutoff})`;
+      // The sync (Argo CD Application, Flux Kustomization or HelmRelease) whose end released it.
+      const via = a.via ? ` (after ${a.via.app}${a.via.revision ? ` applied ${a.via.revision}` : ''})` : '';
       await event(
         res.uid ? { ...t, rec: { ...t.rec, ref: { ...t.rec.ref, uid: res.uid } } } : t,
         notifies ? 'ReloadNotified' : 'Reloaded',
-        `${changed.join(', ')} changed; ${res.summary}${rule}`,
+        `${changed.join(', ')} changed${via}; ${res.summary}${rule}`,
       );
       return { kind: 'done' };
     }

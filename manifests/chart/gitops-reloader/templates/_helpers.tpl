@@ -170,3 +170,23 @@ Role per namespace when reload.namespaces lists them.
 {{- define "gitops-reloader.argocdNamespaces" -}}
 {{- join "," (default (list "argocd") .Values.argocd.namespaces) }}
 {{- end }}
+
+{{/* The rules in Flux's namespaces: read-only on what tells whether a revision is being applied. */}}
+{{- define "gitops-reloader.fluxRules" -}}
+# Flux: Kustomizations and HelmReleases (their status and inventory) and their sources' artifact
+# revisions, to hold changes until a revision is applied. Read only.
+- apiGroups: [kustomize.toolkit.fluxcd.io]
+  resources: [kustomizations]
+  verbs: [get, list, watch]
+- apiGroups: [helm.toolkit.fluxcd.io]
+  resources: [helmreleases]
+  verbs: [get, list, watch]
+- apiGroups: [source.toolkit.fluxcd.io]
+  resources: [gitrepositories, ocirepositories, buckets]
+  verbs: [get, list, watch]
+{{- end }}
+
+{{/* Flux's namespaces, as the service reads --flux-namespaces (default: flux-system). */}}
+{{- define "gitops-reloader.fluxNamespaces" -}}
+{{- join "," (default (list "flux-system") .Values.flux.namespaces) }}
+{{- end }}
