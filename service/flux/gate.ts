@@ -256,10 +256,9 @@ export class FluxGate implements ChangeGate {
         { applier: key, phase: a.phase, revision: a.lastAppliedRevision, held: held.changes.size },
         'Flux reconciliation ended',
       );
-      this.#release(key, `reconciliation ${a.phase}`, {
-        app: key,
-        ...(a.lastAppliedRevision ? { revision: a.lastAppliedRevision } : {}),
-      });
+      // The revision it ended with: applied when Ready, attempted when it failed.
+      const revision = a.phase === 'ready' ? a.lastAppliedRevision : a.lastAttemptedRevision;
+      this.#release(key, `reconciliation ${a.phase}`, { app: key, ...(revision ? { revision } : {}) });
     }
   }
 

@@ -88,6 +88,9 @@ describe('a real Flux reconciliation', { timeout: 300_000 }, () => {
     ]);
     for (const c of ['ConfigMap/a', 'ConfigMap/b', 'ConfigMap/c', 'Secret/s'])
       expect(event.message).toContain(c);
+    // The Event names the Kustomization and the revision whose end released the reload.
+    expect(event.message).toContain(`(after sync of Kustomization/${namespace}/`);
+    expect(event.message).toContain(` at ${revisionOf(sha)})`);
     expect(done.replaced).toBe(2);
     expect(await reloadedCount(kube, namespace, 'web')).toBe(1);
     expect(pods.newSince(before), 'each pod replaced exactly once').toHaveLength(2);
