@@ -132,6 +132,7 @@ async function runServe(argv: string[]): Promise<number> {
     );
     http.routes.use(svc.argocdWebhook);
   }
+  if (svc.fluxWebhook) http.routes.use(svc.fluxWebhook);
   log.info({ url: http.url }, 'http listening');
   // The status of the engine, on its own address: loopback by default, reached by port-forward.
   // Not reaching it costs the status, never the service: a taken port is logged, and serving goes on.

@@ -82,6 +82,8 @@ export interface RunningService {
   ready: Promise<void>;
   /** POST /api/v1/argocd/notifications, for the HTTP server; undefined without --webhook-token-file. */
   argocdWebhook: Router | undefined;
+  /** POST /api/v1/flux/events, for the HTTP server; undefined without --flux-webhook-token-file. */
+  fluxWebhook: Router | undefined;
   /** True while this replica acts (holds the lease, or runs without leader election). */
   isLeader(): boolean;
   /** Every watch has listed once: the caches are warm (standbys too). */
@@ -456,6 +458,7 @@ export async function serve(
   return {
     ready,
     argocdWebhook: argocd.router,
+    fluxWebhook: flux.router,
     isLeader: () => acting,
     isSynced: () => isSynced,
     watchesFailing: () => progress.failing(WATCH_UNREADY_AFTER_MS),

@@ -136,7 +136,9 @@ export async function runReload(c: RunContext, t: TrackedWorkload, a: ReloadActi
       const notifies = d.strategies.notifies;
       const rule = targets || notifies || batch ? '' : ` (cutoff ${cutoff})`;
       // The sync (Argo CD Application, Flux Kustomization or HelmRelease) whose end released it.
-      const via = a.via ? ` (after sync of ${a.via.app}${a.via.revision ? ` at ${a.via.revision}` : ''})` : '';
+      const via = a.via
+        ? ` (after sync of ${a.via.app}${a.via.revision ? ` at ${a.via.revision}` : ''})`
+        : '';
       await event(
         res.uid ? { ...t, rec: { ...t.rec, ref: { ...t.rec.ref, uid: res.uid } } } : t,
         notifies ? 'ReloadNotified' : 'Reloaded',

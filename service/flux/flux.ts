@@ -1,13 +1,17 @@
 // Wires the Flux integration: watches of Kustomizations, HelmReleases and their sources (only where
 // the CRDs are served and the objects can be listed, read-only) feeding the FluxGate. serve.ts
 // composes the gate with Argo CD's and passes it to the Reconciler.
+
+import type { Router } from 'express';
 import type { Config } from '../config/config.ts';
 import type { ClusterAccess } from '../kube/access.ts';
 import { startWatch, type Watch, type WatchFailure } from '../kube/watch.ts';
 import { getJson, KubeHttpError } from '../kube/watch-http.ts';
 import type { Logger } from '../log.ts';
 import { type Applier, type ApplierKind, applierFromObject, sourceFromObject } from './applier.ts';
+import type { FluxEvent } from './event.ts';
 import { FluxGate } from './gate.ts';
+import { type FluxNotifyResult, fluxWebhookRouter } from './webhook.ts';
 
 interface Resource {
   groupVersion: string;
@@ -38,8 +42,13 @@ export interface Flux {
   synced: Promise<void>;
   /** The resources watched, as `plural in namespace`. */
   watched: readonly string[];
+  /** POST /api/v1/flux/events; undefined without --flux-webhook-token-file. */
+  router: Router | undefined;
   stop(): Promise<void>;
 }
+
+/** Events remembered for idempotency (a duplicate delivery does nothing). */
+const SEEN_LIMIT = 10_000;
 
 const path = (r: Resource, ns: string) => `/apis/${r.groupVersion}/namespaces/${ns}/${r.plural}`;
 
@@ -86,8 +95,60 @@ export async function startFlux(d: FluxDeps): Promise<Flux> {
   const watches: Watch<unknown>[] = [];
   const synced: Promise<void>[] = [];
   const watched: string[] = [];
+  const watchedAppliers = new Set<string>();
+  const seen = new Set<string>();
+
+  // A notification is a hint: it makes the service read the Kustomization or HelmRelease now instead
+  // of when the watch delivers it. What it claims (revision, changes) decides nothing: the status read
+  // here does, as the watch's would.
+  const notify = async (e: FluxEvent): Promise<FluxNotifyResult> => {
+    const key = [
+      e.object.kind,
+      e.object.namespace,
+      e.object.name,
+      e.revision ?? '',
+      e.reason,
+      e.timestamp,
+      e.severity,
+    ].join('\u0000');
+    if (seen.has(key)) return { outcome: 'duplicate' };
+    seen.add(key);
+    if (seen.size > SEEN_LIMIT) seen.delete(seen.values().next().value as string);
+    const r = APPLIERS.find((x) => x.kind === e.object.kind);
+    if (!r || !watchedAppliers.has(`${r.plural}/${e.object.namespace}`))
+      return {
+        outcome: 'accepted',
+        action: `ignored: ${e.object.kind}s in ${e.object.namespace} are not watched (--flux-namespaces)`,
+      };
+    const name = `${e.object.kind}/${e.object.namespace}/${e.object.name}`;
+    try {
+      const raw = await getJson(
+        kc,
+        `${path(r, e.object.namespace)}/${encodeURIComponent(e.object.name)}`,
+        abort.signal,
+        10_000,
+      );
+      const a = applierFromObject(r.kind, raw);
+      if (a) gate.observe(a);
+      return { outcome: 'accepted', action: `read ${name}` };
+    } catch (err) {
+      if (err instanceof KubeHttpError && err.status === 404) {
+        gate.applierDeleted(name);
+        return { outcome: 'accepted', action: `${name} is gone` };
+      }
+      log.warn(
+        { applier: name, err: (err as Error).message },
+        'could not read the Flux object a notification named; the watch will deliver it',
+      );
+      return { outcome: 'accepted', action: `could not read ${name}; left to the watch` };
+    }
+  };
+  const router = cfg.fluxWebhookTokenFile
+    ? fluxWebhookRouter({ tokenFile: cfg.fluxWebhookTokenFile, notify, log })
+    : undefined;
+
   if (cfg.fluxNamespaces.length === 0) {
-    return { gate, synced: Promise.resolve(), watched, stop: async () => gate.stop() };
+    return { gate, synced: Promise.resolve(), watched, router, stop: async () => gate.stop() };
   }
 
   let appliers: Resource[] = [];
@@ -100,7 +161,7 @@ export async function startFlux(d: FluxDeps): Promise<Flux> {
   }
   if (appliers.length === 0) {
     log.info({}, 'Flux Kustomizations and HelmReleases are not served here; no Flux sync-aware batching');
-    return { gate, synced: Promise.resolve(), watched, stop: async () => gate.stop() };
+    return { gate, synced: Promise.resolve(), watched, router, stop: async () => gate.stop() };
   }
 
   const onFailure = (f: WatchFailure) =>
@@ -140,6 +201,7 @@ export async function startFlux(d: FluxDeps): Promise<Flux> {
         continue;
       }
       if (appliers.includes(r)) {
+        watchedAppliers.add(`${r.plural}/${ns}`);
         watch<Applier>(r, ns, (raw) => applierFromObject(r.kind as ApplierKind, raw), {
           put: (a) => gate.observe(a),
           gone: (a) => gate.applierDeleted(a.key),
@@ -165,6 +227,7 @@ export async function startFlux(d: FluxDeps): Promise<Flux> {
     gate,
     synced: Promise.all(synced).then(() => undefined),
     watched,
+    router,
     stop: async () => {
       abort.abort(new Error('the service is stopping'));
       gate.stop();
