@@ -91,6 +91,14 @@ export function phaseOf(raw: RawApplier): ApplierPhase {
   if (ready?.status === 'True') {
     // A spec change not yet reconciled: the controller has not looked at it yet.
     if (generation !== undefined && observed !== undefined && observed < generation) return 'progressing';
+    // The end of a reconciliation reaches the API server in two writes, the conditions first
+    // (fluxcd/pkg/runtime patch.SerialPatcher): Ready=True with Reconciling gone, then
+    // lastAppliedRevision. Between them the object says Ready at the revision it applied before.
+    // Seen on the real controllers (test/flux/real/sync.test.ts): a change held for the reconciliation
+    // was released before it ended.
+    const attempted = str(s.lastAttemptedRevision);
+    const applied = str(s.lastAppliedRevision);
+    if (attempted && applied && attempted !== applied) return 'progressing';
     return 'ready';
   }
   if (ready?.status === 'False') return ready.reason === 'DependencyNotReady' ? 'waiting' : 'failed';

@@ -98,6 +98,17 @@ describe('reading a Flux applier', () => {
         status: { observedGeneration: 1, conditions: [{ type: 'Ready', status: 'True' }] },
       }),
     ).toBe('progressing');
+    // The end of a reconciliation as its first write leaves it: Ready, Reconciling gone, but
+    // lastAppliedRevision not yet moved to the revision it attempted.
+    expect(
+      phaseOf({
+        status: {
+          conditions: [{ type: 'Ready', status: 'True', reason: 'ReconciliationSucceeded' }],
+          lastAttemptedRevision: rev(2),
+          lastAppliedRevision: rev(1),
+        },
+      }),
+    ).toBe('progressing');
     // Just created: no conditions yet.
     expect(phaseOf({ metadata: {} })).toBe('progressing');
     expect(phaseOf({ status: { conditions: [{ type: 'Stalled', status: 'True' }] } })).toBe('failed');
@@ -139,6 +150,17 @@ describe('the Flux gate', () => {
     expect(released.every((c) => c.debounceMs === 0)).toBe(true);
     expect(released[0]?.via).toEqual({ app: 'Kustomization/shop/app', revision: rev(2) });
     expect(gate.holding('Deployment/shop/web', 'ConfigMap/shop/a')).toBe(false);
+  });
+
+  it('does not release at the first of the two writes that end a reconciliation (Ready before lastAppliedRevision)', () => {
+    const { gate, released } = world();
+    gate.observeSource('GitRepository/shop/repo', rev(2));
+    gate.observe(kustomization('app', 'progressing', { configs: ['a'], attempted: 2, applied: 1 }));
+    expect(gate.hold(change('ConfigMap/shop/a'), config('a'))).toBe(true);
+    gate.observe(kustomization('app', 'ready', { configs: ['a'], attempted: 2, applied: 1 }));
+    expect(released).toEqual([]);
+    gate.observe(kustomization('app', 'ready', { configs: ['a'], attempted: 2, applied: 2 }));
+    expect(released).toHaveLength(1);
   });
 
   it('lets through a change of a config no inventory lists, or whose Kustomization is idle', () => {

@@ -139,9 +139,14 @@ export class FluxGate implements ChangeGate {
       this.#owners.set(c, set);
     }
     this.#appliers.set(a.key, a);
+    this.#o.log.debug(
+      { applier: a.key, phase: a.phase, attempted: a.lastAttemptedRevision, applied: a.lastAppliedRevision },
+      'Flux applier observed',
+    );
     if (a.phase === 'progressing' && prev?.phase !== 'progressing')
       this.#o.log.info(
-        { applier: a.key, revision: a.lastAttemptedRevision },
+        // Its source's newest artifact is what it works on; lastAttemptedRevision moves a write later.
+        { applier: a.key, revision: (a.source && this.#sources.get(a.source)) || a.lastAttemptedRevision },
         'Flux reconciliation started; holding changes to its configs',
       );
     this.#evaluate();
@@ -151,6 +156,7 @@ export class FluxGate implements ChangeGate {
   observeSource(key: string, revision: string | undefined): void {
     if (revision === undefined) this.#sources.delete(key);
     else this.#sources.set(key, revision);
+    this.#o.log.debug({ source: key, revision }, 'Flux source observed');
     this.#evaluate();
   }
 
