@@ -260,7 +260,19 @@ describe('the Helm chart', () => {
         'argoproj.io/rollouts': ['get', 'list', 'patch', 'watch'],
         'batch/cronjobs': ['get', 'list', 'watch'],
         'batch/jobs': ['create', 'delete', 'get', 'list', 'watch'],
+        // Flux: read only (docs/flux.md).
+        'helm.toolkit.fluxcd.io/helmreleases': ['get', 'list', 'watch'],
+        'kustomize.toolkit.fluxcd.io/kustomizations': ['get', 'list', 'watch'],
+        'source.toolkit.fluxcd.io/buckets': ['get', 'list', 'watch'],
+        'source.toolkit.fluxcd.io/gitrepositories': ['get', 'list', 'watch'],
+        'source.toolkit.fluxcd.io/ocirepositories': ['get', 'list', 'watch'],
       });
+      // flux.enabled=false grants nothing on Flux kinds.
+      const noFlux = verbsByResource(
+        parseObjects(await helmTemplate('gr', 'ops', { set: ['flux.enabled=false'] })),
+        'cluster',
+      );
+      expect(Object.keys(noFlux).filter((r) => r.includes('fluxcd.io'))).toEqual([]);
       expect(verbsByResource(byDefault, 'namespace')).toEqual({
         // delete: a Job reload's record goes once its Job is created again (docs/adr/0025).
         configmaps: ['create', 'delete', 'get', 'list', 'patch'],
