@@ -1,6 +1,7 @@
 // The requests notification-controller v1.9.0 really forwarded (captured by capture/capture.sh from
 // the controller's own event server and Forwarder): exact body bytes and headers, for the tests.
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 
 export type ProviderPath = '/hmac' | '/hmac-nl' | '/bearer';
 
@@ -17,7 +18,7 @@ export interface Forwarded {
 export const FIXTURE_TOKEN = '6f1d2c3b4a59687766554433221100ff';
 
 const all: Forwarded[] = JSON.parse(
-  readFileSync(new URL('./notification-controller-v1.9.0.json', import.meta.url), 'utf8'),
+  readFileSync(join(import.meta.dirname, 'notification-controller-v1.9.0.json'), 'utf8'),
 );
 
 /** One captured delivery; throws if the fixture has no such one (a test cannot pass on nothing). */
