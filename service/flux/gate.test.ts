@@ -281,6 +281,28 @@ describe('the Flux gate', () => {
     expect(released).toHaveLength(1);
   });
 
+  it('names a HelmRelease’s chart revision (it records only the attempted one) when it releases', () => {
+    const { gate, released } = world();
+    const hr = (phase: 'progressing' | 'ready') =>
+      applierFromObject('HelmRelease', {
+        metadata: { name: 'web', namespace: NS, generation: 1 },
+        spec: {},
+        status: {
+          observedGeneration: 1,
+          conditions:
+            phase === 'ready'
+              ? [{ type: 'Ready', status: 'True', reason: 'UpgradeSucceeded' }]
+              : [{ type: 'Reconciling', status: 'True', reason: 'Progressing' }],
+          lastAttemptedRevision: '0.1.0+abc123',
+          inventory: { entries: [{ id: `${NS}_app__ConfigMap`, v: 'v1' }] },
+        },
+      }) as Applier;
+    gate.observe(hr('progressing'));
+    expect(gate.hold(change('ConfigMap/shop/app'), config('app'))).toBe(true);
+    gate.observe(hr('ready'));
+    expect(released[0]?.via).toEqual({ app: 'HelmRelease/shop/web', revision: '0.1.0+abc123' });
+  });
+
   it('releases what a deleted Kustomization held, and forgets its inventory', () => {
     const { gate, released } = world();
     gate.observe(kustomization('app', 'progressing', { configs: ['a'] }));

@@ -263,7 +263,9 @@ export class FluxGate implements ChangeGate {
         'Flux reconciliation ended',
       );
       // The revision it ended with: applied when Ready, attempted when it failed.
-      const revision = a.phase === 'ready' ? a.lastAppliedRevision : a.lastAttemptedRevision;
+      // A HelmRelease records only the attempted one (its chart version).
+      const revision =
+        a.phase === 'ready' ? (a.lastAppliedRevision ?? a.lastAttemptedRevision) : a.lastAttemptedRevision;
       this.#release(key, `reconciliation ${a.phase}`, { app: key, ...(revision ? { revision } : {}) });
     }
   }

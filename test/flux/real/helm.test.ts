@@ -1,0 +1,148 @@
+// A HelmRelease from a chart in the git repository, installed and upgraded by the real
+// helm-controller with drift detection enabled. A values change in git that changes a ConfigMap
+// reloads its reader once, after the upgrade; and helm-controller finds no drift afterwards, while it
+// is asked to reconcile again for 60 s.
+import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { describe, expect } from 'vitest';
+import { stringify } from 'yaml';
+import { AUTO, reloadedCount, stayQuiet } from '../../argocd/fixtures.ts';
+import { GitRepo } from '../../support/argocd.ts';
+import { FluxSource, startFluxReloader } from '../../support/flux.ts';
+import { it, type Kube } from '../../support/kube.ts';
+import { events, PodTracker, waitAllReplaced, waitForEvent, waitReadyPods } from '../../support/observe.ts';
+import { pending, waitFor } from '../../support/wait-for.ts';
+import { deployment } from '../../support/workloads.ts';
+
+const HELM = { group: 'helm.toolkit.fluxcd.io', version: 'v2', plural: 'helmreleases' };
+
+/** The chart at charts/web: ConfigMap app (from values.k) and the Deployment web that reads it. */
+function chart(k: string): Record<string, string> {
+  const web = deployment('web', {
+    replicas: 2,
+    annotations: AUTO,
+    container: { envFrom: [{ configMapRef: { name: 'app' } }] },
+  });
+  return {
+    'charts/web/Chart.yaml': stringify({ apiVersion: 'v2', name: 'web', version: '0.1.0' }),
+    'charts/web/values.yaml': stringify({ k }),
+    'charts/web/templates/configmap.yaml':
+      'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  k: {{ .Values.k | quote }}\n',
+    'charts/web/templates/deployment.yaml': stringify(web),
+  };
+}
+
+interface HelmReleaseObject {
+  metadata: { generation?: number };
+  status?: {
+    observedGeneration?: number;
+    lastAttemptedRevision?: string;
+    conditions?: Array<{ type: string; status: string; reason?: string }>;
+    history?: unknown[];
+  };
+}
+
+async function read(kube: Kube, namespace: string): Promise<HelmReleaseObject> {
+  return (await kube.custom.getNamespacedCustomObject({
+    ...HELM,
+    namespace,
+    name: 'web',
+  })) as HelmReleaseObject;
+}
+
+/** Ready, with a chart built from `sha` (reconcileStrategy Revision: the version carries the commit). */
+async function waitReleased(kube: Kube, namespace: string, sha: string): Promise<HelmReleaseObject> {
+  return waitFor(
+    async () => {
+      const hr = await read(kube, namespace);
+      const ready = hr.status?.conditions?.find((c) => c.type === 'Ready');
+      const rev = hr.status?.lastAttemptedRevision ?? '';
+      return ready?.status === 'True' && rev.includes(sha.slice(0, 12))
+        ? hr
+        : pending({ ready, rev, conditions: hr.status?.conditions });
+    },
+    { describe: `HelmRelease ${namespace}/web Ready at ${sha}`, timeout: 180_000, interval: 250 },
+  );
+}
+
+describe('a real Flux HelmRelease', { timeout: 420_000 }, () => {
+  it('reloads once after an upgrade that changes a ConfigMap, and helm-controller with drift detection finds no drift for 60 s', async ({
+    kube,
+    namespace,
+    onTestFinished,
+  }) => {
+    const repo = await GitRepo.create(namespace, chart('1'));
+    const source = await FluxSource.create(kube, namespace, repo);
+    await kube.custom.createNamespacedCustomObject({
+      ...HELM,
+      namespace,
+      body: {
+        apiVersion: 'helm.toolkit.fluxcd.io/v2',
+        kind: 'HelmRelease',
+        metadata: { name: 'web', namespace },
+        spec: {
+          interval: '1h',
+          timeout: '2m',
+          chart: {
+            spec: {
+              chart: './charts/web',
+              sourceRef: { kind: 'GitRepository', name: source.name },
+              reconcileStrategy: 'Revision',
+              interval: '1h',
+            },
+          },
+          driftDetection: { mode: 'enabled' },
+        },
+      },
+    });
+    await waitReleased(kube, namespace, await repo.head());
+    const before = await waitReadyPods(kube, namespace, 'web', 2);
+    const templateBefore = (await kube.apps.readNamespacedDeployment({ name: 'web', namespace })).spec
+      ?.template;
+    const svc = await startFluxReloader(namespace, [], { onTestFinished });
+    const pods = await PodTracker.start(kube, namespace, 'web');
+
+    const sha = await repo.commit(chart('2'), 'values: k=2');
+    await source.fetched(sha);
+    const upgraded = await waitReleased(kube, namespace, sha);
+    const event = await waitForEvent(kube, namespace, 'Reloaded', 'web', 60_000);
+    await waitAllReplaced(kube, namespace, 'web', before, 2);
+    pods.stop();
+
+    expect(event.message).toContain('ConfigMap/app');
+    expect(event.message).toContain(`(after sync of HelmRelease/${namespace}/web at `);
+    expect(svc.logs.filter((l) => l.msg === 'reload started')).toHaveLength(1);
+    expect(pods.newSince(before), 'each pod replaced exactly once').toHaveLength(2);
+    const live = await kube.apps.readNamespacedDeployment({ name: 'web', namespace });
+    expect(live.spec?.template, 'the template is the chart’s').toEqual(templateBefore);
+
+    // Drift detection: helm-controller compares the release with the cluster at each reconciliation.
+    const history = upgraded.status?.history?.length ?? 0;
+    let asked = 0;
+    await stayQuiet(60_000, async () => {
+      if (Date.now() - asked > 15_000) {
+        asked = Date.now();
+        await kube.custom.patchNamespacedCustomObject(
+          {
+            ...HELM,
+            namespace,
+            name: 'web',
+            body: {
+              metadata: { annotations: { 'reconcile.fluxcd.io/requestedAt': new Date().toISOString() } },
+            },
+          },
+          setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+        );
+      }
+      const drift = await events(kube, namespace, 'DriftDetected', 'web');
+      if (drift.length > 0) return `helm-controller detected drift: ${drift[0]?.message}`;
+      const hr = await read(kube, namespace);
+      const drifted = hr.status?.conditions?.find((c) => c.type === 'Drifted');
+      if (drifted?.status === 'True') return `Drifted: ${JSON.stringify(drifted)}`;
+      return undefined;
+    });
+    const final = await read(kube, namespace);
+    expect(final.status?.history?.length ?? 0, 'no corrective upgrade').toBe(history);
+    expect(final.status?.conditions?.find((c) => c.type === 'Ready')?.status).toBe('True');
+    expect(await reloadedCount(kube, namespace, 'web')).toBe(1);
+  });
+});
