@@ -123,8 +123,9 @@ describe('defects the engine simulation found', () => {
     let mark = svc.logs.length;
     await setApp(kube, namespace, '3');
     await logAfter(svc, 'A2 observed', mark, (l) => l.msg === 'config changed');
-    await kube.core.deleteNamespacedConfigMap({ name: 'app', namespace });
+    // The mark before the write: the service may log the deletion before the delete call returns.
     mark = svc.logs.length;
+    await kube.core.deleteNamespacedConfigMap({ name: 'app', namespace });
     await logAfter(svc, 'the deletion observed', mark, (l) => l.msg === 'config changed');
     hook.open.shift()?.writeHead(400).end();
     await svc.waitForLog('A1 failed', (l) => web(l) && l.msg === 'reload failed');

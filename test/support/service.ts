@@ -53,7 +53,7 @@ export function startService(args: string[], env: Record<string, string> = {}): 
     ? createWriteStream(path.join(process.env.TEST_SERVICE_LOG_DIR, `service-${Date.now()}-${proc.pid}.log`))
     : undefined;
   proc.stderr?.on('data', (d: Buffer) => keep?.write(d));
-  proc.on('exit', () => keep?.end());
+  proc.on('close', () => keep?.end());
   proc.stdout?.on('data', (d: Buffer) => {
     keep?.write(d);
     buf += d.toString();
@@ -70,8 +70,10 @@ export function startService(args: string[], env: Record<string, string> = {}): 
     }
   });
   proc.stderr?.on('data', (d: Buffer) => text.push(d.toString()));
+  // 'close', not 'exit': 'exit' can come before the last output is read, and a test reading the logs
+  // after stop() would miss the lines written during the graceful shutdown (a reload completing then).
   const exited = new Promise<number | null>((resolve) =>
-    proc.on('exit', (code) => {
+    proc.on('close', (code) => {
       running.delete(proc);
       resolve(code);
     }),
