@@ -62,20 +62,35 @@ const RELEVANT =
 const NONE: Record<string, string> = Object.freeze({}) as Record<string, string>;
 
 /**
+ * A workload's labels also keep the Kustomization kustomize-controller names on what it applies: git
+ * mode reads them as a claim, which the Kustomization's inventory must confirm (service/flux/git-source.ts).
+ */
+const WORKLOAD_LABELS = new RegExp(
+  `${RELEVANT.source}|^kustomize\\.toolkit\\.fluxcd\\.io\\/(name|namespace)$`,
+);
+
+/**
  * Keeps only the annotation (or label) keys a reload decision can read. Read-only: an object with none
  * gets a shared frozen empty map (two per cached config otherwise, about 1 MiB at 20,000 configs).
  */
-export function relevant(map: Record<string, string> | undefined | null): Readonly<Record<string, string>> {
+export function relevant(
+  map: Record<string, string> | undefined | null,
+  keys: RegExp = RELEVANT,
+): Readonly<Record<string, string>> {
   if (!map) return NONE;
   let out: Record<string, string> | undefined;
   for (const [k, v] of Object.entries(map)) {
-    if (RELEVANT.test(k)) {
+    if (keys.test(k)) {
       out ??= {};
       out[k] = v;
     }
   }
   return out ?? NONE;
 }
+
+/** The labels a workload record keeps: relevant ones, and the Flux Kustomization's name and namespace. */
+export const workloadLabels = (map: Record<string, string> | undefined | null) =>
+  relevant(map, WORKLOAD_LABELS);
 
 /** A Kubernetes label selector as the `labelSelector` query string. */
 export function selectorString(sel: LabelSelectorLike | undefined): string {

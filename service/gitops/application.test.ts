@@ -21,6 +21,7 @@ describe('gitSourceOf', () => {
         app,
       ),
     ).toEqual({
+      syncedBy: 'Argo CD',
       app,
       project: 'team-a',
       repo: parseRepoURL('https://git.example.com/shop.git'),

@@ -23,6 +23,9 @@ import {
 import { GitRefused } from './refusal.ts';
 
 export interface GitSource {
+  /** Who syncs the repository: Argo CD (an Application) or Flux (a Kustomization's GitRepository). */
+  syncedBy: 'Argo CD' | 'Flux';
+  /** The Application (or, synced by Flux, the Kustomization) whose source this is. */
   app: AppKey;
   /** spec.project: selects project-scoped Argo CD repository Secrets. */
   project: string;
@@ -112,6 +115,7 @@ export function gitSourceOf(raw: unknown, app: AppKey): GitSource {
     );
   }
   return {
+    syncedBy: 'Argo CD',
     app,
     project: str(spec.project) ?? 'default',
     repo,
@@ -201,7 +205,8 @@ export async function authorizedGitSource(
   return source;
 }
 
-function why(err: unknown): string {
+/** Why an object could not be read, in a few words (no response body: it may name other objects). */
+export function why(err: unknown): string {
   const code = (err as { code?: unknown }).code;
   if (code === 404) return 'not found';
   if (code === 403) return 'forbidden';

@@ -52,6 +52,33 @@ describe('workloadRecord', () => {
     });
     expect(changed?.templateHash).not.toBe(before?.templateHash);
   });
+
+  it("keeps the labels a decision reads, the Flux Kustomization's name and namespace among them (git mode's claim), and no others", () => {
+    const labels = {
+      app: 'web',
+      'app.kubernetes.io/instance': 'shop',
+      'kustomize.toolkit.fluxcd.io/name': 'apps',
+      'kustomize.toolkit.fluxcd.io/namespace': 'flux-system',
+      'kustomize.toolkit.fluxcd.io/other': 'x',
+      'helm.toolkit.fluxcd.io/name': 'web',
+    };
+    const rec = workloadRecord('Deployment', {
+      metadata: { ...meta, labels },
+      spec: { template: { spec: { containers: [{ name: 'app', image: 'registry.invalid/app:1' }] } } },
+    });
+    expect(rec?.labels).toEqual({
+      'app.kubernetes.io/instance': 'shop',
+      'kustomize.toolkit.fluxcd.io/name': 'apps',
+      'kustomize.toolkit.fluxcd.io/namespace': 'flux-system',
+    });
+    // A config keeps none of them: nothing reads a config's Flux labels.
+    const config = configRecord(
+      'ConfigMap',
+      { metadata: { ...meta, labels }, data: {} },
+      Buffer.alloc(32, 7),
+    );
+    expect(config?.labels).toEqual({ 'app.kubernetes.io/instance': 'shop' });
+  });
 });
 
 describe('configRecord', () => {

@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import { canonicalJson } from '../core/canonical-json.ts';
 import { newestWrite } from '../core/catch-up.ts';
 import { type ConfigDigest, hashConfig, namespaceKey } from '../core/config-hash.ts';
-import { type ConfigRecord, relevant, type WorkloadRecord } from '../core/records.ts';
+import { type ConfigRecord, relevant, type WorkloadRecord, workloadLabels } from '../core/records.ts';
 import { extractReferences, type PodSpecLike } from '../core/references.ts';
 import type { ConfigKind, WorkloadKind } from '../core/types.ts';
 
@@ -117,7 +117,7 @@ export function workloadRecord(kind: WorkloadKind, raw: RawObject): WorkloadReco
     generation: m.generation ?? 0,
     annotations: relevant(m.annotations),
     templateAnnotations: relevant(template?.metadata?.annotations),
-    labels: relevant(m.labels),
+    labels: workloadLabels(m.labels),
     uses: template?.spec ? extractReferences(m.namespace, template.spec) : [],
     templateHash: hashTemplate(template),
     selector: spec?.selector as WorkloadRecord['selector'],

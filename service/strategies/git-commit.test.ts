@@ -62,6 +62,7 @@ const hash = (seed: string) => Buffer.from(seed.padEnd(16, '.')).toString('hex')
 function committer(repo: string, o: Partial<GitCommitterOptions> & { token?: string } = {}) {
   const metrics = new Metrics({ defaultMetrics: false });
   const source = async (app: { namespace: string; name: string }): Promise<GitSource> => ({
+    syncedBy: 'Argo CD',
     app,
     project: 'default',
     repo: parseRepoURL(server.url(repo)),
@@ -172,6 +173,7 @@ describe('git strategy', () => {
     });
     const { c } = committer('helm', {
       source: async (app) => ({
+        syncedBy: 'Argo CD',
         app,
         project: 'default',
         repo: parseRepoURL(server.url('helm')),
@@ -206,6 +208,48 @@ describe('git strategy', () => {
     expect(await counter(metrics, 'failed')).toBe(1);
   });
 
+  it('commits a Flux-applied workload (no Argo CD tracking) to the source of the Kustomization its labels name, and says Flux reconciles it', async () => {
+    await server.createRepo('flux', { 'apps/shop/web.yaml': manifest('web') });
+    const asked: unknown[] = [];
+    const { c } = committer('flux', {
+      fluxSource: async (ks, w) => {
+        asked.push({ ks, w });
+        return {
+          syncedBy: 'Flux',
+          app: ks,
+          project: '',
+          repo: parseRepoURL(server.url('flux')),
+          repoURL: server.url('flux'),
+          targetRevision: 'main',
+          path: 'apps/shop',
+        };
+      },
+    });
+    const flux = {
+      ...workload('web'),
+      annotations: {},
+      labels: {
+        'kustomize.toolkit.fluxcd.io/name': 'apps',
+        'kustomize.toolkit.fluxcd.io/namespace': 'flux-system',
+      },
+    };
+    const res = await c.reload({ signal: new AbortController().signal }, request(flux, hash('f')));
+    expect(asked).toEqual([
+      {
+        ks: { namespace: 'flux-system', name: 'apps' },
+        w: { group: 'apps', kind: 'Deployment', namespace: 'shop', name: 'web' },
+      },
+    ]);
+    expect(res.summary).toMatch(
+      /^committed [0-9a-f]{12} to .*flux\.git branch main .*the pods roll when Flux reconciles it$/,
+    );
+    // Without Flux configured, the same workload has no source: the labels alone name nothing.
+    const { c: argoOnly } = committer('flux');
+    await expect(
+      argoOnly.reload({ signal: new AbortController().signal }, request(flux, hash('g'))),
+    ).rejects.toThrow(/^no Argo CD Application tracks Deployment shop\/web; /);
+  });
+
   it('reports a workload missing from the repository as a failure of that workload', async () => {
     await server.createRepo('missing', { 'apps/shop/web.yaml': manifest('web') });
     const { c } = committer('missing');
@@ -236,6 +280,7 @@ describe('git strategy', () => {
     const url = server.url('url-user').replace('http://', `http://${server.username}@`);
     const { c } = committer('url-user', {
       source: async (app) => ({
+        syncedBy: 'Argo CD',
         app,
         project: 'default',
         repo: parseRepoURL(url),

@@ -26,6 +26,7 @@ import { KEYS } from '../core/annotations.ts';
 import { realTimers, type Timers } from '../core/batcher.ts';
 import type { WorkloadRecord } from '../core/records.ts';
 import { displayURL, parseCredentialScope, type RepoIdentity } from '../core/repo-url.ts';
+import { authorizedFluxGitSource, fluxClaim } from '../flux/git-source.ts';
 import { authorizedGitSource, type GitSource } from '../gitops/application.ts';
 import type { WorkloadId } from '../gitops/authority.ts';
 import {
@@ -51,6 +52,11 @@ export interface GitCommitterOptions {
    * the Application does not provably manage the workload.
    */
   source(app: AppKey, workload: WorkloadId): Promise<GitSource>;
+  /**
+   * With Flux: the git source of the Kustomization a workload's labels name, read at write time;
+   * throws GitRefused when the Kustomization did not provably apply the workload.
+   */
+  fluxSource?(kustomization: AppKey, workload: WorkloadId): Promise<GitSource>;
   /** Credentials for a repository; `cache` is shared by the writes of one gathering. */
   credentials(repo: RepoIdentity, project: string, cache: CredentialCache): Promise<ResolvedCredentials>;
   tracking: TrackingOptions;
@@ -183,12 +189,17 @@ export class GitCommitter {
       { group, kind, namespace, name, annotations: rec.annotations, labels: rec.labels },
       this.#o.tracking,
     );
-    if (!tracked.app) {
+    const id = { group, kind, namespace, name };
+    const claim = tracked.app || !this.#o.fluxSource ? undefined : fluxClaim(rec.labels);
+    if (!tracked.app && !claim) {
       throw new Error(
-        `no Argo CD Application tracks ${kind} ${namespace}/${name}${tracked.ignored ? ` (${tracked.ignored})` : ''}; the git strategy commits to the git source of the Application that tracks the workload`,
+        `no Argo CD Application tracks ${kind} ${namespace}/${name}${tracked.ignored ? ` (${tracked.ignored})` : ''}${this.#o.fluxSource ? ' and no Flux Kustomization labels name it' : ''}; the git strategy commits to the git source of the Application${this.#o.fluxSource ? ' or Kustomization' : ''} that applies the workload`,
       );
     }
-    const source = await this.#o.source(tracked.app, { group, kind, namespace, name });
+    const source =
+      claim && this.#o.fluxSource
+        ? await this.#o.fluxSource(claim, id)
+        : await this.#o.source(tracked.app as AppKey, id);
     const valuesPath = (
       rec.annotations[KEYS.gitValuesPath] ?? rec.templateAnnotations[KEYS.gitValuesPath]
     )?.trim();
@@ -328,7 +339,7 @@ export class GitCommitter {
   #refused(err: unknown, source?: GitSource): void {
     if (!(err instanceof GitRefused)) return;
     this.#o.metrics?.gitRefused(err.rule);
-    const where = source ? { app: appKeyString(source.app), repo: displayURL(source.repo) } : {};
+    const where = source ? { ...ownerField(source), repo: displayURL(source.repo) } : {};
     this.#o.log.warn({ ...where, rule: err.rule, err: err.message }, 'git write refused');
   }
 
@@ -341,7 +352,7 @@ export class GitCommitter {
   ): void {
     const { metrics, log } = this.#o;
     const repo = displayURL(g.source.repo);
-    const app = appKeyString(g.source.app);
+    const owner = ownerField(g.source);
     if (res.status === 'rejected') {
       const err = res.reason;
       if (!counted.has(err)) {
@@ -353,7 +364,10 @@ export class GitCommitter {
       }
       const reason = err instanceof GitWriteError ? err.reason : 'error';
       const message = `git write-back failed (${reason}): ${(err as Error).message}${reason === 'auth' ? ` [credentials: ${creds.kind}]` : ''}`;
-      log.warn({ app, repo, branch: g.branch, reason, credentials: creds.source }, 'git write-back failed');
+      log.warn(
+        { ...owner, repo, branch: g.branch, reason, credentials: creds.source },
+        'git write-back failed',
+      );
       for (const { r } of g.items) r.reject(new Error(message));
       return;
     }
@@ -365,7 +379,7 @@ export class GitCommitter {
         for (let n = 1; n < result.attempts; n++) metrics?.gitPushRetry();
         log.info(
           {
-            app,
+            ...owner,
             repo,
             branch: result.branch,
             commit: result.commit,
@@ -388,13 +402,18 @@ export class GitCommitter {
       } else if (o.status === 'updated' && result.commit) {
         r.resolve({
           replaced: 0,
-          summary: `committed ${result.commit.slice(0, 12)} to ${at} (${o.files.join(', ')}: ${value}); the pods roll when Argo CD syncs it`,
+          summary: `committed ${result.commit.slice(0, 12)} to ${at} (${o.files.join(', ')}: ${value}); the pods roll when ${g.source.syncedBy === 'Flux' ? 'Flux reconciles' : 'Argo CD syncs'} it`,
         });
       } else {
         r.resolve({ replaced: 0, summary: `${at} already has ${value}; nothing to commit` });
       }
     });
   }
+}
+
+/** The log field naming whose source a write went to. */
+function ownerField(s: GitSource): { app: string } | { kustomization: string } {
+  return s.syncedBy === 'Flux' ? { kustomization: appKeyString(s.app) } : { app: appKeyString(s.app) };
 }
 
 /**
@@ -528,6 +547,12 @@ export async function createGitCommitter(cfg: Config, d: GitCommitterDeps): Prom
     }),
     source: (app, workload) =>
       authorizedGitSource(d.custom, app, workload, { argocdNamespaces: cfg.argocdNamespaces }),
+    ...(cfg.fluxNamespaces.length > 0
+      ? {
+          fluxSource: (ks: AppKey, workload: WorkloadId) =>
+            authorizedFluxGitSource(d.custom, ks, workload, { fluxNamespaces: cfg.fluxNamespaces }),
+        }
+      : {}),
     allowInsecureHttp: cfg.gitAllowInsecureHttp,
     credentials: (repo, project, cache) => resolveCredentials(credentialOptions, repo, project, cache),
     tracking: {
