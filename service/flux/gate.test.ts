@@ -230,6 +230,25 @@ describe('the Flux gate', () => {
       expect(released.map((c) => c.config).sort()).toEqual(['ConfigMap/shop/a', 'ConfigMap/shop/c']);
     });
 
+    it('with it, a Kustomization that stops depending (its dependsOn edited, or it is deleted) no longer holds the other', () => {
+      for (const unlink of ['edited', 'deleted'] as const) {
+        const { gate, released } = world({ dependsOnAsOne: true });
+        gate.observeSource('GitRepository/shop/repo', rev(2));
+        for (const k of chain('ready', 'progressing', [2, 2])) gate.observe(k);
+        expect(gate.hold(change('ConfigMap/shop/a'), config('a'))).toBe(true);
+        // app still reconciles, but no longer depends on configs: configs's change goes.
+        if (unlink === 'edited') {
+          gate.observe(kustomization('app', 'progressing', { configs: ['c'], attempted: 2, applied: 1 }));
+        } else {
+          gate.applierDeleted('Kustomization/shop/app');
+        }
+        expect(
+          released.map((c) => c.config),
+          unlink,
+        ).toEqual(['ConfigMap/shop/a']);
+      }
+    });
+
     it('without it, each Kustomization releases its own changes when it is done', () => {
       const { gate, released } = world();
       gate.observeSource('GitRepository/shop/repo', rev(2));

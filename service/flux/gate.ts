@@ -51,6 +51,8 @@ export class FluxGate implements ChangeGate {
   /** Config id → the appliers whose inventory lists it. */
   readonly #owners = new Map<string, Set<ApplierKey>>();
   readonly #held = new Map<ApplierKey, Held>();
+  /** Reverse dependsOn: for each applier key, the appliers that name it (kept as they are observed). */
+  readonly #dependents = new Map<ApplierKey, Set<ApplierKey>>();
   #sink: ChangeSink | undefined;
 
   constructor(o: FluxGateOptions) {
@@ -133,6 +135,12 @@ export class FluxGate implements ChangeGate {
   observe(a: Applier): void {
     const prev = this.#appliers.get(a.key);
     if (prev) for (const c of prev.configs) if (!a.configs.has(c)) this.#unindex(c, a.key);
+    if (prev) this.#unlinkDependsOn(prev);
+    for (const d of a.dependsOn) {
+      const set = this.#dependents.get(d) ?? new Set<ApplierKey>();
+      set.add(a.key);
+      this.#dependents.set(d, set);
+    }
     for (const c of a.configs) {
       const set = this.#owners.get(c) ?? new Set<ApplierKey>();
       set.add(a.key);
@@ -169,9 +177,18 @@ export class FluxGate implements ChangeGate {
   applierDeleted(key: ApplierKey): void {
     const prev = this.#appliers.get(key);
     if (prev) for (const c of prev.configs) this.#unindex(c, key);
+    if (prev) this.#unlinkDependsOn(prev);
     this.#appliers.delete(key);
     this.#release(key, 'applier deleted');
     this.#evaluate();
+  }
+
+  #unlinkDependsOn(a: Applier): void {
+    for (const d of a.dependsOn) {
+      const set = this.#dependents.get(d);
+      set?.delete(a.key);
+      if (set?.size === 0) this.#dependents.delete(d);
+    }
   }
 
   #unindex(config: string, key: ApplierKey): void {
@@ -207,13 +224,10 @@ export class FluxGate implements ChangeGate {
     if (!this.#o.dependsOnAsOne) return [a];
     const seen = new Set<ApplierKey>([a.key]);
     const todo = [a.key];
-    // Edges both ways: what it depends on, and what depends on it.
-    const dependents = new Map<ApplierKey, ApplierKey[]>();
-    for (const x of this.#appliers.values())
-      for (const d of x.dependsOn) dependents.set(d, [...(dependents.get(d) ?? []), x.key]);
+    // Edges both ways: what it depends on, and what depends on it (the reverse index).
     while (todo.length > 0) {
       const k = todo.pop() as ApplierKey;
-      const next = [...(this.#appliers.get(k)?.dependsOn ?? []), ...(dependents.get(k) ?? [])];
+      const next = [...(this.#appliers.get(k)?.dependsOn ?? []), ...(this.#dependents.get(k) ?? [])];
       for (const n of next) {
         if (seen.has(n) || !this.#appliers.has(n)) continue;
         seen.add(n);
