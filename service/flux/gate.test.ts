@@ -268,6 +268,19 @@ describe('the Flux gate', () => {
       expect(released).toHaveLength(1);
     });
 
+    it('under reload, keeps it when a newer artifact came meanwhile: the retry applies that revision, and one release follows it (flux-sim seed 32)', () => {
+      const { gate, released } = world();
+      gate.observeSource('GitRepository/shop/repo', rev(2));
+      gate.observe(kustomization('app', 'progressing', { configs: ['a'], attempted: 2 }));
+      gate.hold(change('ConfigMap/shop/a'), config('a'));
+      gate.observeSource('GitRepository/shop/repo', rev(3));
+      gate.observe(kustomization('app', 'failed', { configs: ['a'], attempted: 2, applied: 1 }));
+      expect(released).toEqual([]);
+      gate.observe(kustomization('app', 'progressing', { configs: ['a'], attempted: 3, applied: 1 }));
+      gate.observe(kustomization('app', 'ready', { configs: ['a'], attempted: 3, applied: 3 }));
+      expect(released.map((c) => [c.config, c.via?.revision])).toEqual([['ConfigMap/shop/a', rev(3)]]);
+    });
+
     it('keeps it, and later changes, until a reconciliation succeeds under --flux-on-failed-apply=hold', () => {
       const { gate, released } = world({ onFailedApply: 'hold' });
       gate.observe(kustomization('app', 'progressing', { configs: ['a', 'b'], attempted: 2 }));

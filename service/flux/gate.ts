@@ -241,8 +241,12 @@ export class FluxGate implements ChangeGate {
   #busyAlone(a: Applier): boolean {
     if (a.suspended) return false;
     if (a.phase === 'progressing' || a.phase === 'waiting') return true;
+    // Ready, or failed, with a newer artifact than it last attempted: it starts on it next (a failed
+    // one at its retry), so what it holds goes with that revision, not now (test/sim/flux-sim.ts).
     const rev = a.source ? this.#sources.get(a.source) : undefined;
-    return rev !== undefined && a.phase === 'ready' && a.lastAttemptedRevision !== rev;
+    return (
+      rev !== undefined && (a.phase === 'ready' || a.phase === 'failed') && a.lastAttemptedRevision !== rev
+    );
   }
 
   #busy(a: Applier): boolean {
