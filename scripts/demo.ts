@@ -1,10 +1,19 @@
-// npm run demo: gitops-reloader end to end with the real Argo CD, in about a minute once built.
-// Starts the control plane with Argo CD (test/cluster), pushes examples/demo to a local git
-// repository, lets Argo CD sync it, starts the service, commits a change to the app's ConfigMap and
-// Secret, and shows Argo CD's sync and the pods being replaced live, then sums up. Cleans up on exit
-// or Ctrl-C. The story is scripts/demo/story.ts; Argo CD's part is scripts/demo/argocd.ts.
+// npm run demo: gitops-reloader end to end with the real Argo CD, in about a minute once built;
+// `npm run demo -- --flux` tells the same story with the real Flux controllers.
+// Starts the control plane with Argo CD and Flux (test/cluster), pushes examples/demo to a local git
+// repository, lets the engine deploy it, starts the service, commits a change to the app's ConfigMap
+// and Secret, and shows the engine applying it and the pods being replaced live, then sums up.
+// Cleans up on exit or Ctrl-C. The story is scripts/demo/story.ts; each engine's part is
+// scripts/demo/argocd.ts or scripts/demo/flux.ts.
 import { argocdEngine } from './demo/argocd.ts';
 import { runCleaningUp } from './demo/cleanup.ts';
+import { fluxEngine } from './demo/flux.ts';
 import { tell } from './demo/story.ts';
 
-runCleaningUp(() => tell(argocdEngine));
+const args = process.argv.slice(2);
+const unknown = args.filter((a) => a !== '--flux');
+if (unknown.length > 0) {
+  process.stderr.write(`demo: unknown argument ${unknown.join(' ')}; usage: npm run demo [-- --flux]\n`);
+  process.exit(2);
+}
+runCleaningUp(() => tell(args.includes('--flux') ? fluxEngine : argocdEngine));
