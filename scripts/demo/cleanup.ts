@@ -18,8 +18,10 @@ function cleanUp(): Promise<void> {
 
 /** Runs `main`, cleans up after it (or on SIGINT/SIGTERM) and exits 0, 1 on failure or 130 on a signal. */
 export function runCleaningUp(main: () => Promise<void>): void {
+  let interrupted = false;
   for (const sig of ['SIGINT', 'SIGTERM'] as const) {
     process.on(sig, () => {
+      interrupted = true;
       say(`\n${sig}: cleaning up…`);
       void cleanUp().then(() => process.exit(130));
     });
@@ -29,6 +31,8 @@ export function runCleaningUp(main: () => Promise<void>): void {
     .then(
       () => process.exit(0),
       async (err: unknown) => {
+        // Interrupted: what failed is what the clean-up stopped (the service); the signal's exit stands.
+        if (interrupted) return;
         process.stderr.write(`demo failed: ${err instanceof Error ? err.message : String(err)}\n`);
         await cleanUp();
         process.exit(1);
