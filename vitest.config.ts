@@ -22,6 +22,7 @@ export default defineConfig({
             'test/support/**/*.test.ts',
             'test/sim/**/*.test.ts',
             'bench/**/*.test.ts',
+            'scripts/**/*.test.ts',
           ],
         },
       },
