@@ -5,6 +5,7 @@
 // sends: the reconcile.fluxcd.io/requestedAt annotation).
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { inject, type TestContext } from 'vitest';
+import { FLUX_WEBHOOK_PATH } from '../../service/flux/webhook.ts';
 import type { FluxEndpoints } from '../cluster/flux.ts';
 import type { GitRepo } from './argocd.ts';
 import type { Kube } from './kube.ts';
@@ -228,4 +229,50 @@ export async function startFluxReloader(
   o.onTestFinished(() => svc.kill());
   await svc.waitForLog('ready', (l) => l.msg === 'ready', 60_000);
   return svc;
+}
+
+const NOTIFICATION = { group: 'notification.toolkit.fluxcd.io', version: 'v1beta3' };
+
+/**
+ * The Secret, Provider and Alert a platform team creates (docs/flux.md), pointed at the service at
+ * `url`: notification-controller then posts the events of the namespace's Kustomizations there,
+ * signed with `token`.
+ */
+export async function subscribe(
+  kube: Kube,
+  namespace: string,
+  url: string,
+  token: string,
+  secret = 'gitops-reloader-flux',
+): Promise<void> {
+  await kube.core.createNamespacedSecret({
+    namespace,
+    body: { metadata: { name: secret }, stringData: { token } },
+  });
+  await kube.custom.createNamespacedCustomObject({
+    ...NOTIFICATION,
+    plural: 'providers',
+    namespace,
+    body: {
+      apiVersion: 'notification.toolkit.fluxcd.io/v1beta3',
+      kind: 'Provider',
+      metadata: { name: 'gitops-reloader', namespace },
+      spec: { type: 'generic-hmac', address: `${url}${FLUX_WEBHOOK_PATH}`, secretRef: { name: secret } },
+    },
+  });
+  await kube.custom.createNamespacedCustomObject({
+    ...NOTIFICATION,
+    plural: 'alerts',
+    namespace,
+    body: {
+      apiVersion: 'notification.toolkit.fluxcd.io/v1beta3',
+      kind: 'Alert',
+      metadata: { name: 'gitops-reloader', namespace },
+      spec: {
+        providerRef: { name: 'gitops-reloader' },
+        eventSeverity: 'info',
+        eventSources: [{ kind: 'Kustomization', name: '*' }],
+      },
+    },
+  });
 }

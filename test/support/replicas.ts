@@ -46,14 +46,22 @@ export async function installRelease(
     extraArgs?: string[];
     /** Enables the webhook; the token the chart would mount from its Secret is written to a local file. */
     webhookToken?: string;
+    /**
+     * Flux: the namespaces of its Kustomizations, and the Flux event endpoint's token (the chart mounts
+     * it from the Secret `tokenSecret`, which the Provider references too; here a local file).
+     */
+    flux?: { namespaces: string[]; webhookToken?: string; tokenSecret?: string };
   },
 ): Promise<Release> {
   const name = `gr-${randomBytes(3).toString('hex')}`;
-  let tokenFile: string | undefined;
-  if (o.webhookToken !== undefined) {
-    tokenFile = path.join(await mkdtemp(path.join(tmpdir(), 'gr-webhook-')), 'token');
-    await writeFile(tokenFile, o.webhookToken, { mode: 0o600 });
-  }
+  const localFile = async (what: string, token: string) => {
+    const file = path.join(await mkdtemp(path.join(tmpdir(), `gr-${what}-`)), 'token');
+    await writeFile(file, token, { mode: 0o600 });
+    return file;
+  };
+  const tokenFile = o.webhookToken !== undefined ? await localFile('webhook', o.webhookToken) : undefined;
+  const fluxTokenFile =
+    o.flux?.webhookToken !== undefined ? await localFile('flux-webhook', o.flux.webhookToken) : undefined;
   // The values a user would write: which namespaces to watch, extra flags, the webhook.
   const valuesFile = path.join(await mkdtemp(path.join(tmpdir(), 'gr-values-')), 'values.yaml');
   await writeFile(
@@ -65,6 +73,16 @@ export async function installRelease(
       argocd: { enabled: false },
       extraArgs: o.extraArgs ?? [],
       ...(tokenFile ? { webhook: { enabled: true, tokenSecret: { name: `${name}-webhook` } } } : {}),
+      ...(o.flux
+        ? {
+            flux: {
+              namespaces: o.flux.namespaces,
+              ...(fluxTokenFile
+                ? { webhook: { enabled: true, tokenSecret: { name: o.flux.tokenSecret ?? `${name}-flux` } } }
+                : {}),
+            },
+          }
+        : {}),
     }),
   );
   const set = o.set ?? [];
@@ -90,7 +108,9 @@ export async function installRelease(
         ? '--http-address=127.0.0.1:0'
         : a.startsWith('--webhook-token-file=') && tokenFile
           ? `--webhook-token-file=${tokenFile}`
-          : a,
+          : a.startsWith('--flux-webhook-token-file=') && fluxTokenFile
+            ? `--flux-webhook-token-file=${fluxTokenFile}`
+            : a,
     )
     // Every replica runs on this host: each its own status port (a pod has its own loopback).
     .concat('--status-address=127.0.0.1:0');

@@ -8,49 +8,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { describe, expect } from 'vitest';
+import { FLUX_WEBHOOK_PATH as PATH } from '../../../service/flux/webhook.ts';
 import { cm, reloadedCount, stayQuiet, web } from '../../argocd/fixtures.ts';
 import { GitRepo, toFiles } from '../../support/argocd.ts';
-import { FluxKustomization, FluxSource, startFluxReloader } from '../../support/flux.ts';
+import { FluxKustomization, FluxSource, startFluxReloader, subscribe } from '../../support/flux.ts';
 import { it, type Kube } from '../../support/kube.ts';
 import { waitForEvent, waitReadyPods } from '../../support/observe.ts';
 import type { RunningService } from '../../support/service.ts';
-
-const NOTIFICATION = { group: 'notification.toolkit.fluxcd.io', version: 'v1beta3' };
-const PATH = '/api/v1/flux/events';
-
-/** The Secret, Provider and Alert a platform team creates (docs/flux.md), pointed at `url`. */
-async function subscribe(kube: Kube, namespace: string, url: string, token: string): Promise<void> {
-  await kube.core.createNamespacedSecret({
-    namespace,
-    body: { metadata: { name: 'gitops-reloader-flux' }, stringData: { token } },
-  });
-  await kube.custom.createNamespacedCustomObject({
-    ...NOTIFICATION,
-    plural: 'providers',
-    namespace,
-    body: {
-      apiVersion: 'notification.toolkit.fluxcd.io/v1beta3',
-      kind: 'Provider',
-      metadata: { name: 'gitops-reloader', namespace },
-      spec: { type: 'generic-hmac', address: `${url}${PATH}`, secretRef: { name: 'gitops-reloader-flux' } },
-    },
-  });
-  await kube.custom.createNamespacedCustomObject({
-    ...NOTIFICATION,
-    plural: 'alerts',
-    namespace,
-    body: {
-      apiVersion: 'notification.toolkit.fluxcd.io/v1beta3',
-      kind: 'Alert',
-      metadata: { name: 'gitops-reloader', namespace },
-      spec: {
-        providerRef: { name: 'gitops-reloader' },
-        eventSeverity: 'info',
-        eventSources: [{ kind: 'Kustomization', name: '*' }],
-      },
-    },
-  });
-}
 
 function httpUrl(svc: RunningService): string {
   const line = svc.logs.find((l) => l.msg === 'http listening');
