@@ -10,10 +10,11 @@ import path from 'node:path';
 import express from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../log.ts';
+import { MAX_BODY_BYTES, sameSecret } from '../webhook-http.ts';
 import type { NotifyResult } from './gate.ts';
 import { InboxFull } from './inbox.ts';
 import type { SyncNotification } from './notification.ts';
-import { argocdWebhookRouter, MAX_BODY_BYTES, sameSecret, WEBHOOK_PATH } from './webhook.ts';
+import { argocdWebhookRouter, WEBHOOK_PATH } from './webhook.ts';
 
 const TOKEN = 'b7f3c1e9a2d84f60a1c5e7b9d3f2a4c6';
 

@@ -3,33 +3,21 @@
 // takes effect), the content type and a 1 MiB body limit, validates the body, and hands it to the
 // SyncGate. Answers: 202 accepted (also for a duplicate delivery, which does nothing), 400 with the
 // offending field, 401, 413, 415.
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { Logger } from '../log.ts';
+import { endpointErrors, MAX_BODY_BYTES, problem, sameSecret } from '../webhook-http.ts';
 import type { NotifyResult } from './gate.ts';
 import { InboxFull } from './inbox.ts';
 import { InvalidNotification, parseNotification, type SyncNotification } from './notification.ts';
 
 export const WEBHOOK_PATH = '/api/v1/argocd/notifications';
-export const MAX_BODY_BYTES = 1024 * 1024;
 
 export interface WebhookOptions {
   /** File holding the bearer token (a mounted Secret key). Trailing whitespace is ignored. */
   tokenFile: string;
   notify(n: SyncNotification): Promise<NotifyResult>;
   log: Logger;
-}
-
-const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
-
-/** Constant-time equality of two secrets of any length (both are hashed to 32 bytes first). */
-export function sameSecret(given: string, expected: string): boolean {
-  return timingSafeEqual(digest(given), digest(expected)) && expected.length > 0;
-}
-
-function problem(res: Response, status: number, error: string, extra: Record<string, unknown> = {}) {
-  res.status(status).json({ error, ...extra });
 }
 
 export function argocdWebhookRouter(o: WebhookOptions): Router {
@@ -112,36 +100,6 @@ export function argocdWebhookRouter(o: WebhookOptions): Router {
   };
 
   router.post(WEBHOOK_PATH, authenticate, jsonOnly, parse, handle);
-  router.all(WEBHOOK_PATH, (_req, res) => {
-    res.set('Allow', 'POST');
-    problem(res, 405, 'only POST is allowed');
-  });
-  // Errors of the body parser, for this path only.
-  router.use(WEBHOOK_PATH, (err: unknown, _req: Request, res: Response, next: NextFunction) => {
-    const e = err as { type?: string; status?: number; message?: string };
-    if (res.headersSent) {
-      next(err);
-      return;
-    }
-    switch (e.type) {
-      case 'entity.too.large':
-        problem(res, 413, `the body is larger than ${MAX_BODY_BYTES} bytes`);
-        return;
-      case 'entity.parse.failed':
-        problem(res, 400, `the body is not valid JSON: ${e.message ?? ''}`, { field: '(body)' });
-        return;
-      case 'charset.unsupported':
-      case 'encoding.unsupported':
-        problem(res, 415, e.message ?? 'unsupported encoding');
-        return;
-      case 'request.aborted':
-      case 'request.size.invalid':
-        problem(res, 400, e.message ?? 'the request body is incomplete', { field: '(body)' });
-        return;
-      default:
-        o.log.error({ err: e.message ?? String(err) }, 'Argo CD notification failed');
-        problem(res, e.status && e.status >= 400 && e.status < 500 ? e.status : 500, 'request failed');
-    }
-  });
+  endpointErrors(router, WEBHOOK_PATH, o.log, 'Argo CD notification failed');
   return router;
 }

@@ -23,8 +23,8 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import { MAX_BODY_BYTES, sameSecret } from '../argocd/webhook.ts';
 import type { Logger } from '../log.ts';
+import { endpointErrors, MAX_BODY_BYTES, problem, sameSecret } from '../webhook-http.ts';
 import { type FluxEvent, InvalidFluxEvent, parseFluxEvent } from './event.ts';
 
 export const FLUX_WEBHOOK_PATH = '/api/v1/flux/events';
@@ -47,10 +47,6 @@ interface Pending {
 const SIGNATURE = /^sha256=([0-9a-f]{64})$/i;
 const BEARER = /^Bearer[ ]+(\S+)[ ]*$/i;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
-
-function problem(res: Response, status: number, error: string, extra: Record<string, unknown> = {}) {
-  res.status(status).json({ error, ...extra });
-}
 
 function unauthorized(res: Response, error: string) {
   res.set('WWW-Authenticate', 'Bearer realm="gitops-reloader"');
@@ -190,32 +186,6 @@ export function fluxWebhookRouter(o: FluxWebhookOptions): Router {
   };
 
   router.post(FLUX_WEBHOOK_PATH, authenticate, rawBody, verify, jsonOnly, handle);
-  router.all(FLUX_WEBHOOK_PATH, (_req, res) => {
-    res.set('Allow', 'POST');
-    problem(res, 405, 'only POST is allowed');
-  });
-  // Errors of the body reader, for this path only.
-  router.use(FLUX_WEBHOOK_PATH, (err: unknown, _req: Request, res: Response, next: NextFunction) => {
-    const e = err as { type?: string; status?: number; message?: string };
-    if (res.headersSent) {
-      next(err);
-      return;
-    }
-    switch (e.type) {
-      case 'entity.too.large':
-        problem(res, 413, `the body is larger than ${MAX_BODY_BYTES} bytes`);
-        return;
-      case 'encoding.unsupported':
-        problem(res, 415, e.message ?? 'unsupported encoding');
-        return;
-      case 'request.aborted':
-      case 'request.size.invalid':
-        problem(res, 400, e.message ?? 'the request body is incomplete', { field: '(body)' });
-        return;
-      default:
-        o.log.error({ err: e.message ?? String(err) }, 'Flux event failed');
-        problem(res, e.status && e.status >= 400 && e.status < 500 ? e.status : 500, 'request failed');
-    }
-  });
+  endpointErrors(router, FLUX_WEBHOOK_PATH, o.log, 'Flux event failed');
   return router;
 }
