@@ -7,8 +7,6 @@
 // and the loopback git server is plain http, which needs --git-allow-insecure-http.
 import { readFile } from 'node:fs/promises';
 import { describe, expect, type TestContext } from 'vitest';
-import { hashConfig, namespaceKey, setDigest } from '../../../service/core/config-hash.ts';
-import { configId } from '../../../service/core/types.ts';
 import {
   ArgoApp,
   argocdEndpoints,
@@ -17,32 +15,23 @@ import {
   startReloader,
   toFiles,
 } from '../../support/argocd.ts';
-import { inspect } from '../../support/git-server.ts';
+import {
+  CONFIG_HASH,
+  changedLines,
+  commits,
+  expectedHash,
+  replicaSetCount,
+  rolledOut,
+} from '../../support/checksum-commit.ts';
 import { it, type Kube } from '../../support/kube.ts';
 import { events, PodTracker, waitForEvent, waitReadyPods } from '../../support/observe.ts';
 import { hashKeyFile } from '../../support/service.ts';
-import { pending, waitFor } from '../../support/wait-for.ts';
 import { cm, stayQuiet, web } from '../fixtures.ts';
-
-const ANNOTATION = 'gitops-reloader.io/config-hash';
 
 function manifests(mode: string): Manifest[] {
   const w = web('web', { configMaps: ['web-config'], replicas: 2 });
   w.metadata.annotations = { ...w.metadata.annotations, 'gitops-reloader.io/strategy': 'git' };
   return [cm('web-config', { mode }), w];
-}
-
-/** The value the service publishes for a workload using all of one ConfigMap (ADR 0010's namespace key). */
-function expectedHash(key: Buffer, namespace: string, config: string, data: Record<string, string>): string {
-  const id = configId({ kind: 'ConfigMap', namespace, name: config });
-  return setDigest(
-    { [id]: hashConfig({ data }, namespaceKey(key, namespace)).all },
-    namespaceKey(key, namespace),
-  );
-}
-
-async function replicaSetCount(kube: Kube, namespace: string): Promise<number> {
-  return (await kube.apps.listNamespacedReplicaSet({ namespace, labelSelector: 'app=web' })).items.length;
 }
 
 /** Argo CD's repository Secret for exactly this repository, as `argocd repo add` writes it. */
@@ -122,21 +111,13 @@ async function roundTrip(
     });
 
     // The service commits the checksum on top of it.
-    const ours = await waitFor(
-      async () => {
-        const log = await repo.log();
-        return log.length === 3 ? log : pending(log.map((l) => l.subject));
-      },
-      { describe: "the service's checksum commit", timeout: 90_000 },
-    );
+    const ours = await commits(repo, 3);
     const commit = ours[0] as { sha: string; subject: string; author: string };
     expect(ours[1]?.sha).toBe(change);
     expect(commit.subject).toBe(`chore(reload): ${namespace}/web config changed (ConfigMap/web-config)`);
     expect(commit.author).toBe('gitops-reloader <gitops-reloader@localhost>');
     const value = expectedHash(key, namespace, 'web-config', { mode: 'slow' });
-    const diff = (await inspect.diff(repo.bare, commit.sha))
-      .split('\n')
-      .filter((l) => /^[+-]/.test(l) && !/^(\+\+\+|---) /.test(l));
+    const diff = await changedLines(repo, commit.sha);
     expect(diff).toEqual(c.diff(value));
     expect(await repo.show(commit.sha, c.file)).toContain(value);
     const ev = await waitForEvent(kube, namespace, 'Reloaded', 'web');
@@ -151,20 +132,8 @@ async function roundTrip(
     // Argo CD learns of the commit as from a git webhook (a hard refresh), syncs it, and rolls the pods.
     await app.refresh();
     await app.waitSynced(commit.sha);
-    const rolled = await waitFor(
-      async () => {
-        const d = await kube.apps.readNamespacedDeployment({ name: 'web', namespace });
-        const s = d.status;
-        return s?.observedGeneration === d.metadata?.generation &&
-          s?.updatedReplicas === 2 &&
-          s?.availableReplicas === 2 &&
-          s?.replicas === 2
-          ? d
-          : pending(s);
-      },
-      { describe: 'web rolled out from git', timeout: 120_000 },
-    );
-    expect(rolled.spec?.template?.metadata?.annotations?.[ANNOTATION]).toBe(value);
+    const rolled = await rolledOut(kube, namespace);
+    expect(rolled.spec?.template?.metadata?.annotations?.[CONFIG_HASH]).toBe(value);
     expect(rolled.metadata?.generation, 'one template change, from git').toBe(generation + 1);
     await waitReadyPods(kube, namespace, 'web', 2);
 
@@ -242,7 +211,7 @@ describe.concurrent('git-commit mode with the real Argo CD', { timeout: 300_000 
       change: toFiles([cm('web-config', { mode: 'slow' })]),
       file: 'manifests/deployment-web.yaml',
       // Only the annotation (the template had no annotations map: it is created).
-      diff: (value) => ['+      annotations:', `+        ${ANNOTATION}: "${value}"`],
+      diff: (value) => ['+      annotations:', `+        ${CONFIG_HASH}: "${value}"`],
     });
   });
 
@@ -264,7 +233,7 @@ describe.concurrent('git-commit mode with the real Argo CD', { timeout: 300_000 
       source: { helm: { valueFiles: ['values.yaml'] } },
       file: 'chart/values.yaml',
       // podAnnotations: {} becomes a block map holding the checksum; the comments stay.
-      diff: (value) => ['-podAnnotations: {}', '+podAnnotations:', `+  ${ANNOTATION}: "${value}"`],
+      diff: (value) => ['-podAnnotations: {}', '+podAnnotations:', `+  ${CONFIG_HASH}: "${value}"`],
     });
   });
 });

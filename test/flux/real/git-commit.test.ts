@@ -9,37 +9,26 @@ import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect } from 'vitest';
-import { hashConfig, namespaceKey, setDigest } from '../../../service/core/config-hash.ts';
-import { configId } from '../../../service/core/types.ts';
 import { cm, stayQuiet, web } from '../../argocd/fixtures.ts';
 import { GitRepo, toFiles } from '../../support/argocd.ts';
+import {
+  CONFIG_HASH,
+  changedLines,
+  commits,
+  expectedHash,
+  replicaSetCount,
+  rolledOut,
+} from '../../support/checksum-commit.ts';
 import { FluxKustomization, FluxSource, revisionOf, startFluxReloader } from '../../support/flux.ts';
-import { inspect } from '../../support/git-server.ts';
-import { it, type Kube } from '../../support/kube.ts';
+import { it } from '../../support/kube.ts';
 import { events, PodTracker, waitForEvent, waitReadyPods } from '../../support/observe.ts';
 import { hashKeyFile } from '../../support/service.ts';
-import { pending, waitFor } from '../../support/wait-for.ts';
 import { configMap, deployment } from '../../support/workloads.ts';
-
-const ANNOTATION = 'gitops-reloader.io/config-hash';
 
 function files(mode: string): Record<string, string> {
   const w = web('web', { configMaps: ['web-config'], replicas: 2 });
   w.metadata.annotations = { ...w.metadata.annotations, 'gitops-reloader.io/strategy': 'git' };
   return toFiles([cm('web-config', { mode }), w], 'app');
-}
-
-/** The value the service publishes for a workload using all of one ConfigMap (ADR 0010's namespace key). */
-function expectedHash(key: Buffer, namespace: string, config: string, data: Record<string, string>): string {
-  const id = configId({ kind: 'ConfigMap', namespace, name: config });
-  return setDigest(
-    { [id]: hashConfig({ data }, namespaceKey(key, namespace)).all },
-    namespaceKey(key, namespace),
-  );
-}
-
-async function replicaSetCount(kube: Kube, namespace: string): Promise<number> {
-  return (await kube.apps.listNamespacedReplicaSet({ namespace, labelSelector: 'app=web' })).items.length;
 }
 
 /** A credentials directory as a mounted Secret gives it (the loopback server ignores what it holds). */
@@ -91,23 +80,15 @@ describe('git-commit mode with the real Flux controllers', { timeout: 300_000 },
     });
 
     // The service commits the checksum on top of it, to the GitRepository's branch.
-    const ours = await waitFor(
-      async () => {
-        const log = await repo.log();
-        return log.length === 3 ? log : pending(log.map((l) => l.subject));
-      },
-      { describe: "the service's checksum commit", timeout: 90_000 },
-    );
+    const ours = await commits(repo, 3);
     const commit = ours[0] as { sha: string; subject: string; author: string };
     expect(ours[1]?.sha).toBe(change);
     expect(commit.subject).toBe(`chore(reload): ${namespace}/web config changed (ConfigMap/web-config)`);
     expect(commit.author).toBe('gitops-reloader <gitops-reloader@localhost>');
     const value = expectedHash(key, namespace, 'web-config', { mode: 'slow' });
-    const diff = (await inspect.diff(repo.bare, commit.sha))
-      .split('\n')
-      .filter((l) => /^[+-]/.test(l) && !/^(\+\+\+|---) /.test(l));
+    const diff = await changedLines(repo, commit.sha);
     // Only the annotation (the template had no annotations map: it is created).
-    expect(diff).toEqual(['+      annotations:', `+        ${ANNOTATION}: "${value}"`]);
+    expect(diff).toEqual(['+      annotations:', `+        ${CONFIG_HASH}: "${value}"`]);
     expect(await repo.show(commit.sha, 'app/deployment-web.yaml')).toContain(value);
     const ev = await waitForEvent(kube, namespace, 'Reloaded', 'web');
     expect(ev.message).toContain(`committed ${commit.sha.slice(0, 12)}`);
@@ -127,20 +108,8 @@ describe('git-commit mode with the real Flux controllers', { timeout: 300_000 },
     // Flux fetches and applies the commit; the Deployment controller rolls the pods.
     await source.fetched(commit.sha);
     await app.waitApplied(commit.sha);
-    const rolled = await waitFor(
-      async () => {
-        const d = await kube.apps.readNamespacedDeployment({ name: 'web', namespace });
-        const s = d.status;
-        return s?.observedGeneration === d.metadata?.generation &&
-          s?.updatedReplicas === 2 &&
-          s?.availableReplicas === 2 &&
-          s?.replicas === 2
-          ? d
-          : pending(s);
-      },
-      { describe: 'web rolled out from git', timeout: 120_000 },
-    );
-    expect(rolled.spec?.template?.metadata?.annotations?.[ANNOTATION]).toBe(value);
+    const rolled = await rolledOut(kube, namespace);
+    expect(rolled.spec?.template?.metadata?.annotations?.[CONFIG_HASH]).toBe(value);
     expect(rolled.metadata?.generation, 'one template change, from git').toBe(generation + 1);
     await waitReadyPods(kube, namespace, 'web', 2);
 
