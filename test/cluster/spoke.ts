@@ -3,7 +3,7 @@
 // CD to deploy to another cluster (hub mode). Never started by `up`. Each spoke has its own
 // directory under .cluster/state/spokes/<name>, logs at .cluster/logs/spoke-<name>-*.log, and an
 // entry in the cluster state, so `npm run cluster -- down` stops it too. A running spoke is reused.
-import { rm } from 'node:fs/promises';
+import { realpath, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { readState } from './control-plane.ts';
 import { probe } from './launch.ts';
@@ -71,7 +71,10 @@ export async function startSpoke(
       say(`spoke ${name} is not healthy (${problems.join('; ')}): starting it afresh`);
       await stopProcesses(existing.processes);
     }
-    const dir = spokeDir(paths, name);
+    // Real paths in the state: a worktree whose .cluster links the main checkout's may be removed
+    // while its spoke runs, and `down` recognises a process by its binary's path (processes.ts).
+    const real = { ...paths, bin: await realpath(paths.bin), state: await realpath(paths.state) };
+    const dir = spokeDir(real, name);
     await rm(dir, { recursive: true, force: true });
     const entry: SpokeState = {
       name,
@@ -83,7 +86,7 @@ export async function startSpoke(
     };
     try {
       await startPlane({
-        paths,
+        paths: real,
         dir,
         kubeconfig: entry.kubeconfig,
         prefix: `spoke-${name}-`,
