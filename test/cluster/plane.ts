@@ -141,7 +141,9 @@ export async function startPlane(o: PlaneOptions): Promise<Plane> {
   }
   const kc = (name: string) => path.join(dir, `${name}.kubeconfig`);
 
-  await Promise.all([
+  // Settled, not Promise.all: if one fails, the others (and their retries) have started and
+  // registered their processes before the caller stops what was registered.
+  const started = await Promise.allSettled([
     launch(
       {
         name: `${prefix}kube-controller-manager`,
@@ -213,6 +215,8 @@ export async function startPlane(o: PlaneOptions): Promise<Plane> {
       say,
     ),
   ]);
+  const failed = started.find((r) => r.status === 'rejected');
+  if (failed) throw failed.reason;
 
   await createNodes(o.kubeconfig);
   await waitUsable(o.kubeconfig, processes, paths);
