@@ -1,10 +1,12 @@
-// npm run cluster -- up|down|status|build : manages the local control plane used by the tests.
+// npm run cluster -- up|down|status|build|spoke : manages the local control plane used by the tests.
 import { ensureBinaries } from './build.ts';
 import { down, status, up } from './control-plane.ts';
 import { clusterPaths } from './paths.ts';
 import { requirePrerequisites } from './prerequisites.ts';
+import { spokeProblems, startSpoke, stopSpoke } from './spoke.ts';
+import { registerSpoke, unregisterSpoke } from './spoke-registration.ts';
 
-const usage = 'usage: npm run cluster -- up [--no-argocd]|down|status|build|check';
+const usage = 'usage: npm run cluster -- up [--no-argocd]|down|status|build|check|spoke <name> [--stop]';
 
 async function main(cmd: string | undefined, flags: string[]): Promise<number> {
   const paths = clusterPaths();
@@ -51,15 +53,34 @@ async function main(cmd: string | undefined, flags: string[]): Promise<number> {
         for (const p of s.state?.processes ?? []) say(`  ${p.name} pid ${p.pid}`);
         if (s.state?.argocd) say(`Argo CD API ${s.state.argocd.apiServer}; git ${s.state.argocd.git}`);
         if (s.state?.flux) say(`Flux in namespace ${s.state.flux.namespace}; events ${s.state.flux.events}`);
+        for (const spoke of Object.values(s.state?.spokes ?? {})) {
+          const problems = await spokeProblems(spoke);
+          say(`spoke ${spoke.name} at ${spoke.server}: ${problems.length ? problems.join('; ') : 'running'}`);
+        }
         return 0;
       }
       say(`not running: ${s.problems.join('; ')}`);
       return 1;
     }
-    default:
-      console.error(usage);
-      return 2;
+    case 'spoke': {
+      // A second (third, …) control plane, registered in the running Argo CD as a cluster Secret.
+      const name = flags.find((f) => !f.startsWith('--'));
+      if (!name) break;
+      if (flags.includes('--stop')) {
+        await unregisterSpoke(paths, paths.kubeconfig, name);
+        for (const line of await stopSpoke(paths, name)) say(line);
+        say(`spoke ${name} stopped; its cluster Secret removed`);
+        return 0;
+      }
+      const r = await startSpoke(paths, name, say);
+      if (r.reused) say(`spoke ${name} already running at ${r.spoke.server}`);
+      const secret = await registerSpoke(paths, paths.kubeconfig, r.spoke);
+      say(`registered in Argo CD as cluster ${name} (Secret ${secret}); kubeconfig: ${r.spoke.kubeconfig}`);
+      return 0;
+    }
   }
+  console.error(usage);
+  return 2;
 }
 
 main(process.argv[2], process.argv.slice(3)).then(

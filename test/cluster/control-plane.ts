@@ -1,19 +1,17 @@
-// Starts and stops the local control plane: etcd, kube-apiserver, kube-controller-manager,
-// kube-scheduler and kwok, all on loopback with free ports, plus three kwok-managed nodes.
+// Starts and stops the local environment: the main control plane (plane.ts: etcd, kube-apiserver,
+// kube-controller-manager, kube-scheduler and kwok on loopback, three kwok-managed nodes), Argo CD and
+// Flux next to it. `down` also stops the spokes started on demand (spoke.ts).
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { CoreV1Api, KubeConfig, type V1Node } from '@kubernetes/client-node';
 import { type ArgoCdEndpoints, removeSockets, startArgoCd } from './argocd.ts';
 import { type FluxEndpoints, startFlux } from './flux.ts';
-import { renderKubeconfig } from './kubeconfig.ts';
-import { launch, probe, until } from './launch.ts';
+import { probe } from './launch.ts';
 import type { ClusterPaths } from './paths.ts';
-import { generatePki, type Identity, type Pki, readPem } from './pki.ts';
-import { exitOf, isOurs, type Started, stop } from './processes.ts';
-
-export const NODE_COUNT = 3;
-export const nodeNames = Array.from({ length: NODE_COUNT }, (_, i) => `kwok-node-${i}`);
+import { type Pki, readPem } from './pki.ts';
+import { startPlane } from './plane.ts';
+import { isOurs, type Started, stop } from './processes.ts';
+import type { SpokeState } from './spoke-state.ts';
 
 export interface ClusterState {
   startedAt: string;
@@ -23,15 +21,12 @@ export interface ClusterState {
   argocd?: ArgoCdEndpoints;
   /** Set once the Flux controllers are up (see flux.ts); they read from the Argo CD part's git server. */
   flux?: FluxEndpoints;
+  /**
+   * Extra control planes started on demand (spoke.ts), by name. Not part of `processes`: a spoke that
+   * died does not make the main environment look dead; `down` stops them all the same.
+   */
+  spokes?: Record<string, SpokeState>;
 }
-
-const clients: readonly Identity[] = [
-  { name: 'admin', commonName: 'gitops-reloader-admin', organization: 'system:masters' },
-  { name: 'controller-manager', commonName: 'system:kube-controller-manager' },
-  { name: 'scheduler', commonName: 'system:kube-scheduler' },
-  // kwok plays every kubelet (node status, pod status, leases, deletion), so it gets full rights.
-  { name: 'kwok', commonName: 'kwok', organization: 'system:masters' },
-];
 
 export async function readState(paths: ClusterPaths): Promise<ClusterState | undefined> {
   if (!existsSync(paths.stateFile)) return undefined;
@@ -67,8 +62,9 @@ export async function down(paths: ClusterPaths): Promise<string[]> {
   const state = await readState(paths);
   const report: string[] = [];
   if (state) {
-    // Reverse start order: clients first, etcd last.
-    for (const p of [...state.processes].reverse()) {
+    // Spokes first; then reverse start order: clients first, etcd last.
+    const spokes = Object.values(state.spokes ?? {}).flatMap((s) => [...s.processes].reverse());
+    for (const p of [...spokes, ...[...state.processes].reverse()]) {
       report.push(`${p.name} (pid ${p.pid}): ${await stop(p)}`);
     }
   }
@@ -157,13 +153,6 @@ export async function up(
   }
   if (current.state) await down(paths); // half-dead leftovers from an earlier run
 
-  const pkiDir = path.join(paths.state, 'pki');
-  await mkdir(pkiDir, { recursive: true });
-  await mkdir(paths.logs, { recursive: true });
-  const pki = await generatePki(pkiDir, clients);
-  const bin = (name: string) => path.join(paths.bin, name);
-  const log = (name: string) => path.join(paths.logs, `${name}.log`);
-
   const processes: Started[] = [];
   let argocd: ArgoCdEndpoints | undefined;
   let flux: FluxEndpoints | undefined;
@@ -185,166 +174,20 @@ export async function up(
   };
 
   try {
-    const etcd = await launch(
-      {
-        name: 'etcd',
-        binary: bin('etcd'),
-        logFile: log('etcd'),
-        ports: 2,
-        args: ([client, peer]) => [
-          '--name=default',
-          `--data-dir=${path.join(paths.state, 'etcd')}`,
-          `--listen-client-urls=http://127.0.0.1:${client}`,
-          `--advertise-client-urls=http://127.0.0.1:${client}`,
-          `--listen-peer-urls=http://127.0.0.1:${peer}`,
-          `--initial-advertise-peer-urls=http://127.0.0.1:${peer}`,
-          `--initial-cluster=default=http://127.0.0.1:${peer}`,
-          // A test cluster can lose its data on a machine crash; speed matters more.
-          '--unsafe-no-fsync',
-          '--log-level=warn',
-        ],
-        health: ([client]) => ({ url: `http://127.0.0.1:${client}/health` }),
-        timeoutMs: 30_000,
-      },
+    const plane = await startPlane({
+      paths,
+      dir: paths.state,
+      kubeconfig: paths.kubeconfig,
+      prefix: '',
       register,
-      say,
-    );
-    const etcdUrl = `http://127.0.0.1:${etcd.ports[0]}`;
-
-    const admin = pki.client('admin');
-    const adminProbe = {
-      ca: await readPem(pki.caCert),
-      cert: await readPem(admin.cert),
-      key: await readPem(admin.key),
-    };
-    const api = await launch(
-      {
-        name: 'kube-apiserver',
-        binary: bin('kube-apiserver'),
-        logFile: log('kube-apiserver'),
-        ports: 1,
-        args: ([port]) => [
-          `--etcd-servers=${etcdUrl}`,
-          '--bind-address=127.0.0.1',
-          '--advertise-address=127.0.0.1',
-          `--secure-port=${port}`,
-          `--cert-dir=${path.join(paths.state, 'apiserver')}`,
-          `--tls-cert-file=${pki.serverCert}`,
-          `--tls-private-key-file=${pki.serverKey}`,
-          `--client-ca-file=${pki.caCert}`,
-          `--service-account-key-file=${pki.serviceAccountPub}`,
-          `--service-account-signing-key-file=${pki.serviceAccountKey}`,
-          '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
-          '--service-cluster-ip-range=10.96.0.0/16',
-          '--authorization-mode=Node,RBAC',
-          // No real endpoints exist for the kubernetes Service on loopback.
-          '--endpoint-reconciler-type=none',
-          '--allow-privileged=true',
-          '--profiling=false',
-          '--v=1',
-        ],
-        health: ([port]) => ({ url: `https://127.0.0.1:${port}/readyz`, ...adminProbe }),
-        timeoutMs: 60_000,
+      onServer: async (s) => {
+        server = s;
+        await saveState(server);
       },
-      register,
       say,
-    );
-    server = `https://127.0.0.1:${api.ports[0]}`;
-    await saveState(server);
-
-    for (const c of clients) {
-      const { cert, key } = pki.client(c.name);
-      const file = c.name === 'admin' ? paths.kubeconfig : path.join(paths.state, `${c.name}.kubeconfig`);
-      await writeFile(
-        file,
-        renderKubeconfig({
-          server,
-          caPem: adminProbe.ca,
-          certPem: await readPem(cert),
-          keyPem: await readPem(key),
-          user: c.commonName,
-        }),
-        { mode: 0o600 },
-      );
-    }
-    const kc = (name: string) => path.join(paths.state, `${name}.kubeconfig`);
-
-    await Promise.all([
-      launch(
-        {
-          name: 'kube-controller-manager',
-          binary: bin('kube-controller-manager'),
-          logFile: log('kube-controller-manager'),
-          ports: 1,
-          args: ([port]) => [
-            `--kubeconfig=${kc('controller-manager')}`,
-            `--authentication-kubeconfig=${kc('controller-manager')}`,
-            `--authorization-kubeconfig=${kc('controller-manager')}`,
-            '--bind-address=127.0.0.1',
-            `--secure-port=${port}`,
-            `--cert-dir=${path.join(paths.state, 'controller-manager')}`,
-            `--service-account-private-key-file=${pki.serviceAccountKey}`,
-            `--root-ca-file=${pki.caCert}`,
-            '--use-service-account-credentials=true',
-            '--leader-elect=false',
-            '--controllers=*',
-            '--v=1',
-          ],
-          health: ([port]) => ({ url: `https://127.0.0.1:${port}/healthz` }),
-          timeoutMs: 60_000,
-        },
-        register,
-        say,
-      ),
-      launch(
-        {
-          name: 'kube-scheduler',
-          binary: bin('kube-scheduler'),
-          logFile: log('kube-scheduler'),
-          ports: 1,
-          args: ([port]) => [
-            `--kubeconfig=${kc('scheduler')}`,
-            `--authentication-kubeconfig=${kc('scheduler')}`,
-            `--authorization-kubeconfig=${kc('scheduler')}`,
-            '--bind-address=127.0.0.1',
-            `--secure-port=${port}`,
-            `--cert-dir=${path.join(paths.state, 'scheduler')}`,
-            '--leader-elect=false',
-            '--v=1',
-          ],
-          health: ([port]) => ({ url: `https://127.0.0.1:${port}/readyz` }),
-          timeoutMs: 60_000,
-        },
-        register,
-        say,
-      ),
-      launch(
-        {
-          name: 'kwok',
-          binary: bin('kwok'),
-          logFile: log('kwok'),
-          ports: 1,
-          args: ([port]) => [
-            `--kubeconfig=${kc('kwok')}`,
-            `--config=${path.join(paths.root, 'test', 'cluster', 'kwok', 'stages.yaml')}`,
-            '--manage-all-nodes=false',
-            '--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake',
-            '--node-ip=127.0.0.1',
-            '--cidr=10.244.0.1/16',
-            '--node-lease-duration-seconds=40',
-            `--server-address=127.0.0.1:${port}`,
-          ],
-          health: ([port]) => ({ url: `http://127.0.0.1:${port}/healthz` }),
-          timeoutMs: 60_000,
-        },
-        register,
-        say,
-      ),
-    ]);
+    });
+    server = plane.server;
     const state = await saveState(server);
-
-    await createNodes(paths.kubeconfig);
-    await waitUsable(paths.kubeconfig, processes, paths);
     say(`control plane up at ${server} in ${((performance.now() - t0) / 1000).toFixed(1)}s`);
     if (options.argocd === false) return { seconds: (performance.now() - t0) / 1000, state };
     argocd = await startArgoCd({ paths, kubeconfig: paths.kubeconfig, register, say });
@@ -355,59 +198,6 @@ export async function up(
     await down(paths);
     throw err;
   }
-}
-
-function clientFor(kubeconfigFile: string): CoreV1Api {
-  const kc = new KubeConfig();
-  kc.loadFromFile(kubeconfigFile);
-  return kc.makeApiClient(CoreV1Api);
-}
-
-async function createNodes(kubeconfigFile: string): Promise<void> {
-  const core = clientFor(kubeconfigFile);
-  for (const name of nodeNames) {
-    const node: V1Node = {
-      apiVersion: 'v1',
-      kind: 'Node',
-      metadata: {
-        name,
-        annotations: { 'kwok.x-k8s.io/node': 'fake', 'node.alpha.kubernetes.io/ttl': '0' },
-        labels: {
-          'kubernetes.io/hostname': name,
-          'kubernetes.io/os': 'linux',
-          'kubernetes.io/arch': 'amd64',
-          'node-role.kubernetes.io/worker': '',
-          type: 'kwok',
-        },
-      },
-      spec: {},
-    };
-    await core.createNode({ body: node });
-  }
-}
-
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
-
-/** Usable means: every node Ready, and the default ServiceAccount exists (controllers are working). */
-async function waitUsable(kubeconfigFile: string, processes: Started[], paths: ClusterPaths): Promise<void> {
-  const core = clientFor(kubeconfigFile);
-  await until('3 Ready nodes and the default ServiceAccount', 90_000, async () => {
-    const dead = processes.find((p) => exitOf(p) !== undefined);
-    if (dead) throw new Error(`${dead.name} exited; see ${path.join(paths.logs, `${dead.name}.log`)}`);
-    try {
-      const nodes = await core.listNode();
-      const ready = nodes.items.filter((n) =>
-        n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
-      );
-      if (ready.length < NODE_COUNT) return `${ready.length}/${NODE_COUNT} nodes Ready`;
-      await core.readNamespacedServiceAccount({ name: 'default', namespace: 'default' });
-      return true;
-    } catch (err) {
-      return errorText(err);
-    }
-  });
 }
 
 export type { Pki };

@@ -176,6 +176,11 @@ export interface AppOptions {
   path?: string;
   /** Destination namespace (the test's). */
   destination: string;
+  /**
+   * Destination cluster by name, as registered in Argo CD (`spec.destination.name`, e.g. a spoke of
+   * test/support/spokes.ts); default the cluster Argo CD runs in (`server: https://kubernetes.default.svc`).
+   */
+  cluster?: string;
   /** Automated sync with prune and selfHeal (default true). */
   automated?: boolean;
   syncOptions?: string[];
@@ -231,7 +236,10 @@ export class ArgoApp {
       spec: {
         project: o.project ?? 'default',
         source: { repoURL: o.repo.url, targetRevision: 'main', path: o.path ?? 'manifests', ...o.source },
-        destination: { server: 'https://kubernetes.default.svc', namespace: o.destination },
+        destination: {
+          ...(o.cluster ? { name: o.cluster } : { server: 'https://kubernetes.default.svc' }),
+          namespace: o.destination,
+        },
         syncPolicy: {
           ...(o.automated === false ? {} : { automated: { prune: true, selfHeal: true } }),
           ...(o.syncOptions ? { syncOptions: o.syncOptions } : {}),
