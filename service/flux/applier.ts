@@ -37,6 +37,8 @@ export interface Applier {
   readonly key: ApplierKey;
   readonly phase: ApplierPhase;
   readonly suspended: boolean;
+  /** metadata.resourceVersion: tells a watch event older than a fresh read apart. */
+  readonly resourceVersion?: string;
   readonly lastAppliedRevision?: string;
   readonly lastAttemptedRevision?: string;
   /** The source it reads (`GitRepository/namespace/name`); Kustomizations only. */
@@ -57,7 +59,7 @@ interface RawCondition {
 
 interface RawApplier {
   kind?: unknown;
-  metadata?: { name?: unknown; namespace?: unknown; generation?: unknown };
+  metadata?: { name?: unknown; namespace?: unknown; generation?: unknown; resourceVersion?: unknown };
   spec?: {
     suspend?: unknown;
     sourceRef?: { kind?: unknown; name?: unknown; namespace?: unknown };
@@ -152,6 +154,7 @@ export function applierFromObject(kind: ApplierKind, raw: unknown): Applier | un
     kind === 'Kustomization' && srcKind && srcName
       ? `${srcKind}/${str(src?.namespace) ?? namespace}/${srcName}`
       : undefined;
+  const resourceVersion = str(o.metadata?.resourceVersion);
   const lastApplied = str(o.status?.lastAppliedRevision);
   const lastAttempted = str(o.status?.lastAttemptedRevision);
   return Object.freeze({
@@ -159,6 +162,7 @@ export function applierFromObject(kind: ApplierKind, raw: unknown): Applier | un
     key: applierKey(ref),
     phase: phaseOf(o),
     suspended: o.spec?.suspend === true,
+    ...(resourceVersion ? { resourceVersion } : {}),
     ...(lastApplied ? { lastAppliedRevision: lastApplied } : {}),
     ...(lastAttempted ? { lastAttemptedRevision: lastAttempted } : {}),
     ...(source ? { source } : {}),

@@ -87,10 +87,28 @@ async function readable(kc: ClusterAccess, p: string, signal: AbortSignal): Prom
 export async function startFlux(d: FluxDeps): Promise<Flux> {
   const { cfg, kc, log } = d;
   const abort = new AbortController();
-  const gate = new FluxGate({
+  /** Reads an applier now and tells the gate what the API server says (a quorum GET, not the cache). */
+  const reread = async (kind: ApplierKind, namespace: string, name: string): Promise<void> => {
+    const r = APPLIERS.find((x) => x.kind === kind) as (typeof APPLIERS)[number];
+    try {
+      const raw = await getJson(
+        kc,
+        `${path(r, namespace)}/${encodeURIComponent(name)}`,
+        abort.signal,
+        10_000,
+      );
+      const a = applierFromObject(r.kind, raw);
+      if (a) gate.observe(a);
+    } catch (err) {
+      if (!(err instanceof KubeHttpError && err.status === 404)) throw err;
+      gate.applierDeleted(`${kind}/${namespace}/${name}`);
+    }
+  };
+  const gate: FluxGate = new FluxGate({
     onFailedApply: cfg.fluxOnFailedApply,
     dependsOnAsOne: cfg.fluxDependsOnAsOne,
     log,
+    reread: (a) => reread(a.ref.kind, a.ref.namespace, a.ref.name),
   });
   const watches: Watch<unknown>[] = [];
   const synced: Promise<void>[] = [];
@@ -122,20 +140,9 @@ export async function startFlux(d: FluxDeps): Promise<Flux> {
       };
     const name = `${e.object.kind}/${e.object.namespace}/${e.object.name}`;
     try {
-      const raw = await getJson(
-        kc,
-        `${path(r, e.object.namespace)}/${encodeURIComponent(e.object.name)}`,
-        abort.signal,
-        10_000,
-      );
-      const a = applierFromObject(r.kind, raw);
-      if (a) gate.observe(a);
+      await reread(r.kind, e.object.namespace, e.object.name);
       return { outcome: 'accepted', action: `read ${name}` };
     } catch (err) {
-      if (err instanceof KubeHttpError && err.status === 404) {
-        gate.applierDeleted(name);
-        return { outcome: 'accepted', action: `${name} is gone` };
-      }
       log.warn(
         { applier: name, err: (err as Error).message },
         'could not read the Flux object a notification named; the watch will deliver it',

@@ -38,6 +38,7 @@ function kustomization(
     attempted?: number;
     applied?: number;
     suspend?: boolean;
+    rv?: number;
   } = {},
 ): Applier {
   const conditions = {
@@ -53,7 +54,7 @@ function kustomization(
     waiting: [{ type: 'Ready', status: 'False', reason: 'DependencyNotReady' }],
   }[phase];
   return applierFromObject('Kustomization', {
-    metadata: { name, namespace: NS, generation: 1 },
+    metadata: { name, namespace: NS, generation: 1, ...(o.rv ? { resourceVersion: String(o.rv) } : {}) },
     spec: {
       sourceRef: { kind: 'GitRepository', name: 'repo' },
       ...(o.dependsOn ? { dependsOn: o.dependsOn.map((d) => ({ name: d })) } : {}),
@@ -256,6 +257,86 @@ describe('the Flux gate', () => {
       expect(gate.hold(change('ConfigMap/shop/a'), config('a'))).toBe(true);
       for (const k of chain('ready', 'waiting', [2, 1])) gate.observe(k);
       expect(released.map((c) => c.config)).toEqual(['ConfigMap/shop/a']);
+    });
+  });
+
+  describe('a config Flux wrote while its Kustomization looks idle (its watch lags the config watch)', () => {
+    const byFlux = (name: string) => ({ ...config(name), writer: 'kustomize-controller' });
+    /** A gate whose fresh reads answer with `answer()` (the API server's current object). */
+    function checked(answer: () => Applier | Error) {
+      const reads: string[] = [];
+      let done: Promise<void> = Promise.resolve();
+      const w = world({
+        reread: (a) => {
+          reads.push(a.key);
+          done = (async () => {
+            await Promise.resolve();
+            const x = answer();
+            if (x instanceof Error) throw x;
+            w.gate.observe(x);
+          })();
+          return done;
+        },
+      });
+      return { ...w, reads, settled: () => done.then(() => Promise.resolve()).catch(() => undefined) };
+    }
+
+    it('holds it, reads the Kustomization again, and keeps holding while the fresh status says it reconciles', async () => {
+      let now = kustomization('app', 'progressing', { configs: ['a'], attempted: 2 });
+      const { gate, released, reads, settled } = checked(() => now);
+      gate.observeSource('GitRepository/shop/repo', rev(1));
+      gate.observe(kustomization('app', 'ready', { configs: ['a'], attempted: 1, applied: 1 }));
+      expect(gate.hold(change('ConfigMap/shop/a'), byFlux('a'))).toBe(true);
+      // Another event before the read answers releases nothing.
+      gate.observeSource('GitRepository/shop/repo', rev(1));
+      expect(released).toEqual([]);
+      await settled();
+      expect(reads).toEqual(['Kustomization/shop/app']);
+      expect(released).toEqual([]);
+      // The lagging watches catch up: the new artifact, then the end of the reconciliation.
+      gate.observeSource('GitRepository/shop/repo', rev(2));
+      expect(released).toEqual([]);
+      now = kustomization('app', 'ready', { configs: ['a'], attempted: 2, applied: 2 });
+      gate.observe(now);
+      expect(released.map((c) => [c.config, c.via?.revision])).toEqual([['ConfigMap/shop/a', rev(2)]]);
+    });
+
+    it('releases it once the fresh read says the Kustomization is done (the config watch was the late one)', async () => {
+      const ready = kustomization('app', 'ready', { configs: ['a'], attempted: 2, applied: 2 });
+      const { gate, released, settled } = checked(() => ready);
+      gate.observe(ready);
+      expect(gate.hold(change('ConfigMap/shop/a'), byFlux('a'))).toBe(true);
+      await settled();
+      expect(released.map((c) => c.config)).toEqual(['ConfigMap/shop/a']);
+    });
+
+    it('releases it when the read fails (as the watch says), and never holds a person’s edit', async () => {
+      const { gate, released, reads, settled } = checked(() => new Error('connection refused'));
+      gate.observe(kustomization('app', 'ready', { configs: ['a'], attempted: 2, applied: 2 }));
+      expect(gate.hold(change('ConfigMap/shop/a'), { ...config('a'), writer: 'kubectl-edit' })).toBe(false);
+      expect(reads).toEqual([]);
+      expect(gate.hold(change('ConfigMap/shop/a'), byFlux('a'))).toBe(true);
+      await settled();
+      await Promise.resolve();
+      expect(released.map((c) => c.config)).toEqual(['ConfigMap/shop/a']);
+    });
+
+    it('ignores a watch event older than a fresh read (the lagging watch catching up)', () => {
+      const { gate, released } = world();
+      gate.observeSource('GitRepository/shop/repo', rev(2));
+      gate.observe(kustomization('app', 'progressing', { configs: ['a'], attempted: 2, rv: 20 }));
+      expect(gate.hold(change('ConfigMap/shop/a'), byFlux('a'))).toBe(true);
+      // The watch delivers the Ready of the reconciliation before (rv 10) after the read of rv 20.
+      gate.observe(kustomization('app', 'ready', { configs: ['a'], attempted: 2, applied: 2, rv: 10 }));
+      expect(released).toEqual([]);
+      gate.observe(kustomization('app', 'ready', { configs: ['a'], attempted: 2, applied: 2, rv: 30 }));
+      expect(released.map((c) => c.config)).toEqual(['ConfigMap/shop/a']);
+    });
+
+    it('without a way to read again, takes the watch as current', () => {
+      const { gate } = world();
+      gate.observe(kustomization('app', 'ready', { configs: ['a'], attempted: 2, applied: 2 }));
+      expect(gate.hold(change('ConfigMap/shop/a'), byFlux('a'))).toBe(false);
     });
   });
 

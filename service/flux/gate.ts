@@ -16,7 +16,7 @@
 import type { FailedSyncPolicy } from '../config/choices.ts';
 import type { Change, ChangeGate, ChangeSink, HeldChange, SyncCause, Timers } from '../core/batcher.ts';
 import { datingChange, realTimers } from '../core/batcher.ts';
-import type { ConfigRecord } from '../core/records.ts';
+import { type ConfigRecord, compareResourceVersions } from '../core/records.ts';
 import { configId } from '../core/types.ts';
 import type { Logger } from '../log.ts';
 import type { Applier, ApplierKey } from './applier.ts';
@@ -33,7 +33,20 @@ export interface FluxGateOptions {
   log: Logger;
   timers?: Timers;
   maxHoldMs?: number;
+  /**
+   * Reads the applier from the API server now (a quorum GET) and observes it, or reports it deleted.
+   * Without it, what the watches say is taken as current.
+   */
+  reread?: (a: Applier) => Promise<void>;
 }
+
+const older = (a: Applier, prev: Applier | undefined) =>
+  a.resourceVersion !== undefined &&
+  prev?.resourceVersion !== undefined &&
+  (compareResourceVersions(a.resourceVersion, prev.resourceVersion) ?? 0) < 0;
+
+/** The field managers of Flux's appliers: a config they wrote last was applied by a reconciliation. */
+const FLUX_MANAGERS: ReadonlySet<string> = new Set(['kustomize-controller', 'helm-controller']);
 
 interface Held {
   changes: Map<string, Change>;
@@ -53,6 +66,10 @@ export class FluxGate implements ChangeGate {
   readonly #held = new Map<ApplierKey, Held>();
   /** Reverse dependsOn: for each applier key, the appliers that name it (kept as they are observed). */
   readonly #dependents = new Map<ApplierKey, Set<ApplierKey>>();
+  /** Appliers being read again (reread) before what they hold may go. */
+  readonly #checking = new Set<ApplierKey>();
+  /** Per applier: the resourceVersion its last fresh read (or failed read) left in view. */
+  readonly #confirmed = new Map<ApplierKey, string | undefined>();
   #sink: ChangeSink | undefined;
 
   constructor(o: FluxGateOptions) {
@@ -92,7 +109,15 @@ export class FluxGate implements ChangeGate {
     const owner = this.ownerOf(configId(config.ref));
     if (!owner) return false;
     const held = this.#held.get(owner.key);
-    if (!held?.failed && !this.#busy(owner)) return false;
+    if (!held?.failed && !this.#busy(owner)) {
+      if (!this.#o.reread || !FLUX_MANAGERS.has(config.writer ?? '')) return false;
+      // Flux wrote it, yet its applier looks idle: the applier's watch may lag behind the config's
+      // (a relist, a loaded API server), and the reconciliation that wrote it may still be applying.
+      // Held until a fresh read says whether it is (docs/flux.md, "The gate under adversity").
+      this.#add(owner.key, change);
+      this.#check(owner);
+      return true;
+    }
     this.#add(owner.key, change);
     this.#o.log.debug(
       { applier: owner.key, workload: change.workload, configs: [change.config] },
@@ -134,6 +159,14 @@ export class FluxGate implements ChangeGate {
   /** A Kustomization or HelmRelease as the watch sees it. */
   observe(a: Applier): void {
     const prev = this.#appliers.get(a.key);
+    // A lagging watch can deliver a state older than a fresh read (reread, a notification): kept out.
+    if (older(a, prev)) {
+      this.#o.log.debug(
+        { applier: a.key, rv: a.resourceVersion },
+        'Flux applier event older than what is known',
+      );
+      return;
+    }
     if (prev) for (const c of prev.configs) if (!a.configs.has(c)) this.#unindex(c, a.key);
     if (prev) this.#unlinkDependsOn(prev);
     for (const d of a.dependsOn) {
@@ -181,6 +214,33 @@ export class FluxGate implements ChangeGate {
     this.#appliers.delete(key);
     this.#release(key, 'applier deleted');
     this.#evaluate();
+  }
+
+  /** Reads the applier again; what it holds goes once the fresh status says it is done. */
+  #check(a: Applier): void {
+    const reread = this.#o.reread;
+    if (!reread || this.#checking.has(a.key)) return;
+    this.#checking.add(a.key);
+    this.#o.log.debug(
+      { applier: a.key },
+      'Flux wrote a config of an applier that looks idle; reading it again',
+    );
+    reread(a).then(
+      () => {
+        this.#checking.delete(a.key);
+        this.#confirmed.set(a.key, this.#appliers.get(a.key)?.resourceVersion);
+        this.#evaluate();
+      },
+      (err: Error) => {
+        this.#checking.delete(a.key);
+        this.#confirmed.set(a.key, this.#appliers.get(a.key)?.resourceVersion);
+        this.#o.log.warn(
+          { applier: a.key, err: err.message },
+          'could not read the Flux applier again; its config changes go as the watch says',
+        );
+        this.#evaluate();
+      },
+    );
   }
 
   #unlinkDependsOn(a: Applier): void {
@@ -261,7 +321,7 @@ export class FluxGate implements ChangeGate {
   #evaluate(): void {
     for (const [key, held] of [...this.#held]) {
       const a = this.#appliers.get(key);
-      if (!a) continue;
+      if (!a || this.#checking.has(key)) continue;
       if (this.#busy(a)) continue;
       if (this.#failed(a)) {
         if (this.#o.onFailedApply === 'hold') {
@@ -275,6 +335,11 @@ export class FluxGate implements ChangeGate {
           }
           continue;
         }
+      }
+      // What the watch says may lag (a relist, a loaded API server): a fresh read confirms the end first.
+      if (this.#o.reread && (!this.#confirmed.has(key) || this.#confirmed.get(key) !== a.resourceVersion)) {
+        this.#check(a);
+        continue;
       }
       this.#o.log.info(
         { applier: key, phase: a.phase, revision: a.lastAppliedRevision, held: held.changes.size },
@@ -290,6 +355,7 @@ export class FluxGate implements ChangeGate {
 
   #release(key: ApplierKey, reason: string, cause?: SyncCause): void {
     const held = this.#held.get(key);
+    this.#confirmed.delete(key);
     if (!held) return;
     this.#held.delete(key);
     this.#timers.clear(held.timer);

@@ -29,7 +29,18 @@ describe('Flux gate simulation', () => {
     // Not an assertion on numbers, a guard that the schedules exercise what they claim to.
     expect(totals.held).toBeGreaterThan(0);
     if (!replay)
-      for (const k of ['commit', 'edit', 'term', 'time', 'check', 'apply', 'ready', 'lastApplied', 'retry'])
+      for (const k of [
+        'commit',
+        'edit',
+        'term',
+        'time',
+        'check',
+        'apply',
+        'ready',
+        'lastApplied',
+        'retry',
+        'deliver',
+      ])
         expect(totals.steps[k], k).toBeGreaterThan(0);
   });
 });

@@ -44,6 +44,11 @@ export interface FluxSchedule {
   pFail: number;
   /** Steps: picked by weight from the actions that can happen at each point. */
   steps: number;
+  /**
+   * The watches of Kustomizations and sources lag behind the config watch: their events wait in a
+   * queue, and the gate reads a Kustomization afresh when Flux wrote a config its view says is idle.
+   */
+  lag: boolean;
 }
 
 export function randomFluxSchedule(seed: number): FluxSchedule {
@@ -62,6 +67,7 @@ export function randomFluxSchedule(seed: number): FluxSchedule {
     onFailedApply: r() < 0.5 ? 'reload' : 'hold',
     pFail: r() < 0.4 ? 0 : r() * 0.5,
     steps: 10 + Math.floor(r() * 60),
+    lag: r() < 0.5,
   };
 }
 
@@ -89,6 +95,8 @@ interface K {
   /** The revision its last reconciliation finished (applied, or failed at). */
   finished: number;
   lastFailed: boolean;
+  /** Its resourceVersion: one counter for every write, as etcd's revision. */
+  rv: number;
   conditions: Array<{ type: string; status: string; reason: string }>;
   /** The revision whose configs it changes in this apply: which configs the commit touched. */
   touches: Set<string>;
@@ -99,8 +107,9 @@ interface Made {
   /** Index of the step that made it, and when. */
   step: number;
   at: number;
-  /** The Kustomization whose apply made it (undefined: a person's edit). */
+  /** The Kustomization whose apply made it (undefined: a person's edit), and the revision it applied. */
   by?: string;
+  rev?: number;
 }
 
 export interface FluxSimResult {
@@ -110,8 +119,9 @@ export interface FluxSimResult {
   steps: Record<string, number>;
 }
 
-const config = (name: string): ConfigRecord => ({
+const config = (name: string, writer: string): ConfigRecord => ({
   ref: { kind: 'ConfigMap', namespace: NS, name },
+  writer,
   uid: name,
   resourceVersion: '1',
   annotations: {},
@@ -138,6 +148,7 @@ export async function simulateFlux(s: FluxSchedule): Promise<FluxSimResult> {
         applied: 1,
         finished: 1,
         lastFailed: false,
+        rv: 1,
         conditions: [{ type: 'Ready', status: 'True', reason: 'ReconciliationSucceeded' }],
         touches: new Set(),
       },
@@ -153,7 +164,7 @@ export async function simulateFlux(s: FluxSchedule): Promise<FluxSimResult> {
   let held = 0;
 
   const raw = (k: K) => ({
-    metadata: { name: k.name, namespace: NS, generation: 1 },
+    metadata: { name: k.name, namespace: NS, generation: 1, resourceVersion: String(k.rv) },
     spec: {
       sourceRef: { kind: 'GitRepository', name: 'repo' },
       ...(k.dependsOn ? { dependsOn: [{ name: k.dependsOn }] } : {}),
@@ -184,7 +195,10 @@ export async function simulateFlux(s: FluxSchedule): Promise<FluxSimResult> {
     }
     return [...seen].map((n) => ks.get(n) as K);
   };
-  /** In the model's truth: it has a revision in hand that it has not finished. */
+  /**
+   * In the model's truth: it has a revision in hand that it has not finished (watches that keep up;
+   * with lagging ones the check is per revision, in deliver).
+   */
   const inHand = (k: K) => k.stage !== 'idle';
 
   let lastTimeout: { at: number; by: string | undefined } | undefined;
@@ -209,17 +223,33 @@ export async function simulateFlux(s: FluxSchedule): Promise<FluxSimResult> {
         );
     }
     const pendingOwn = made.some((m) => m.config === name && m.by !== undefined);
-    if (by && pendingOwn && !timedOut) {
+    const k = by ? (ks.get(by) as K) : undefined;
+    if (k && s.lag && !timedOut) {
+      // Lagging watches: what the gate cannot see it cannot wait for, but it never lets a change go
+      // before the reconciliation that applied it ended, and names a revision it finished.
+      const own = made.filter((m) => m.config === name && m.by === by && m.rev !== undefined);
+      for (const m of own)
+        if (k.finished < (m.rev as number))
+          violations.push(
+            `step ${step}: ${name} ${how} before ${by} finished revision ${m.rev}, which applied it at step ${m.step} (${k.stage}, finished ${k.finished})`,
+          );
+      const named = c.via?.revision ? Number.parseInt(c.via.revision.split(':')[1] ?? '', 16) : undefined;
+      if (named !== undefined && (named > k.finished || own.some((m) => named < (m.rev as number))))
+        violations.push(
+          `step ${step}: ${name} released naming revision ${named}; ${by} finished ${k.finished}`,
+        );
+      if (s.onFailedApply === 'hold' && k.lastFailed && own.length > 0)
+        violations.push(`step ${step}: ${name} ${how} while ${by}'s last apply failed, under hold`);
+    } else if (by && pendingOwn && !timedOut) {
       const busy = group(by).filter(inHand);
       if (busy.length > 0)
         violations.push(
           `step ${step}: ${name} ${how} while ${busy.map((k) => `${k.name} (${k.stage}, source ${source}, finished ${k.finished})`).join(', ')} has a revision in hand`,
         );
-      const k = ks.get(by) as K;
-      if (s.onFailedApply === 'hold' && k.lastFailed)
+      if (s.onFailedApply === 'hold' && k?.lastFailed)
         violations.push(`step ${step}: ${name} ${how} while ${by}'s last apply failed, under hold`);
     }
-    if (how === 'released' && c.via?.revision !== undefined) {
+    if (!s.lag && how === 'released' && c.via?.revision !== undefined) {
       const k = ks.get(c.via.app.split('/')[2] as string);
       if (k && c.via.revision !== rev(k.finished))
         violations.push(
@@ -230,26 +260,44 @@ export async function simulateFlux(s: FluxSchedule): Promise<FluxSimResult> {
     for (let i = made.length - 1; i >= 0; i--) if ((made[i] as Made).config === name) made.splice(i, 1);
   };
 
-  let gate = new FluxGate({
-    onFailedApply: s.onFailedApply,
-    dependsOnAsOne: s.dependsOnAsOne,
-    log: silentLogger,
-    timers: t.timers,
-  });
+  let rvs = 1;
+  /** Flux objects' watch events not yet delivered (lag mode), in the order they were made. */
+  let queue: Array<() => void> = [];
+  const lastWriter = new Map<string, string>();
+  const applierOf = (k: K) => applierFromObject('Kustomization', raw(k)) as Applier;
+  const newGate = (): FluxGate =>
+    new FluxGate({
+      onFailedApply: s.onFailedApply,
+      dependsOnAsOne: s.dependsOnAsOne,
+      log: silentLogger,
+      timers: t.timers,
+      // A quorum read: the Kustomization as it is now.
+      ...(s.lag ? { reread: async (a: Applier) => gate.observe(applierOf(ks.get(a.ref.name) as K)) } : {}),
+    });
+  let gate: FluxGate = newGate();
   const sink = { add: (c: Change) => deliver(c, 'released') };
   gate.attach(sink);
   const observeAll = () => {
     gate.observeSource(SOURCE, rev(source));
-    for (const k of ks.values()) gate.observe(applierFromObject('Kustomization', raw(k)) as Applier);
+    for (const k of ks.values()) gate.observe(applierOf(k));
   };
   observeAll();
 
-  const write = (k: K) => gate.observe(applierFromObject('Kustomization', raw(k)) as Applier);
+  /** The watch delivers `e` now, or after the events before it (lag mode). */
+  const watchEvent = (e: () => void) => (s.lag ? queue.push(e) : e());
+  const write = (k: K) => {
+    k.rv = ++rvs;
+    const seen = applierOf(k);
+    watchEvent(() => gate.observe(seen));
+  };
   const change = (name: string, by?: string, atStart = false) => {
-    made.push({ config: name, step, at: t.clock.now, ...(by ? { by } : {}) });
+    const rev = by ? (ks.get(by) as K).attempted : undefined;
+    made.push({ config: name, step, at: t.clock.now, ...(by ? { by, rev } : {}) });
     changes.set(cid(name), (changes.get(cid(name)) ?? 0) + 1);
     const c: Change = { workload: WORKLOAD, config: cid(name), observedAt: t.clock.now };
-    const h = atStart ? gate.holdAtStart(c, config(name)) : gate.hold(c, config(name));
+    const writer = by ? 'kustomize-controller' : 'kubectl';
+    lastWriter.set(name, writer);
+    const h = atStart ? gate.holdAtStart(c, config(name, writer)) : gate.hold(c, config(name, writer));
     if (h) held++;
     else deliver(c, 'passed');
   };
@@ -262,7 +310,8 @@ export async function simulateFlux(s: FluxSchedule): Promise<FluxSimResult> {
       'commit',
       () => {
         source++;
-        gate.observeSource(SOURCE, rev(source));
+        const seen = rev(source);
+        watchEvent(() => gate.observeSource(SOURCE, seen));
         for (const k of ks.values()) {
           k.touches = new Set(k.configs.filter(() => r() < 0.6));
           if (k.stage === 'idle') k.stage = 'due';
@@ -281,22 +330,28 @@ export async function simulateFlux(s: FluxSchedule): Promise<FluxSimResult> {
         gate.stop();
         const pending = [...new Set(made.map((m) => m.config))];
         const keep = made.splice(0, made.length);
-        gate = new FluxGate({
-          onFailedApply: s.onFailedApply,
-          dependsOnAsOne: s.dependsOnAsOne,
-          log: silentLogger,
-          timers: t.timers,
-        });
+        // The new term's watches start from a fresh list: what the old ones had not delivered is moot.
+        queue = [];
+        gate = newGate();
         gate.attach(sink);
         observeAll();
         for (const name of pending) {
           const was = keep.filter((m) => m.config === name);
           const c: Change = { workload: WORKLOAD, config: cid(name), observedAt: t.clock.now };
           made.push(...was);
-          if (!gate.holdAtStart(c, config(name))) deliver(c, 'passed');
+          if (!gate.holdAtStart(c, config(name, lastWriter.get(name) ?? 'kubectl'))) deliver(c, 'passed');
         }
       },
     ]);
+    if (queue.length > 0)
+      out.push([
+        8,
+        'deliver',
+        () => {
+          for (let n = 1 + Math.floor(r() * 3); n > 0 && queue.length > 0; n--)
+            (queue.shift() as () => void)();
+        },
+      ]);
     out.push([
       1,
       'time',
@@ -399,6 +454,8 @@ export async function simulateFlux(s: FluxSchedule): Promise<FluxSimResult> {
     const name = a[1].split(' ')[0] as string;
     steps[name] = (steps[name] ?? 0) + 1;
     await a[2]();
+    // Let a fresh read the gate asked for answer (a microtask or two).
+    for (let i = 0; i < 4; i++) await Promise.resolve();
     step++;
   };
   for (let i = 0; i < s.steps; i++) {
@@ -418,7 +475,7 @@ export async function simulateFlux(s: FluxSchedule): Promise<FluxSimResult> {
   const heal = s.pFail;
   s.pFail = 0;
   for (let guard = 0; guard < 1_000; guard++) {
-    const as = actions().filter(([, n]) => /^(check|apply|ready|lastApplied|retry) /.test(n));
+    const as = actions().filter(([, n]) => /^(check|apply|ready|lastApplied|retry) |^deliver$/.test(n));
     if (as.length === 0) break;
     await run(as[Math.floor(r() * as.length)] as [number, string, () => unknown]);
   }

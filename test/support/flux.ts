@@ -36,6 +36,7 @@ interface Condition {
   status: string;
   reason?: string;
   message?: string;
+  lastTransitionTime?: string;
 }
 
 export interface KustomizationObject {
