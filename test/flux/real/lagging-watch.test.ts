@@ -68,14 +68,14 @@ describe('a lagging Flux watch', { timeout: 300_000 }, () => {
       (l) => l.msg === 'reload started' && l.workload === 'Deployment/web',
       LAG_MS + 60_000,
     );
+    // Ready's time has whole seconds: the reload starts no earlier than that second.
+    expect(Date.parse(started.time as string)).toBeGreaterThanOrEqual(readyAt);
     // The service held the change although its view of the Kustomization was idle: Flux wrote it.
     expect(
       replica.svc.logs.some(
         (l) => l.msg === 'Flux wrote a config of an applier that looks idle; reading it again',
       ),
     ).toBe(true);
-    // Ready's time has whole seconds: the reload starts no earlier than that second.
-    expect(Date.parse(started.time as string)).toBeGreaterThanOrEqual(readyAt);
     const ev = await waitForEvent(kube, namespace, 'Reloaded', 'web', 60_000);
     expect(ev.message).toContain(`(after sync of Kustomization/${namespace}/app at ${revisionOf(sha)})`);
     await waitAllReplaced(kube, namespace, 'web', before, 2);
