@@ -15,8 +15,8 @@
 // v1.9.0 (the inventory id `<namespace>_<name>_<group>_<kind>`, spec.path relative to the root).
 
 import type { AppKey } from '../argocd/tracking.ts';
-import { contactURL, parseRepoURL, type RepoIdentity, RepoURLError } from '../core/repo-url.ts';
-import { type GitSource, GitSourceError, why } from '../gitops/application.ts';
+import { contactURL } from '../core/repo-url.ts';
+import { type GitSource, GitSourceError, sourceRepo, why } from '../gitops/application.ts';
 import type { WorkloadId } from '../gitops/authority.ts';
 import { GitRefused } from '../gitops/refusal.ts';
 import type { CustomApi } from '../kube/api.ts';
@@ -95,16 +95,7 @@ export function fluxGitSourceOf(ks: unknown, gitRepository: unknown, key: AppKey
   const sourceName = `the GitRepository of ${name}`;
   const rawURL = str(obj(obj(gitRepository)?.spec)?.url);
   if (!rawURL) throw new GitSourceError(`${sourceName} has no url`);
-  let repo: RepoIdentity;
-  try {
-    repo = parseRepoURL(rawURL);
-  } catch (err) {
-    if (!(err instanceof RepoURLError)) throw err;
-    throw new GitRefused(
-      'repo-url',
-      `git write refused for ${name}: its repository URL is refused because ${err.message}; nothing was sent to it`,
-    );
-  }
+  const repo = sourceRepo(rawURL, name);
   return {
     syncedBy: 'Flux',
     app: key,

@@ -68,6 +68,23 @@ function describe(s: Obj): string {
 }
 
 /**
+ * The repository of `owner`'s source (an Application, a Kustomization's GitRepository), parsed once.
+ * A URL service/core/repo-url.ts refuses throws GitRefused (rule repo-url) without repeating it: the
+ * Event goes to the workload's namespace, and the source may be another team's.
+ */
+export function sourceRepo(rawURL: string, owner: string): RepoIdentity {
+  try {
+    return parseRepoURL(rawURL);
+  } catch (err) {
+    if (!(err instanceof RepoURLError)) throw err;
+    throw new GitRefused(
+      'repo-url',
+      `git write refused for ${owner}: its repository URL is refused because ${err.message}; nothing was sent to it`,
+    );
+  }
+}
+
+/**
  * The git source of an Application object (as the API returns it). With `spec.sources` (which wins
  * over `spec.source`, as in Argo CD) exactly one source may render from git. Throws GitSourceError
  * with a reason a person can act on, or GitRefused (rule repo-url) for a repository URL that
@@ -95,18 +112,7 @@ export function gitSourceOf(raw: unknown, app: AppKey): GitSource {
   const s = git[0] as Obj;
   const rawURL = (str(s.repoURL) ?? '').trim();
   if (rawURL === '') throw new GitSourceError(`${name} has a source without repoURL`);
-  let repo: RepoIdentity;
-  try {
-    repo = parseRepoURL(rawURL);
-  } catch (err) {
-    if (!(err instanceof RepoURLError)) throw err;
-    // The URL is not repeated: the Event goes to the workload's namespace, and the Application may
-    // be another team's (the project check has not run yet).
-    throw new GitRefused(
-      'repo-url',
-      `git write refused for ${name}: its repository URL is refused because ${err.message}; nothing was sent to it`,
-    );
-  }
+  const repo = sourceRepo(rawURL, name);
   const valueFiles = obj(s.helm)?.valueFiles;
   const last = Array.isArray(valueFiles) ? str(valueFiles[valueFiles.length - 1]) : undefined;
   if (last !== undefined && (last.startsWith('$') || hasURLScheme(last))) {
