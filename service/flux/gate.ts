@@ -108,21 +108,19 @@ export class FluxGate implements ChangeGate {
   hold(change: Change, config: ConfigRecord): boolean {
     const owner = this.ownerOf(configId(config.ref));
     if (!owner) return false;
-    const held = this.#held.get(owner.key);
-    if (!held?.failed && !this.#busy(owner)) {
-      if (!this.#o.reread || !FLUX_MANAGERS.has(config.writer ?? '')) return false;
-      // Flux wrote it, yet its applier looks idle: the applier's watch may lag behind the config's
-      // (a relist, a loaded API server), and the reconciliation that wrote it may still be applying.
-      // Held until a fresh read says whether it is (docs/flux.md, "The gate under adversity").
-      this.#add(owner.key, change);
-      this.#check(owner);
-      return true;
-    }
+    const idle = !this.#held.get(owner.key)?.failed && !this.#busy(owner);
+    // Flux wrote it, yet its applier looks idle: the applier's watch may lag behind the config's (a
+    // relist, a loaded API server), and the reconciliation that wrote it may still be applying. Held
+    // until a fresh read says whether it is (docs/flux.md, "The gate under adversity").
+    const unseen = idle && this.#o.reread !== undefined && FLUX_MANAGERS.has(config.writer ?? '');
+    if (idle && !unseen) return false;
     this.#add(owner.key, change);
-    this.#o.log.debug(
-      { applier: owner.key, workload: change.workload, configs: [change.config] },
-      'config change held until the Flux reconciliation ends',
-    );
+    if (unseen) this.#check(owner, 'Flux wrote a config of an applier that looks idle; reading it again');
+    else
+      this.#o.log.debug(
+        { applier: owner.key, workload: change.workload, configs: [change.config] },
+        'config change held until the Flux reconciliation ends',
+      );
     return true;
   }
 
@@ -216,31 +214,27 @@ export class FluxGate implements ChangeGate {
     this.#evaluate();
   }
 
-  /** Reads the applier again; what it holds goes once the fresh status says it is done. */
-  #check(a: Applier): void {
+  /**
+   * Reads the applier again (`why` is logged); what it holds goes once the fresh status says it is
+   * done. A failed read leaves the watch's view in charge.
+   */
+  #check(a: Applier, why: string): void {
     const reread = this.#o.reread;
     if (!reread || this.#checking.has(a.key)) return;
     this.#checking.add(a.key);
-    this.#o.log.debug(
-      { applier: a.key },
-      'Flux wrote a config of an applier that looks idle; reading it again',
-    );
-    reread(a).then(
-      () => {
-        this.#checking.delete(a.key);
-        this.#confirmed.set(a.key, this.#appliers.get(a.key)?.resourceVersion);
-        this.#evaluate();
-      },
-      (err: Error) => {
-        this.#checking.delete(a.key);
-        this.#confirmed.set(a.key, this.#appliers.get(a.key)?.resourceVersion);
+    this.#o.log.debug({ applier: a.key }, why);
+    reread(a)
+      .catch((err: Error) =>
         this.#o.log.warn(
           { applier: a.key, err: err.message },
           'could not read the Flux applier again; its config changes go as the watch says',
-        );
+        ),
+      )
+      .then(() => {
+        this.#checking.delete(a.key);
+        this.#confirmed.set(a.key, this.#appliers.get(a.key)?.resourceVersion);
         this.#evaluate();
-      },
-    );
+      });
   }
 
   #unlinkDependsOn(a: Applier): void {
@@ -338,7 +332,7 @@ export class FluxGate implements ChangeGate {
       }
       // What the watch says may lag (a relist, a loaded API server): a fresh read confirms the end first.
       if (this.#o.reread && (!this.#confirmed.has(key) || this.#confirmed.get(key) !== a.resourceVersion)) {
-        this.#check(a);
+        this.#check(a, 'a Flux reconciliation looks ended; confirming with a fresh read');
         continue;
       }
       this.#o.log.info(
