@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { customAnswers as api, forbidden } from '../../test/support/custom-answers.ts';
 import { parseRepoURL } from '../core/repo-url.ts';
 import { GitSourceError } from '../gitops/application.ts';
 import {
@@ -136,21 +137,7 @@ describe('fluxGitSourceOf', () => {
 });
 
 describe('authorizedFluxGitSource', () => {
-  /** What the API server answers, by plural; an Error with a code stands for an HTTP error. */
-  const api = (answers: Record<string, unknown>) => {
-    const reads: string[] = [];
-    return {
-      reads,
-      getNamespacedCustomObject: async (a: { plural: string; namespace: string; name: string }) => {
-        reads.push(`${a.plural}/${a.namespace}/${a.name}`);
-        const v = answers[a.plural];
-        if (v instanceof Error) throw v;
-        return v as object;
-      },
-      patchNamespacedCustomObject: async () => ({}),
-    };
-  };
-  const denied = Object.assign(new Error('forbidden'), { code: 403 });
+  const denied = forbidden();
   const o = { fluxNamespaces: ['flux-system'] };
 
   it('returns the source of a Kustomization whose inventory lists the workload', async () => {

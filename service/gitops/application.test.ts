@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { customAnswers as api, forbidden } from '../../test/support/custom-answers.ts';
 import { parseRepoURL } from '../core/repo-url.ts';
 import { authorizedGitSource, GitSourceError, gitSourceOf } from './application.ts';
 import { GitRefused } from './refusal.ts';
@@ -140,21 +141,7 @@ describe('authorizedGitSource', () => {
       destinations: [{ server: 'https://kubernetes.default.svc', namespace: 'shop' }],
     },
   };
-  /** What the API server answers, by plural; an Error with a code stands for an HTTP error. */
-  const api = (answers: Record<string, unknown>) => {
-    const reads: string[] = [];
-    return {
-      reads,
-      getNamespacedCustomObject: async (a: { plural: string; namespace: string; name: string }) => {
-        reads.push(`${a.plural}/${a.namespace}/${a.name}`);
-        const v = answers[a.plural];
-        if (v instanceof Error) throw v;
-        return v as object;
-      },
-      patchNamespacedCustomObject: async () => ({}),
-    };
-  };
-  const denied = Object.assign(new Error('forbidden'), { code: 403 });
+  const denied = forbidden();
   const o = { argocdNamespaces: ['argocd'] };
 
   it('returns the source of an Application that manages the workload and whose project allows it', async () => {

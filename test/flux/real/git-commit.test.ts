@@ -20,7 +20,7 @@ import {
   rolledOut,
 } from '../../support/checksum-commit.ts';
 import { FluxKustomization, FluxSource, revisionOf, startFluxReloader } from '../../support/flux.ts';
-import { it } from '../../support/kube.ts';
+import { it, type Kube } from '../../support/kube.ts';
 import { events, PodTracker, waitForEvent, waitReadyPods } from '../../support/observe.ts';
 import { hashKeyFile } from '../../support/service.ts';
 import { configMap, deployment } from '../../support/workloads.ts';
@@ -39,17 +39,35 @@ async function credentialsDir(): Promise<string> {
   return dir;
 }
 
+/** The repository with `files('fast')`, its GitRepository, and Kustomization `app` applied from it. */
+async function appliedApp(kube: Kube, namespace: string) {
+  const repo = await GitRepo.create(namespace, files('fast'));
+  const source = await FluxSource.create(kube, namespace, repo);
+  const app = await FluxKustomization.create(kube, { name: 'app', source, path: './app' });
+  await app.waitApplied(await repo.head());
+  return { repo, source, app };
+}
+
+/** The service in git mode, its credentials bound to exactly this repository (docs/flux.md, "Git mode"). */
+async function gitModeReloader(namespace: string, repo: GitRepo, o: Parameters<typeof startFluxReloader>[2]) {
+  return startFluxReloader(
+    namespace,
+    [
+      '--git-allow-insecure-http',
+      `--git-credentials-dir=${await credentialsDir()}`,
+      `--git-credentials-urls=${repo.url}`,
+    ],
+    o,
+  );
+}
+
 describe('git-commit mode with the real Flux controllers', { timeout: 300_000 }, () => {
   it("our checksum commit goes to the Kustomization's GitRepository, is reconciled by Flux, and rolls the workload once", async ({
     kube,
     namespace,
     onTestFinished,
   }) => {
-    const repo = await GitRepo.create(namespace, files('fast'));
-    const source = await FluxSource.create(kube, namespace, repo);
-    const app = await FluxKustomization.create(kube, { name: 'app', source, path: './app' });
-    const first = await repo.head();
-    await app.waitApplied(first);
+    const { repo, source, app } = await appliedApp(kube, namespace);
     const before = await waitReadyPods(kube, namespace, 'web', 2);
     const live = await kube.apps.readNamespacedDeployment({ name: 'web', namespace });
     // What the workload claims (a label its team could write) and what proves it (the inventory).
@@ -60,15 +78,7 @@ describe('git-commit mode with the real Flux controllers', { timeout: 300_000 },
     const generation = live.metadata?.generation as number;
     const keyFile = await hashKeyFile();
     const key = Buffer.from((await readFile(keyFile, 'utf8')).replace(/\s+$/, ''), 'utf8');
-    const svc = await startFluxReloader(
-      namespace,
-      [
-        '--git-allow-insecure-http',
-        `--git-credentials-dir=${await credentialsDir()}`,
-        `--git-credentials-urls=${repo.url}`,
-      ],
-      { onTestFinished, keyFile },
-    );
+    const svc = await gitModeReloader(namespace, repo, { onTestFinished, keyFile });
     const pods = await PodTracker.start(kube, namespace, 'web');
 
     // A person changes the config in git; Flux fetches and applies it.
@@ -147,10 +157,7 @@ describe('git-commit mode with the real Flux controllers', { timeout: 300_000 },
     namespace,
     onTestFinished,
   }) => {
-    const repo = await GitRepo.create(namespace, files('fast'));
-    const source = await FluxSource.create(kube, namespace, repo);
-    const app = await FluxKustomization.create(kube, { name: 'app', source, path: './app' });
-    await app.waitApplied(await repo.head());
+    const { repo } = await appliedApp(kube, namespace);
     // A team that can write workloads forges kustomize-controller's labels on its own Deployment.
     await kube.core.createNamespacedConfigMap({ namespace, body: configMap('forger-config', { v: '1' }) });
     await kube.apps.createNamespacedDeployment({
@@ -165,15 +172,7 @@ describe('git-commit mode with the real Flux controllers', { timeout: 300_000 },
       }),
     });
     await waitReadyPods(kube, namespace, 'forger', 1);
-    const svc = await startFluxReloader(
-      namespace,
-      [
-        '--git-allow-insecure-http',
-        `--git-credentials-dir=${await credentialsDir()}`,
-        `--git-credentials-urls=${repo.url}`,
-      ],
-      { onTestFinished },
-    );
+    const svc = await gitModeReloader(namespace, repo, { onTestFinished });
     await kube.core.replaceNamespacedConfigMap({
       name: 'forger-config',
       namespace,
