@@ -6,6 +6,7 @@ import { loadConfig, serveFlags } from './config/config.ts';
 import { FlagError, usage } from './config/flags.ts';
 import { reloaderFlags } from './config/reloader-flags.ts';
 import { countResponses, startHttpServer } from './http.ts';
+import { serveHub } from './hub/hub.ts';
 import { loadClusterAccess, observedAccess } from './kube/access.ts';
 import { createLogger } from './log.ts';
 import { Metrics } from './metrics.ts';
@@ -111,7 +112,7 @@ async function runServe(argv: string[]): Promise<number> {
   const kc = observedAccess(await loadClusterAccess(cfg.kubeconfig), (method, host, code, seconds) =>
     metrics.reloader.apiRequest(method, host, code, seconds),
   );
-  const svc = await serve(cfg, kc, log, metrics);
+  const svc = cfg.hub ? await serveHub(cfg, kc, log, metrics) : await serve(cfg, kc, log, metrics);
   const http = await startHttpServer({
     address: cfg.httpAddress,
     metrics,

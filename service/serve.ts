@@ -1,7 +1,7 @@
 // `gitops-reloader serve`: watches configs and workloads, and reloads what changed.
 
 import type { Router } from 'express';
-import { startArgoCd } from './argocd/argocd.ts';
+import { type ArgoCd, startArgoCd } from './argocd/argocd.ts';
 import { inboxSelector, NotificationInbox } from './argocd/inbox.ts';
 import { type InboxRecord, inboxRecordOf, takeFromInbox } from './argocd/inbox-consumer.ts';
 import type { SyncNotification } from './argocd/notification.ts';
@@ -41,7 +41,7 @@ import { createGitCommitter } from './strategies/git-commit.ts';
 import { RestartBudget } from './strategies/restart-budget.ts';
 
 /** Reads the HMAC key: --hash-key-file, else the Secret <release-name>-hash-key (created when missing). */
-async function hashKey(cfg: Config, core: CoreApi, log: Logger): Promise<Buffer> {
+export async function hashKey(cfg: Config, core: CoreApi, log: Logger): Promise<Buffer> {
   if (cfg.hashKeyFile) return readHashKeyFile(cfg.hashKeyFile);
   if (!cfg.releaseNamespace) {
     throw new FlagError(
@@ -77,6 +77,12 @@ export { HELM_RELEASE_EXCLUDED } from './routing.ts';
  */
 export const WATCH_UNREADY_AFTER_MS = 60_000;
 
+/** Hub mode's status: each served cluster's, by its name (or server). */
+export interface HubStatus {
+  hub: true;
+  clusters: Record<string, unknown>;
+}
+
 export interface RunningService {
   /** Resolves once caches are synced and start-up decisions are made. */
   ready: Promise<void>;
@@ -93,8 +99,21 @@ export interface RunningService {
   /** False when a watch loop stopped cycling, or failed without a success for as long (liveness). */
   watchesProgressing(): boolean;
   /** What the engine does now, when this replica leads (engine/status.ts). */
-  status(): ReloadStatus | { leader: false };
+  status(): ReloadStatus | { leader: false } | HubStatus;
   stop(): Promise<void>;
+}
+
+/**
+ * What hub mode (service/hub/hub.ts) gives the engine of one served cluster: `kc` then reaches that
+ * cluster (its watches and reloads), while its ledger, Lease and job records live in the hub.
+ */
+export interface HubSeat {
+  /** The hub's own access: its release namespace holds this cluster's ledger, Lease and records. */
+  home: ClusterAccess;
+  /** The process's HMAC key, read once for every cluster. */
+  hashKey: Buffer;
+  /** The cluster's share of the hub's one Application watch: a gate that sees only its Applications. */
+  argocd(state: ClusterState): ArgoCd;
 }
 
 export async function serve(
@@ -102,6 +121,7 @@ export async function serve(
   kc: ClusterAccess,
   log: Logger,
   metrics: Metrics = new Metrics({ defaultMetrics: false }),
+  hub?: HubSeat,
 ): Promise<RunningService> {
   // One write rate limit for the whole process, shared by every reload: it, not the number of reloads
   // running, protects the API server (docs/adr/0018). Lease renewals (the election's own `kc`) and
@@ -125,18 +145,30 @@ export async function serve(
     leaderWriteFence(() => election),
   );
   const leaderCore = coreApi(writes);
+  // Where the ledger, the Lease and the job records live: this cluster, or the hub (hub mode).
+  const home = hub?.home ?? kc;
+  const homeCore = hub ? coreApi(writeGatedAccess(home, pass)) : core;
+  const leaderHomeCore = hub
+    ? coreApi(
+        writeGatedAccess(
+          home,
+          pass,
+          leaderWriteFence(() => election),
+        ),
+      )
+    : leaderCore;
   if (!cfg.releaseNamespace) {
     throw new FlagError(
       '--release-namespace (or the POD_NAMESPACE env var) is required: it holds the ledger',
     );
   }
-  const key = await hashKey(cfg, core, log);
+  const key = hub ? hub.hashKey : await hashKey(cfg, core, log);
   const { globals, problems } = compileGlobals(cfg);
   if (problems.length > 0) throw new FlagError(problems.join('; '));
 
   const state = new ClusterState(cfg.defaultStrategy, cfg.enableCsiIntegration);
   const ledger = new Ledger({
-    core: leaderCore,
+    core: leaderHomeCore,
     namespace: cfg.releaseNamespace,
     prefix: cfg.releaseName,
     shards: cfg.ledgerShards,
@@ -154,23 +186,27 @@ export async function serve(
   let acting = false;
   let inbox: NotificationInbox | undefined;
   const releaseNamespace = cfg.releaseNamespace;
-  const argocd = await startArgoCd({
-    cfg,
-    kc,
-    state,
-    log,
-    // Every replica records a notification where whichever replica leads (now or next) reads it; the
-    // acting leader also acts on it at once. A replica that does not act never acts on it.
-    notify: (n) =>
-      receiveNotification(n, {
-        record: (x) => (inbox as NotificationInbox).record(x),
-        act: (x) => argocd.gate.notify(x),
-        acting: () => acting,
-      }),
-  });
+  const argocd: ArgoCd = hub
+    ? hub.argocd(state)
+    : await startArgoCd({
+        cfg,
+        kc,
+        state,
+        log,
+        // Every replica records a notification where whichever replica leads (now or next) reads it; the
+        // acting leader also acts on it at once. A replica that does not act never acts on it.
+        notify: (n) =>
+          receiveNotification(n, {
+            record: (x) => (inbox as NotificationInbox).record(x),
+            act: (x) => argocd.gate.notify(x),
+            acting: () => acting,
+          }),
+      });
   const flux = await startFlux({ cfg, kc, log });
   const gate = composeGates([argocd.gate, flux.gate]);
   const events = new EventRecorder(core, log);
+  // Events about our own objects (the Lease) go where they live.
+  const homeEvents = hub ? new EventRecorder(homeCore, log) : events;
   const apis = {
     core: leaderCore,
     apps: appsApi(writes),
@@ -186,7 +222,8 @@ export async function serve(
       }
     : undefined;
   // One writer for the process: its per-repository queue is what merges a batch into one commit.
-  const git = await createGitCommitter(cfg, { core, custom: apis.custom, log, metrics });
+  // Not in hub mode yet: which Application may commit for a cluster's workload is not decided there.
+  const git = hub ? undefined : await createGitCommitter(cfg, { core, custom: apis.custom, log, metrics });
   // Every replica watches (a standby has a warm cache); only the leader has a Reconciler, one per
   // leadership term, which alone runs reloads and writes the ledger.
   let reconciler: Reconciler | undefined;
@@ -204,13 +241,13 @@ export async function serve(
     log,
     inScope,
     metrics,
-    git,
+    ...(git ? { git } : {}),
     ...(webhook ? { webhook } : {}),
     ...(budget ? { budget } : {}),
     // Job reload records live beside the ledger, in the release namespace (docs/adr/0025).
     jobSpecs: new JobSpecStore({
       // Leader writes: fenced by the clock like the ledger's (docs/adr/0027).
-      core: leaderCore,
+      core: leaderHomeCore,
       namespace: ledger.namespace,
       prefix: ledger.prefix,
       warn: (msg, f) => log.warn(f, msg),
@@ -399,7 +436,7 @@ export async function serve(
   if (cfg.leaderElect) {
     // Consecutive failed starts, for the back-off before this replica competes for the lease again.
     let failedStarts = 0;
-    election = startLeaderElection(kc, {
+    election = startLeaderElection(home, {
       namespace: cfg.releaseNamespace,
       name: `${cfg.releaseName}-leader`,
       identity: cfg.leaderIdentity,
@@ -423,7 +460,7 @@ export async function serve(
               { err: err.message, reason, failedStarts, retryInMs: holdOffMs },
               'could not start acting as leader; releasing the lease',
             );
-            void events.emit(
+            void homeEvents.emit(
               {
                 apiVersion: 'coordination.k8s.io/v1',
                 kind: 'Lease',

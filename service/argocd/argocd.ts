@@ -78,10 +78,63 @@ async function readable(kc: ClusterAccess, ns: string, signal: AbortSignal): Pro
   }
 }
 
+/** The gate of one cluster's configs, told of Applications by the caller's watch. */
+export function newSyncGate(o: {
+  cfg: Config;
+  state: ClusterState;
+  log: Logger;
+  watched(appNamespace: string): boolean;
+  refresh(app: AppKey): Promise<AppSync | undefined>;
+}): SyncGate {
+  const { cfg, state } = o;
+  return new SyncGate({
+    tracking: {
+      method: cfg.argocdTracking,
+      labelKey: cfg.argocdTrackingLabel,
+      controlNamespace: cfg.argocdNamespaces[0] ?? 'argocd',
+    },
+    onFailedSync: cfg.argocdOnFailedSync,
+    watched: o.watched,
+    notificationsEnabled: cfg.webhookTokenFile !== undefined,
+    usersOf: (ref) =>
+      state.affectedBy(ref).map((workload) => ({
+        workload,
+        debounceMs: state.workloads.get(workload)?.parsed.policy.debounceMs,
+      })),
+    refresh: o.refresh,
+    log: o.log,
+  });
+}
+
+/** ArgoCd.withTrackingLabel for these flags. */
+export function trackingLabelKeeper(cfg: Config): ArgoCd['withTrackingLabel'] {
+  const labelKey = cfg.argocdTrackingLabel;
+  return (raw, rec) => {
+    const v = raw.metadata?.labels?.[labelKey];
+    if (!rec || labelKey === DEFAULT_TRACKING_LABEL || v === undefined) return rec;
+    return { ...rec, labels: { ...rec.labels, [labelKey]: v } };
+  };
+}
+
+/** One Application by its key, or undefined when it is gone. */
+export async function readApplication(
+  kc: ClusterAccess,
+  app: AppKey,
+  signal: AbortSignal,
+): Promise<AppSync | undefined> {
+  try {
+    return appFromObject(await getJson(kc, appPath(app.namespace, app.name), signal, 10_000));
+  } catch (err) {
+    if (err instanceof KubeHttpError && err.status === 404) return undefined;
+    throw err;
+  }
+}
+
+export const applicationsPath = (ns: string) => appPath(ns);
+
 export async function startArgoCd(d: ArgoCdDeps): Promise<ArgoCd> {
   const { cfg, kc, state, log } = d;
   const abort = new AbortController();
-  const controlNamespace = cfg.argocdNamespaces[0] ?? 'argocd';
   const watched = new Set<string>();
   if (cfg.argocdNamespaces.length > 0) {
     let served = false;
@@ -105,28 +158,9 @@ export async function startArgoCd(d: ArgoCdDeps): Promise<ArgoCd> {
     }
   }
 
-  const refresh = async (app: AppKey): Promise<AppSync | undefined> => {
-    try {
-      return appFromObject(await getJson(kc, appPath(app.namespace, app.name), abort.signal, 10_000));
-    } catch (err) {
-      if (err instanceof KubeHttpError && err.status === 404) return undefined;
-      throw err;
-    }
-  };
+  const refresh = (app: AppKey) => readApplication(kc, app, abort.signal);
 
-  const gate = new SyncGate({
-    tracking: { method: cfg.argocdTracking, labelKey: cfg.argocdTrackingLabel, controlNamespace },
-    onFailedSync: cfg.argocdOnFailedSync,
-    watched: (ns) => watched.has(ns),
-    notificationsEnabled: cfg.webhookTokenFile !== undefined,
-    usersOf: (ref) =>
-      state.affectedBy(ref).map((workload) => ({
-        workload,
-        debounceMs: state.workloads.get(workload)?.parsed.policy.debounceMs,
-      })),
-    refresh,
-    log,
-  });
+  const gate = newSyncGate({ cfg, state, log, watched: (ns) => watched.has(ns), refresh });
 
   const onFailure = (f: WatchFailure) =>
     log[f.mode === 'relist' ? 'info' : 'warn'](
@@ -171,15 +205,7 @@ export async function startArgoCd(d: ArgoCdDeps): Promise<ArgoCd> {
       })
     : undefined;
 
-  const labelKey = cfg.argocdTrackingLabel;
-  function withTrackingLabel(
-    raw: { metadata?: { labels?: Record<string, string> | null } },
-    rec: ConfigRecord | undefined,
-  ): ConfigRecord | undefined {
-    const v = raw.metadata?.labels?.[labelKey];
-    if (!rec || labelKey === DEFAULT_TRACKING_LABEL || v === undefined) return rec;
-    return { ...rec, labels: { ...rec.labels, [labelKey]: v } };
-  }
+  const withTrackingLabel = trackingLabelKeeper(cfg);
 
   return {
     gate,

@@ -280,6 +280,12 @@ export const serveFlags: readonly FlagSpec[] = [
     default: 'reload',
   },
   {
+    name: 'hub',
+    type: 'bool',
+    help: 'Hub mode: serve the clusters whose Argo CD cluster Secret (in the first --argocd-namespaces) is labelled gitops-reloader.io/serve=true, each with its own engine and Lease, instead of the cluster the service runs in (docs/hub-mode.md).',
+    default: 'false',
+  },
+  {
     name: 'flux-namespaces',
     type: 'list',
     help: 'Namespaces whose Flux Kustomizations, HelmReleases and sources are watched (comma list). Empty: no Flux watch.',
@@ -536,6 +542,7 @@ export interface Config {
   argocdTracking: TrackingMethod;
   argocdTrackingLabel: string;
   argocdOnFailedSync: FailedSyncPolicy;
+  hub: boolean;
   fluxNamespaces: string[];
   fluxDependsOnAsOne: boolean;
   fluxOnFailedApply: FailedSyncPolicy;
@@ -680,6 +687,7 @@ export function buildConfig(
     argocdTracking: values['argocd-tracking'] as TrackingMethod,
     argocdTrackingLabel: str(values['argocd-tracking-label']) ?? DEFAULT_TRACKING_LABEL,
     argocdOnFailedSync: values['argocd-on-failed-sync'] as FailedSyncPolicy,
+    hub: values.hub === true,
     fluxNamespaces: list(values['flux-namespaces']),
     fluxDependsOnAsOne: values['flux-depends-on-as-one'] === true,
     fluxOnFailedApply: values['flux-on-failed-apply'] as FailedSyncPolicy,

@@ -1,0 +1,181 @@
+// Hub mode's one reading of an Argo CD cluster Secret (label argocd.argoproj.io/secret-type: cluster):
+// the destination it names, the credentials to reach it, and the namespaces it is scoped to. Parsed
+// once into a ServedCluster; every later check (is it opted in, which Application goes to it) and
+// every request to it uses that form. The fields and their meaning follow Argo CD's own reading
+// (util/db/cluster.go SecretToCluster, v3.6): `server` (here in the canonical form of
+// core/repo-url.ts, which Argo CD's trailing-slash trim maps onto), `name`,
+// `namespaces` a comma list, `config` the JSON of ClusterConfig whose byte fields are base64.
+//
+// Credentials served: a bearer token, a TLS client certificate, basic auth, CA data, serverName,
+// insecure. An exec provider or awsAuthConfig runs a program or a cloud login: refused with the reason
+// (docs/hub-mode.md), never run.
+
+import { createHash } from 'node:crypto';
+import { canonicalServerURL } from '../core/repo-url.ts';
+
+export const CLUSTER_SECRET_TYPE_LABEL = 'argocd.argoproj.io/secret-type';
+/** The opt-in: a cluster Secret with this label set to "true" is served; nothing is by default. */
+export const HUB_SERVE_LABEL = 'gitops-reloader.io/serve';
+
+export interface ClusterCredentials {
+  bearerToken?: string;
+  username?: string;
+  password?: string;
+  ca?: Buffer;
+  cert?: Buffer;
+  key?: Buffer;
+  insecure: boolean;
+  serverName?: string;
+}
+
+export interface ServedCluster {
+  /** The Secret's namespace/name: where it was read from. */
+  secret: string;
+  /** Argo CD's key for the cluster: `server`, canonical (core/repo-url.ts canonicalServerURL). */
+  server: string;
+  /** Its `name` (an Application's destination.name resolves through it). */
+  name: string;
+  /** The namespaces it is scoped to; empty: every namespace. */
+  namespaces: string[];
+  credentials: ClusterCredentials;
+  /** A digest of the credentials (never the credentials): a change means they were rotated. */
+  credentialsDigest: string;
+  /** DNS-label-safe and unique per server: names this cluster's Lease, ledger and records in the hub. */
+  id: string;
+}
+
+export type ClusterSecretReading =
+  | { served: ServedCluster }
+  | { notServed: string }
+  | { refused: string; name?: string; server?: string };
+
+interface RawSecret {
+  metadata?: { namespace?: string; name?: string; labels?: Record<string, string> | null } | null;
+  data?: Record<string, string> | null;
+}
+
+const decode = (b64: string | undefined): string | undefined =>
+  b64 === undefined ? undefined : Buffer.from(b64, 'base64').toString('utf8');
+
+const NAMESPACE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
+/** A DNS label (≤ 40 characters) from the cluster's name, made unique by a digest of its server. */
+export function clusterId(name: string, server: string): string {
+  const slug = name
+    .toLowerCase()
+    .replace(/[^a-z0-9-]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 30)
+    .replace(/-+$/, '');
+  const digest = createHash('sha256').update(server).digest('hex').slice(0, 8);
+  return slug ? `${slug}-${digest}` : `c-${digest}`;
+}
+
+function bytes(v: unknown, field: string): Buffer | undefined {
+  if (v === undefined || v === null || v === '') return undefined;
+  if (typeof v !== 'string') throw new Error(`config.tlsClientConfig.${field} is not a base64 string`);
+  return Buffer.from(v, 'base64');
+}
+
+/** Reads one cluster Secret. Secret data never appears in what it returns as a reason. */
+export function readClusterSecret(raw: RawSecret): ClusterSecretReading {
+  const labels = raw.metadata?.labels ?? {};
+  const secret = `${raw.metadata?.namespace ?? ''}/${raw.metadata?.name ?? ''}`;
+  if (labels[CLUSTER_SECRET_TYPE_LABEL] !== 'cluster') return { notServed: 'not an Argo CD cluster Secret' };
+  if (labels[HUB_SERVE_LABEL] !== 'true') return { notServed: `no ${HUB_SERVE_LABEL}=true label` };
+  const data = raw.data ?? {};
+  const rawServer = decode(data.server) ?? '';
+  const name = decode(data.name)?.trim() ?? '';
+  if (rawServer.trim() === '') return { refused: `cluster Secret ${secret} has no server`, name };
+  // The one URL parser: a server with userinfo, a dot segment, a query or odd characters names no
+  // cluster we act for.
+  const server = canonicalServerURL(rawServer);
+  if (server === undefined) {
+    return { refused: `cluster Secret ${secret}: server is not an http(s) URL we accept`, name };
+  }
+  const namespaces = (decode(data.namespaces) ?? '')
+    .split(',')
+    .map((n) => n.trim())
+    .filter((n) => n !== '');
+  const badNs = namespaces.find((n) => !NAMESPACE.test(n));
+  if (badNs !== undefined) {
+    return {
+      refused: `cluster Secret ${secret}: namespaces lists a name that is not a namespace`,
+      name,
+      server,
+    };
+  }
+  let config: Record<string, unknown>;
+  try {
+    const text = decode(data.config);
+    config = text ? (JSON.parse(text) as Record<string, unknown>) : {};
+    if (typeof config !== 'object' || config === null || Array.isArray(config))
+      throw new Error('not an object');
+  } catch {
+    return { refused: `cluster Secret ${secret}: config is not a JSON object`, name, server };
+  }
+  if (config.execProviderConfig) {
+    return {
+      refused: `cluster Secret ${secret}: execProviderConfig credentials run a program; hub mode does not run them (docs/hub-mode.md)`,
+      name,
+      server,
+    };
+  }
+  if (config.awsAuthConfig) {
+    return {
+      refused: `cluster Secret ${secret}: awsAuthConfig credentials are not supported yet (docs/hub-mode.md)`,
+      name,
+      server,
+    };
+  }
+  const tls = (config.tlsClientConfig ?? {}) as Record<string, unknown>;
+  let credentials: ClusterCredentials;
+  try {
+    const str = (v: unknown, field: string): string | undefined => {
+      if (v === undefined || v === null || v === '') return undefined;
+      if (typeof v !== 'string') throw new Error(`config.${field} is not a string`);
+      return v;
+    };
+    credentials = {
+      bearerToken: str(config.bearerToken, 'bearerToken'),
+      username: str(config.username, 'username'),
+      password: str(config.password, 'password'),
+      ca: bytes(tls.caData, 'caData'),
+      cert: bytes(tls.certData, 'certData'),
+      key: bytes(tls.keyData, 'keyData'),
+      insecure: tls.insecure === true,
+      serverName: str(tls.serverName, 'tlsClientConfig.serverName'),
+    };
+  } catch (err) {
+    return { refused: `cluster Secret ${secret}: ${(err as Error).message}`, name, server };
+  }
+  for (const k of Object.keys(credentials) as (keyof ClusterCredentials)[])
+    if (credentials[k] === undefined) delete credentials[k];
+  if ((credentials.cert === undefined) !== (credentials.key === undefined)) {
+    return { refused: `cluster Secret ${secret}: certData and keyData come together`, name, server };
+  }
+  if (!credentials.bearerToken && !credentials.cert && !credentials.username) {
+    return {
+      refused: `cluster Secret ${secret}: no bearerToken, client certificate or username`,
+      name,
+      server,
+    };
+  }
+  const credentialsDigest = createHash('sha256')
+    .update(
+      JSON.stringify([
+        credentials.bearerToken,
+        credentials.username,
+        credentials.password,
+        credentials.ca?.toString('base64'),
+        credentials.cert?.toString('base64'),
+        credentials.key?.toString('base64'),
+        credentials.insecure,
+        credentials.serverName,
+      ]),
+    )
+    .digest('hex');
+  return {
+    served: { secret, server, name, namespaces, credentials, credentialsDigest, id: clusterId(name, server) },
+  };
+}

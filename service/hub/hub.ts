@@ -1,0 +1,359 @@
+// Hub mode (`serve --hub`, docs/hub-mode.md): one install in the cluster where Argo CD runs serves the
+// clusters Argo CD deploys to. Each cluster Secret opted in (label gitops-reloader.io/serve=true) gets
+// its own engine: the same serve() as single-cluster mode, reaching that cluster with that Secret's
+// credentials, its ledger and Lease in the hub's release namespace under the cluster's id. The hub
+// watches Applications once and gives each engine a gate told only of the Applications whose
+// destination resolves to its cluster. A cluster that cannot be reached holds only its own engine.
+
+import type { Router } from 'express';
+import {
+  type ArgoCd,
+  applicationsPath,
+  newSyncGate,
+  readApplication,
+  trackingLabelKeeper,
+} from '../argocd/argocd.ts';
+import type { SyncGate } from '../argocd/gate.ts';
+import { type AppSync, appFromObject } from '../argocd/sync-tracker.ts';
+import { appKeyString } from '../argocd/tracking.ts';
+import { argocdWebhookRouter } from '../argocd/webhook.ts';
+import type { Config } from '../config/config.ts';
+import { FlagError } from '../config/flags.ts';
+import { canonicalServerURL } from '../core/repo-url.ts';
+import type { ClusterAccess } from '../kube/access.ts';
+import { coreApi } from '../kube/api.ts';
+import { startWatch, type Watch, type WatchFailure } from '../kube/watch.ts';
+import { getJson } from '../kube/watch-http.ts';
+import type { Logger } from '../log.ts';
+import type { Metrics } from '../metrics.ts';
+import { hashKey, type RunningService, serve } from '../serve.ts';
+import type { ClusterState } from '../state.ts';
+import { ClusterSecretAccess } from './cluster-access.ts';
+import { CLUSTER_SECRET_TYPE_LABEL, readClusterSecret, type ServedCluster } from './cluster-secret.ts';
+import { ClusterDirectory } from './directory.ts';
+
+/** Between attempts to start a cluster's engine (unreachable, refused): doubling to this cap. */
+const RETRY_MAX_MS = 60_000;
+
+interface Seat {
+  cluster: ServedCluster;
+  access: ClusterSecretAccess;
+  abort: AbortController;
+  gate?: SyncGate;
+  running?: RunningService;
+  /** Resolves once the engine runs, or gave up because the seat was closed. */
+  started: Promise<void>;
+}
+
+interface SecretEntry {
+  name: string;
+  server: string;
+  reading: ReturnType<typeof readClusterSecret>;
+}
+
+const delay = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => {
+      clearTimeout(t);
+      resolve();
+    });
+  });
+
+export async function serveHub(
+  cfg: Config,
+  kc: ClusterAccess,
+  log: Logger,
+  metrics: Metrics,
+): Promise<RunningService> {
+  const controlNamespace = cfg.argocdNamespaces[0];
+  if (controlNamespace === undefined) {
+    throw new FlagError('--hub needs --argocd-namespaces: the first holds the cluster Secrets');
+  }
+  const key = await hashKey(cfg, coreApi(kc), log);
+  const abort = new AbortController();
+  const directory = new ClusterDirectory();
+  /** Served clusters by server (Argo CD's key for a cluster). */
+  const seats = new Map<string, Seat>();
+  /** Applications by key, with the server their destination resolves to now. */
+  const apps = new Map<string, { app: AppSync; server: string | undefined }>();
+  const watches: Watch<unknown>[] = [];
+  const onFailure = (f: WatchFailure) =>
+    log[f.mode === 'relist' ? 'info' : 'warn'](
+      { watch: f.path, mode: f.mode, status: f.status, retryInMs: f.retryInMs, reason: f.reason },
+      f.message,
+    );
+
+  /** Tells the gates of the old and new cluster of an Application what it is now. */
+  const route = (app: AppSync) => {
+    const k = appKeyString(app.app);
+    const was = apps.get(k)?.server;
+    const server = directory.serverOf(app.destination);
+    apps.set(k, { app, server });
+    if (was !== undefined && was !== server) seats.get(was)?.gate?.appDeleted(app.app);
+    if (server !== undefined) seats.get(server)?.gate?.observe(app);
+  };
+  const reroute = () => {
+    for (const { app } of [...apps.values()]) route(app);
+  };
+
+  // The engines' gates see Applications from here: one watch for every cluster.
+  const appsSynced: Promise<void>[] = [];
+  for (const ns of cfg.argocdNamespaces) {
+    let done!: () => void;
+    appsSynced.push(new Promise<void>((r) => (done = r)));
+    watches.push(
+      startWatch<AppSync>(kc, {
+        path: applicationsPath(ns),
+        relistIntervalMs: cfg.relistIntervalMs,
+        idleTimeoutMs: cfg.watchIdleTimeoutMs,
+        onFailure,
+        transform: (raw) => appFromObject(raw),
+        onAdd: (_k, app) => route(app),
+        onUpdate: (_k, app) => route(app),
+        onDelete: (_k, old) => {
+          const k = appKeyString(old.app);
+          const server = apps.get(k)?.server;
+          apps.delete(k);
+          if (server !== undefined) seats.get(server)?.gate?.appDeleted(old.app);
+        },
+        onSynced: done,
+      }) as Watch<unknown>,
+    );
+  }
+  const allAppsSynced = Promise.all(appsSynced).then(() => undefined);
+
+  /** The Argo CD part of one cluster's engine: a gate fed with the Applications deploying to it. */
+  const argocdOf = (seat: Seat, clusterLog: Logger, state: ClusterState): ArgoCd => {
+    const gate = newSyncGate({
+      cfg,
+      state,
+      log: clusterLog,
+      watched: (ns) => cfg.argocdNamespaces.includes(ns),
+      refresh: async (app) => {
+        const now = await readApplication(kc, app, abort.signal);
+        // An Application that now deploys elsewhere is gone, for this cluster.
+        return now && directory.serverOf(now.destination) === seat.cluster.server ? now : undefined;
+      },
+    });
+    seat.gate = gate;
+    for (const { app, server } of apps.values()) if (server === seat.cluster.server) gate.observe(app);
+    return {
+      gate,
+      synced: allAppsSynced,
+      router: undefined,
+      watchedNamespaces: cfg.argocdNamespaces,
+      withTrackingLabel: trackingLabelKeeper(cfg),
+      stop: async () => {
+        if (seat.gate === gate) seat.gate = undefined;
+        gate.stop();
+      },
+    };
+  };
+
+  /** Starts a cluster's engine once the cluster answers; retries with back-off until the seat closes. */
+  const open = (cluster: ServedCluster): Seat => {
+    const access = new ClusterSecretAccess(cluster.server, cluster.credentials);
+    const seat: Seat = { cluster, access, abort: new AbortController(), started: Promise.resolve() };
+    const clusterLog = log.child({ cluster: cluster.name || cluster.server });
+    const clusterCfg: Config = {
+      ...cfg,
+      // Its ledger, Lease and records: <release>-<cluster id>-…, in the hub's release namespace.
+      releaseName: `${cfg.releaseName}-${cluster.id}`,
+      namespaces: scopeOf(cfg.namespaces, cluster.namespaces) ?? [],
+      // The hub receives notifications and watches Applications; Flux is not served in hub mode.
+      webhookTokenFile: undefined,
+      fluxNamespaces: [],
+      fluxWebhookTokenFile: undefined,
+    };
+    seat.started = (async () => {
+      const signal = seat.abort.signal;
+      for (let attempt = 0; !signal.aborted; attempt++) {
+        try {
+          // Discovery in serve() needs an answer: do not start against a cluster that gives none.
+          await getJson(access, '/version', signal, 10_000);
+          if (signal.aborted) return;
+          const running = await serve(clusterCfg, access, clusterLog, metrics, {
+            home: kc,
+            hashKey: key,
+            argocd: (state) => argocdOf(seat, clusterLog, state),
+          });
+          if (signal.aborted) {
+            await running.stop();
+            return;
+          }
+          seat.running = running;
+          clusterLog.info({ server: cluster.server, namespaces: cluster.namespaces }, 'serving cluster');
+          return;
+        } catch (err) {
+          const retryInMs = Math.min(1000 * 2 ** attempt, RETRY_MAX_MS);
+          clusterLog.warn(
+            { server: cluster.server, err: (err as Error).message, retryInMs },
+            'cannot start serving the cluster; retrying',
+          );
+          await delay(retryInMs, signal);
+        }
+      }
+    })();
+    return seat;
+  };
+
+  const close = async (seat: Seat, why: string) => {
+    seat.abort.abort(new Error(why));
+    await seat.started;
+    const running = seat.running;
+    seat.running = undefined;
+    await running?.stop();
+    log.info({ cluster: seat.cluster.name, server: seat.cluster.server, why }, 'stopped serving cluster');
+  };
+
+  // The cluster Secrets, served or not (an Application's destination.name resolves through them all).
+  // Changes are applied one at a time, in order, so a seat is never opened twice.
+  let applying = Promise.resolve();
+  const secretsBySecret = new Map<string, SecretEntry>();
+  const apply = (secret: string, entry: SecretEntry | undefined) => {
+    applying = applying
+      .then(() => applyNow(secret, entry))
+      .catch((err: Error) => {
+        log.error({ secret, err: err.message }, 'could not apply a cluster Secret change');
+      });
+  };
+  const servedFrom = (secret: string): Seat | undefined => {
+    for (const s of seats.values()) if (s.cluster.secret === secret) return s;
+    return undefined;
+  };
+  const applyNow = async (secret: string, entry: SecretEntry | undefined) => {
+    if (entry) secretsBySecret.set(secret, entry);
+    else secretsBySecret.delete(secret);
+    const moved = entry ? directory.put(secret, entry) : directory.delete(secret);
+    const reading = entry?.reading;
+    const seat = servedFrom(secret);
+    const served = reading && 'served' in reading ? reading.served : undefined;
+    if (reading && 'refused' in reading) {
+      log.warn({ secret, reason: reading.refused }, 'cluster Secret refused; its cluster is not served');
+    }
+    const scope = served ? scopeOf(cfg.namespaces, served.namespaces) : undefined;
+    if (served && scope === undefined) {
+      log.warn(
+        { secret, namespaces: served.namespaces },
+        "cluster Secret's namespaces share none with --namespaces; its cluster is not served",
+      );
+    }
+    const wanted = scope !== undefined ? served : undefined;
+    if (seat && wanted && seat.cluster.server === wanted.server && sameScope(seat.cluster, wanted)) {
+      if (seat.cluster.credentialsDigest !== wanted.credentialsDigest) {
+        seat.access.rotate(wanted.credentials);
+        log.info({ cluster: wanted.name, server: wanted.server }, 'cluster credentials rotated');
+      }
+      seat.cluster = wanted;
+    } else {
+      if (seat) {
+        seats.delete(seat.cluster.server);
+        await close(seat, wanted ? 'its cluster Secret changed server or namespaces' : 'no longer opted in');
+      }
+      if (wanted) {
+        const other = seats.get(wanted.server);
+        if (other) {
+          log.warn(
+            { secret, server: wanted.server, servedFrom: other.cluster.secret },
+            'another cluster Secret already serves this server; this one is not served',
+          );
+        } else seats.set(wanted.server, open(wanted));
+      }
+    }
+    if (moved) reroute();
+  };
+
+  let secretsDone!: () => void;
+  const secretsSynced = new Promise<void>((r) => (secretsDone = r));
+  const entryOf = (raw: Parameters<typeof readClusterSecret>[0]): SecretEntry => {
+    const d = raw.data ?? {};
+    const text = (v: string | undefined) => (v ? Buffer.from(v, 'base64').toString('utf8').trim() : '');
+    return {
+      name: text(d.name),
+      // Canonical, as destinations are read; a server the parser refuses is kept as written (it names
+      // no served cluster, and keeps its name counted for destination.name).
+      server: canonicalServerURL(text(d.server)) ?? text(d.server),
+      reading: readClusterSecret(raw),
+    };
+  };
+  watches.push(
+    startWatch<SecretEntry>(kc, {
+      path: `/api/v1/namespaces/${controlNamespace}/secrets`,
+      labelSelector: `${CLUSTER_SECRET_TYPE_LABEL}=cluster`,
+      relistIntervalMs: cfg.relistIntervalMs,
+      idleTimeoutMs: cfg.watchIdleTimeoutMs,
+      onFailure,
+      transform: (raw) => entryOf(raw as Parameters<typeof readClusterSecret>[0]),
+      onAdd: (k, e) => apply(k, e),
+      onUpdate: (k, e) => apply(k, e),
+      onDelete: (k) => apply(k, undefined),
+      onSynced: secretsDone,
+    }) as Watch<unknown>,
+  );
+  log.info({ secretsIn: controlNamespace, applicationsIn: cfg.argocdNamespaces }, 'hub mode');
+
+  const synced = Promise.all([allAppsSynced, secretsSynced]).then(() => applying);
+  let isSynced = false;
+  void synced.then(() => {
+    isSynced = true;
+  });
+
+  const router: Router | undefined = cfg.webhookTokenFile
+    ? argocdWebhookRouter({
+        tokenFile: cfg.webhookTokenFile,
+        // A hint only (the Application watch is what gates): handed to the engine of the cluster the
+        // Application deploys to, when this replica acts for it.
+        notify: async (n) => {
+          const server = apps.get(appKeyString(n.app))?.server;
+          const seat = server === undefined ? undefined : seats.get(server);
+          if (!seat?.running?.isLeader() || !seat.gate) {
+            return {
+              outcome: 'accepted',
+              action: 'not acting for its cluster here; the Application watch gates',
+            };
+          }
+          return seat.gate.notify(n);
+        },
+        log,
+      })
+    : undefined;
+
+  return {
+    ready: synced,
+    argocdWebhook: router,
+    fluxWebhook: undefined,
+    isLeader: () => [...seats.values()].some((s) => s.running?.isLeader()),
+    isSynced: () => isSynced,
+    // A served cluster's failing watches are its own: they do not make the hub unready.
+    watchesFailing: () => [],
+    watchesProgressing: () => true,
+    status: () => ({
+      hub: true,
+      clusters: Object.fromEntries(
+        [...seats.values()].map((s) => [
+          s.cluster.name || s.cluster.server,
+          s.running ? s.running.status() : { starting: true },
+        ]),
+      ),
+    }),
+    stop: async () => {
+      abort.abort(new Error('the service is stopping'));
+      await applying;
+      await Promise.all([...seats.values()].map((s) => close(s, 'the service is stopping')));
+      seats.clear();
+      await Promise.all(watches.map((w) => w.stop()));
+    },
+  };
+}
+
+/** The namespaces to watch in a cluster: the flags' and the cluster Secret's; undefined when they share none. */
+export function scopeOf(flags: readonly string[], secret: readonly string[]): string[] | undefined {
+  if (flags.length === 0) return [...secret];
+  if (secret.length === 0) return [...flags];
+  const both = flags.filter((n) => secret.includes(n));
+  return both.length > 0 ? both : undefined;
+}
+
+const sameScope = (a: ServedCluster, b: ServedCluster) =>
+  a.namespaces.length === b.namespaces.length && a.namespaces.every((n, i) => b.namespaces[i] === n);
