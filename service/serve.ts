@@ -100,6 +100,8 @@ export interface RunningService {
   watchesProgressing(): boolean;
   /** What the engine does now, when this replica leads (engine/status.ts). */
   status(): ReloadStatus | { leader: false } | HubStatus;
+  /** Gives the Lease up (if held) and does not compete for it for `holdOffMs`: hub mode's rebalancing. */
+  yieldLease(reason: string, holdOffMs: number): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -114,6 +116,8 @@ export interface HubSeat {
   hashKey: Buffer;
   /** The cluster's share of the hub's one Application watch: a gate that sees only its Applications. */
   argocd(state: ClusterState): ArgoCd;
+  /** May this replica take the cluster's Lease now (its fair share of the clusters, service/hub/shares.ts)? */
+  mayLead(): boolean;
 }
 
 export async function serve(
@@ -480,6 +484,7 @@ export async function serve(
         await stopLeading();
       },
       onNewLeader: (id) => log.info({ leader: id }, 'leader observed'),
+      ...(hub ? { mayTake: () => hub.mayLead() } : {}),
       log: {
         debug: (f, m) => log.debug(f, m),
         info: (f, m) => log.info(f, m),
@@ -501,6 +506,9 @@ export async function serve(
     watchesFailing: () => progress.failing(WATCH_UNREADY_AFTER_MS),
     watchesProgressing: () => progress.progressing(),
     status: () => reconciler?.status() ?? { leader: false },
+    yieldLease: async (reason, holdOffMs) => {
+      if (election?.isLeader()) await election.resign(reason, holdOffMs);
+    },
     stop: async () => {
       // Stop acting first (and hand the lease over), then stop watching.
       stopInboxExpiry();

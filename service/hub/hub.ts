@@ -21,7 +21,8 @@ import type { Config } from '../config/config.ts';
 import { FlagError } from '../config/flags.ts';
 import { canonicalServerURL } from '../core/repo-url.ts';
 import type { ClusterAccess } from '../kube/access.ts';
-import { coreApi } from '../kube/api.ts';
+import { coreApi, leaseRosterApi } from '../kube/api.ts';
+import { defaultIdentity } from '../kube/leader.ts';
 import { startWatch, type Watch, type WatchFailure } from '../kube/watch.ts';
 import { getJson } from '../kube/watch-http.ts';
 import type { Logger } from '../log.ts';
@@ -31,12 +32,15 @@ import type { ClusterState } from '../state.ts';
 import { ClusterSecretAccess } from './cluster-access.ts';
 import { CLUSTER_SECRET_TYPE_LABEL, readClusterSecret, type ServedCluster } from './cluster-secret.ts';
 import { ClusterDirectory } from './directory.ts';
+import { fairShare, ReplicaRoster } from './shares.ts';
 
 /** Between attempts to start a cluster's engine (unreachable, refused): doubling to this cap. */
 const RETRY_MAX_MS = 60_000;
 
 interface Seat {
   cluster: ServedCluster;
+  /** When this replica last chose to compete for the cluster's Lease (it counts against its share until it leads). */
+  claimedAt?: number;
   access: ClusterSecretAccess;
   abort: AbortController;
   gate?: SyncGate;
@@ -71,6 +75,9 @@ export async function serveHub(
     throw new FlagError('--hub needs --argocd-namespaces: the first holds the cluster Secrets');
   }
   const key = await hashKey(cfg, coreApi(kc), log);
+  // One identity for all of this process's Leases, so its clusters are seen as one replica's.
+  const identity = cfg.leaderIdentity ?? defaultIdentity();
+  const releaseNamespace = cfg.releaseNamespace as string;
   const abort = new AbortController();
   const directory = new ClusterDirectory();
   /** Served clusters by server (Argo CD's key for a cluster). */
@@ -151,6 +158,47 @@ export async function serveHub(
     };
   };
 
+  // Sharding: each replica leads at most its fair share of the clusters (service/hub/shares.ts).
+  const leading = (except?: Seat) =>
+    [...seats.values()].filter(
+      (s) =>
+        s !== except &&
+        (s.running?.isLeader() ||
+          (s.claimedAt !== undefined && performance.now() - s.claimedAt < cfg.leaseDurationMs)),
+    ).length;
+  const share = () => fairShare(seats.size, roster?.live ?? 1);
+  const mayLead = (seat: Seat): boolean => {
+    if (leading(seat) >= share()) return false;
+    seat.claimedAt = performance.now();
+    return true;
+  };
+  /** Gives up the Leases of clusters beyond this replica's share, for the other replicas to take. */
+  const rebalance = () => {
+    const mine = [...seats.values()].filter((s) => s.running?.isLeader());
+    const over = mine.length - share();
+    for (const s of mine.slice(0, Math.max(0, over))) {
+      s.claimedAt = undefined;
+      log.info(
+        { cluster: s.cluster.name, leading: mine.length, fairShare: share(), replicas: roster?.live },
+        "leading more than this replica's fair share of clusters; giving one up",
+      );
+      void s.running?.yieldLease("over this replica's fair share", 2 * cfg.leaseDurationMs);
+    }
+  };
+  const roster = cfg.leaderElect
+    ? new ReplicaRoster({
+        api: leaseRosterApi(kc),
+        namespace: releaseNamespace,
+        releaseName: cfg.releaseName,
+        identity,
+        leaseDurationMs: cfg.leaseDurationMs,
+        retryPeriodMs: cfg.leaseRetryPeriodMs,
+        log,
+        onRound: () => rebalance(),
+      })
+    : undefined;
+  roster?.start();
+
   /** Starts a cluster's engine once the cluster answers; retries with back-off until the seat closes. */
   const open = (cluster: ServedCluster): Seat => {
     const access = new ClusterSecretAccess(cluster.server, cluster.credentials);
@@ -160,6 +208,7 @@ export async function serveHub(
       ...cfg,
       // Its ledger, Lease and records: <release>-<cluster id>-…, in the hub's release namespace.
       releaseName: `${cfg.releaseName}-${cluster.id}`,
+      leaderIdentity: identity,
       namespaces: scopeOf(cfg.namespaces, cluster.namespaces) ?? [],
       // The hub receives notifications and watches Applications; Flux is not served in hub mode.
       webhookTokenFile: undefined,
@@ -177,6 +226,7 @@ export async function serveHub(
             home: kc,
             hashKey: key,
             argocd: (state) => argocdOf(seat, clusterLog, state),
+            mayLead: () => mayLead(seat),
           });
           if (signal.aborted) {
             await running.stop();
@@ -337,11 +387,15 @@ export async function serveHub(
         ]),
       ),
     }),
+    yieldLease: async (reason, holdOffMs) => {
+      await Promise.all([...seats.values()].map((s) => s.running?.yieldLease(reason, holdOffMs)));
+    },
     stop: async () => {
       abort.abort(new Error('the service is stopping'));
       await applying;
       await Promise.all([...seats.values()].map((s) => close(s, 'the service is stopping')));
       seats.clear();
+      await roster?.stop();
       await Promise.all(watches.map((w) => w.stop()));
     },
   };

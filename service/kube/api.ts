@@ -191,6 +191,21 @@ export function customApi(access: ClusterAccess): CustomApi {
 const lease = (ns: string, name?: string) =>
   `/apis/coordination.k8s.io/v1/namespaces/${seg(ns)}/leases${name !== undefined ? `/${seg(name)}` : ''}`;
 
+/** What hub mode's replica roster (service/hub/shares.ts) does with Leases, besides what election does. */
+export interface LeaseRosterApi extends CoordinationApi {
+  listNamespacedLease(a: InNamespace & { labelSelector: string }): Promise<{ items: V1Lease[] }>;
+  deleteNamespacedLease(a: Named): Promise<unknown>;
+}
+
+export function leaseRosterApi(access: ClusterAccess): LeaseRosterApi {
+  return {
+    ...coordinationApi(access),
+    listNamespacedLease: (a) =>
+      call(access, 'GET', `${lease(a.namespace)}?labelSelector=${seg(a.labelSelector)}`),
+    deleteNamespacedLease: (a) => call(access, 'DELETE', lease(a.namespace, a.name)),
+  };
+}
+
 export function coordinationApi(access: ClusterAccess): CoordinationApi {
   return {
     readNamespacedLease: (a, o) => call(access, 'GET', lease(a.namespace, a.name), undefined, o?.signal),

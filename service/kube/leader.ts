@@ -61,6 +61,11 @@ export interface LeaderElectionOptions {
   onStoppedLeading(): void | Promise<void>;
   /** Called when the observed holder changes to a new, non-empty identity (ours included). */
   onNewLeader?(identity: string): void;
+  /**
+   * Asked before each attempt to take the lease (never before a renewal): false waits as a candidate
+   * does while the lease is held. Hub mode's fair share (service/hub/shares.ts).
+   */
+  mayTake?(): boolean;
   log: LeaderLog;
 }
 
@@ -373,6 +378,7 @@ class Elector implements LeaderElection {
     this.#see(await this.#get(signal), clock());
     const d: CandidateDecision = decideCandidate(this.#observed, this.identity, clock(), this.#t);
     if (d.kind === 'wait') return candidateDelayMs(this.#t, Math.random(), d.expiresInMs);
+    if (this.#o.mayTake && !this.#o.mayTake()) return candidateDelayMs(this.#t, Math.random());
     const sentAt = clock();
     const w = takeRecord(d, this.#observed?.record, this.identity, Date.now(), this.#t);
     let written: V1Lease;

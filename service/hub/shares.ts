@@ -1,0 +1,159 @@
+// Hub mode's sharding (docs/hub-mode.md, "Sharding"): replicas share the served clusters through one
+// Lease per cluster, and each takes at most its fair share, ⌈clusters ÷ live replicas⌉. A replica is
+// live while its own roster Lease (`<release>-replica-<digest of identity>`, label
+// app.kubernetes.io/component=hub-replica) is renewed. As in leader election (core/lease-logic.ts),
+// another replica's Lease is judged expired from when *this* process last saw it change, never from
+// the renewTime the other wrote with its own clock. The number of replicas is whatever runs: nothing
+// needs to be told it.
+
+import { createHash } from 'node:crypto';
+import type { V1Lease } from '@kubernetes/client-node';
+import type { LeaseRosterApi } from '../kube/api.ts';
+import type { Logger } from '../log.ts';
+
+/** The most clusters one replica leads: ⌈clusters ÷ live replicas⌉ (at least one replica: this one). */
+export function fairShare(clusters: number, replicas: number): number {
+  return Math.ceil(clusters / Math.max(1, replicas));
+}
+
+/** Which other replicas are live, from when their roster Leases were last seen to change. Pure. */
+export class Liveness {
+  readonly #seen = new Map<string, { version: string; changedAt: number }>();
+
+  /** A Lease as listed now: its renewal marker (renewTime, or resourceVersion) and this process's clock. */
+  see(name: string, version: string, now: number): void {
+    const was = this.#seen.get(name);
+    if (!was || was.version !== version) this.#seen.set(name, { version, changedAt: now });
+  }
+
+  /** Forgets Leases not in the latest list (deleted: their replica stopped). */
+  keepOnly(names: ReadonlySet<string>): void {
+    for (const n of [...this.#seen.keys()]) if (!names.has(n)) this.#seen.delete(n);
+  }
+
+  /** Replicas whose Lease changed within `durationMs`, counting `self` always. */
+  live(self: string, now: number, durationMs: number): number {
+    let n = 1;
+    for (const [name, s] of this.#seen) if (name !== self && now - s.changedAt < durationMs) n++;
+    return n;
+  }
+}
+
+export const ROSTER_COMPONENT = 'hub-replica';
+
+export interface RosterOptions {
+  api: LeaseRosterApi;
+  namespace: string;
+  releaseName: string;
+  identity: string;
+  leaseDurationMs: number;
+  retryPeriodMs: number;
+  log: Logger;
+  /** Called after every successful round, with the live replicas now. */
+  onRound(liveReplicas: number): void;
+  clock?: () => number;
+}
+
+const clockNow = () => performance.now();
+
+/** This replica's roster Lease, renewed every retry period, and the count of live replicas. */
+export class ReplicaRoster {
+  readonly #o: RosterOptions;
+  readonly #name: string;
+  readonly #liveness = new Liveness();
+  readonly #stop = new AbortController();
+  #live = 1;
+  #loop: Promise<void> | undefined;
+
+  constructor(o: RosterOptions) {
+    this.#o = o;
+    const digest = createHash('sha256').update(o.identity).digest('hex').slice(0, 12);
+    this.#name = `${o.releaseName}-replica-${digest}`;
+  }
+
+  /** Live replicas (this one included) as last counted. */
+  get live(): number {
+    return this.#live;
+  }
+
+  start(): void {
+    this.#loop ??= this.#run();
+  }
+
+  async stop(): Promise<void> {
+    this.#stop.abort();
+    await this.#loop;
+    // Gone at once, so the others take over its share without waiting for it to expire.
+    await this.#o.api
+      .deleteNamespacedLease({ namespace: this.#o.namespace, name: this.#name })
+      .catch(() => undefined);
+  }
+
+  async #run(): Promise<void> {
+    const clock = this.#o.clock ?? clockNow;
+    while (!this.#stop.signal.aborted) {
+      try {
+        await this.#renew();
+        const { items } = await this.#o.api.listNamespacedLease({
+          namespace: this.#o.namespace,
+          labelSelector: `app.kubernetes.io/component=${ROSTER_COMPONENT},app.kubernetes.io/instance=${this.#o.releaseName}`,
+        });
+        const now = clock();
+        const names = new Set<string>();
+        for (const l of items) {
+          const name = l.metadata?.name ?? '';
+          names.add(name);
+          this.#liveness.see(name, String(l.spec?.renewTime ?? l.metadata?.resourceVersion ?? ''), now);
+        }
+        this.#liveness.keepOnly(names);
+        this.#live = this.#liveness.live(this.#name, now, this.#o.leaseDurationMs);
+        this.#o.onRound(this.#live);
+      } catch (err) {
+        this.#o.log.warn(
+          { err: (err as Error).message, lease: this.#name },
+          'could not renew or list the replica roster',
+        );
+      }
+      await new Promise<void>((r) => {
+        const t = setTimeout(r, this.#o.retryPeriodMs);
+        this.#stop.signal.addEventListener('abort', () => {
+          clearTimeout(t);
+          r();
+        });
+      });
+    }
+  }
+
+  async #renew(): Promise<void> {
+    const { api, namespace } = this.#o;
+    const spec = {
+      holderIdentity: this.#o.identity,
+      leaseDurationSeconds: Math.round(this.#o.leaseDurationMs / 1000),
+      renewTime: new Date().toISOString() as unknown as Date,
+    };
+    let current: V1Lease | undefined;
+    try {
+      current = await api.readNamespacedLease({ namespace, name: this.#name });
+    } catch (err) {
+      if ((err as { status?: number }).status !== 404 && (err as { code?: number }).code !== 404) throw err;
+    }
+    if (!current) {
+      await api.createNamespacedLease({
+        namespace,
+        body: {
+          metadata: {
+            name: this.#name,
+            labels: {
+              'app.kubernetes.io/name': 'gitops-reloader',
+              'app.kubernetes.io/component': ROSTER_COMPONENT,
+              'app.kubernetes.io/instance': this.#o.releaseName,
+            },
+          },
+          spec,
+        },
+      });
+      return;
+    }
+    await api.replaceNamespacedLease({ namespace, name: this.#name, body: { ...current, spec } });
+  }
+}
