@@ -8,6 +8,7 @@
 
 import { createHash } from 'node:crypto';
 import type { V1Lease } from '@kubernetes/client-node';
+import { microTime } from '../core/lease-logic.ts';
 import type { LeaseRosterApi } from '../kube/api.ts';
 import type { Logger } from '../log.ts';
 
@@ -129,7 +130,7 @@ export class ReplicaRoster {
     const spec = {
       holderIdentity: this.#o.identity,
       leaseDurationSeconds: Math.round(this.#o.leaseDurationMs / 1000),
-      renewTime: new Date().toISOString() as unknown as Date,
+      renewTime: microTime(Date.now()) as unknown as Date,
     };
     let current: V1Lease | undefined;
     try {

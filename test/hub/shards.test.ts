@@ -1,0 +1,167 @@
+// Hub mode's sharding on the real control plane: three replicas of the chart (hub.enabled) serve ten
+// clusters, each the main plane through its own proxy and scoped to its own namespace (the issue's
+// "many cluster Secrets, one API server"). Each replica leads at most its fair share; a replica killed
+// in the middle of a reload hands its clusters over, and every pod is replaced once.
+import { describe, expect } from 'vitest';
+import { AUTO, stayQuiet } from '../argocd/fixtures.ts';
+import {
+  adminToken,
+  clusterLeaseHolders,
+  hubRelease,
+  type ProxiedCluster,
+  proxiedClusters,
+  removeAdminToken,
+} from '../support/hub.ts';
+import { it } from '../support/kube.ts';
+import { PodTracker, type PodView, waitAllReplaced, waitReadyPods } from '../support/observe.ts';
+import { type Replica, startReplica } from '../support/replicas.ts';
+import { pending, waitFor } from '../support/wait-for.ts';
+import { configMap, deployment } from '../support/workloads.ts';
+
+const CLUSTERS = 10;
+const REPLICAS = 3;
+const PODS = 2;
+
+/** Cluster name → holder identity, from the Leases (the API server's view, not the replicas' logs). */
+async function holders(
+  kube: Parameters<typeof clusterLeaseHolders>[0],
+  release: Parameters<typeof clusterLeaseHolders>[1],
+  clusters: ProxiedCluster[],
+) {
+  const byId = await clusterLeaseHolders(kube, release);
+  const out = new Map<string, string>();
+  for (const c of clusters) {
+    const id = [...byId.keys()].find((k) => k.startsWith(`${c.name}-`));
+    out.set(c.name, id === undefined ? '' : (byId.get(id) ?? ''));
+  }
+  return out;
+}
+
+const counts = (h: Map<string, string>) => {
+  const n = new Map<string, number>();
+  for (const who of h.values()) if (who) n.set(who, (n.get(who) ?? 0) + 1);
+  return n;
+};
+
+describe('hub mode sharding', { timeout: 600_000 }, () => {
+  it('three replicas share ten clusters within their fair share; one killed mid-reload hands its clusters over, each pod replaced once', async ({
+    kube,
+    namespace,
+    onTestFinished,
+  }) => {
+    const token = await adminToken(kube, namespace);
+    onTestFinished(() => removeAdminToken(kube, namespace));
+    const clusters = await proxiedClusters(kube, namespace, CLUSTERS, token, onTestFinished);
+    for (const c of clusters) {
+      await kube.core.createNamespacedConfigMap({
+        namespace: c.namespace,
+        body: configMap('settings', { v: '1' }),
+      });
+      await kube.apps.createNamespacedDeployment({
+        namespace: c.namespace,
+        body: deployment('web', {
+          replicas: PODS,
+          annotations: AUTO,
+          container: { envFrom: [{ configMapRef: { name: 'settings' } }] },
+        }),
+      });
+    }
+    const before = new Map<string, PodView[]>();
+    for (const c of clusters) before.set(c.name, await waitReadyPods(kube, c.namespace, 'web', PODS));
+
+    const release = await hubRelease(namespace);
+    const replicas: Replica[] = [];
+    onTestFinished(async () => {
+      await Promise.all(replicas.map((r) => r.svc.stop().then(() => r.proxy.close())));
+    });
+    for (let i = 0; i < REPLICAS; i++) replicas.push(await startReplica(kube, release, `shard-${i}`));
+
+    // Balanced: every cluster led, no replica over ⌈10 ÷ 3⌉ = 4.
+    const share = Math.ceil(CLUSTERS / REPLICAS);
+    const balanced = await waitFor(
+      async () => {
+        const h = await holders(kube, release, clusters);
+        const n = counts(h);
+        const free = [...h].filter(([, who]) => !who).map(([c]) => c);
+        return free.length === 0 && [...n.values()].every((k) => k <= share)
+          ? h
+          : pending({ free, counts: [...n] });
+      },
+      { describe: `every cluster led, no replica over ${share}`, timeout: 120_000 },
+    );
+    const n = counts(balanced);
+    expect([...n.values()].reduce((a, b) => a + b, 0)).toBe(CLUSTERS);
+    expect(Math.max(...n.values())).toBeLessThanOrEqual(share);
+    // Each cluster's engine acts in one replica only: its `ready` matches the Lease holder.
+    for (const c of clusters) {
+      const leader = replicas.find((r) => r.identity === balanced.get(c.name)) as Replica;
+      await leader.svc.waitForLog(
+        `${leader.identity} acts for ${c.name}`,
+        (l) => l.msg === 'ready' && l.cluster === c.name,
+        30_000,
+      );
+    }
+
+    // The replica leading the most clusters dies in the middle of a reload in one of them.
+    const victimId = [...n].sort((a, b) => b[1] - a[1])[0]?.[0] as string;
+    const victim = replicas.find((r) => r.identity === victimId) as Replica;
+    const target = clusters.find((c) => balanced.get(c.name) === victimId) as ProxiedCluster;
+    const moved = clusters.filter((c) => balanced.get(c.name) === victimId).map((c) => c.name);
+    // Its first write to pods in that cluster lands; the answer never reaches it.
+    const hold = target.proxy.hold((r) => r.method !== 'GET' && /\/pods(\/|$|\?)/.test(r.path));
+    const trackers = new Map<string, PodTracker>();
+    for (const c of clusters) trackers.set(c.name, await PodTracker.start(kube, c.namespace, 'web'));
+    for (const c of clusters) {
+      await kube.core.replaceNamespacedConfigMap({
+        name: 'settings',
+        namespace: c.namespace,
+        body: configMap('settings', { v: '2' }),
+      });
+    }
+    await hold.held;
+    expect(victim.svc.logs.some((l) => l.msg === 'reload started' && l.cluster === target.name)).toBe(true);
+    await victim.svc.kill();
+    const killedAt = Date.now();
+    hold.release();
+
+    // No change lost: every cluster's pods all replaced, by whichever replica leads it now.
+    for (const c of clusters)
+      await waitAllReplaced(kube, c.namespace, 'web', before.get(c.name) as PodView[], PODS);
+    const survivors = replicas.filter((r) => r !== victim);
+    const after = await waitFor(
+      async () => {
+        const h = await holders(kube, release, clusters);
+        const wrong = [...h].filter(([, who]) => !who || who === victimId);
+        return wrong.length === 0 ? h : pending(wrong);
+      },
+      { describe: "the dead replica's clusters led by the survivors", timeout: 60_000 },
+    );
+    console.log(
+      `[shards] ${moved.length} clusters moved ${((Date.now() - killedAt) / 1000).toFixed(1)}s after the kill`,
+    );
+    expect(Math.max(...counts(after).values())).toBeLessThanOrEqual(Math.ceil(CLUSTERS / survivors.length));
+    // The target's reload was finished by its new leader.
+    const newLeader = survivors.find((r) => r.identity === after.get(target.name)) as Replica;
+    await newLeader.svc.waitForLog(
+      `${newLeader.identity} finishes the reload in ${target.name}`,
+      (l) => l.msg === 'reload complete' && l.cluster === target.name,
+      60_000,
+    );
+
+    // No double recycle: each pod was replaced once, and nothing more is replaced for 10 s after.
+    await stayQuiet(10_000, async () => {
+      for (const c of clusters) {
+        const fresh = (trackers.get(c.name) as PodTracker).newSince(before.get(c.name) as PodView[]);
+        if (fresh.length > PODS) return `${c.name}: ${fresh.length} new pods for ${PODS} replicas`;
+      }
+      return undefined;
+    });
+    for (const c of clusters) {
+      const t = trackers.get(c.name) as PodTracker;
+      t.stop();
+      expect(t.newSince(before.get(c.name) as PodView[]), `${c.name}: each pod replaced once`).toHaveLength(
+        PODS,
+      );
+    }
+  });
+});
