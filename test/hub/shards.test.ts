@@ -3,20 +3,21 @@
 // "many cluster Secrets, one API server"). Each replica leads at most its fair share; a replica killed
 // in the middle of a reload hands its clusters over, and every pod is replaced once.
 import { describe, expect } from 'vitest';
-import { AUTO, stayQuiet } from '../argocd/fixtures.ts';
+import { stayQuiet } from '../argocd/fixtures.ts';
 import {
   adminToken,
+  changeSettings,
   clusterLeaseHolders,
   hubRelease,
   type ProxiedCluster,
   proxiedClusters,
   removeAdminToken,
+  settingsAndWeb,
 } from '../support/hub.ts';
 import { it } from '../support/kube.ts';
-import { PodTracker, type PodView, waitAllReplaced, waitReadyPods } from '../support/observe.ts';
+import { PodTracker, type PodView, waitAllReplaced } from '../support/observe.ts';
 import { type Replica, startReplica } from '../support/replicas.ts';
 import { pending, waitFor } from '../support/wait-for.ts';
-import { configMap, deployment } from '../support/workloads.ts';
 
 const CLUSTERS = 10;
 const REPLICAS = 3;
@@ -52,22 +53,8 @@ describe('hub mode sharding', { timeout: 600_000 }, () => {
     const token = await adminToken(kube, namespace);
     onTestFinished(() => removeAdminToken(kube, namespace));
     const clusters = await proxiedClusters(kube, namespace, CLUSTERS, token, onTestFinished);
-    for (const c of clusters) {
-      await kube.core.createNamespacedConfigMap({
-        namespace: c.namespace,
-        body: configMap('settings', { v: '1' }),
-      });
-      await kube.apps.createNamespacedDeployment({
-        namespace: c.namespace,
-        body: deployment('web', {
-          replicas: PODS,
-          annotations: AUTO,
-          container: { envFrom: [{ configMapRef: { name: 'settings' } }] },
-        }),
-      });
-    }
     const before = new Map<string, PodView[]>();
-    for (const c of clusters) before.set(c.name, await waitReadyPods(kube, c.namespace, 'web', PODS));
+    for (const c of clusters) before.set(c.name, await settingsAndWeb(kube, c.namespace, PODS));
 
     const release = await hubRelease(namespace);
     const replicas: Replica[] = [];
@@ -111,13 +98,7 @@ describe('hub mode sharding', { timeout: 600_000 }, () => {
     const hold = target.proxy.hold((r) => r.method !== 'GET' && /\/pods(\/|$|\?)/.test(r.path));
     const trackers = new Map<string, PodTracker>();
     for (const c of clusters) trackers.set(c.name, await PodTracker.start(kube, c.namespace, 'web'));
-    for (const c of clusters) {
-      await kube.core.replaceNamespacedConfigMap({
-        name: 'settings',
-        namespace: c.namespace,
-        body: configMap('settings', { v: '2' }),
-      });
-    }
+    for (const c of clusters) await changeSettings(kube, c.namespace, '2');
     await hold.held;
     expect(victim.svc.logs.some((l) => l.msg === 'reload started' && l.cluster === target.name)).toBe(true);
     await victim.svc.kill();

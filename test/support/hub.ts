@@ -7,7 +7,9 @@ import { CoordinationV1Api } from '@kubernetes/client-node';
 import { HUB_SERVE_LABEL } from '../../service/hub/cluster-secret.ts';
 import { ApiProxy } from './api-proxy.ts';
 import type { Kube } from './kube.ts';
+import { type PodView, waitReadyPods } from './observe.ts';
 import { FAST_LEASE, installRelease, type Release } from './replicas.ts';
+import { configMap, deployment } from './workloads.ts';
 
 export interface ProxiedCluster {
   /** Its name in the cluster Secret (log field `cluster`). */
@@ -77,7 +79,8 @@ export async function proxiedClusters(
   kube: Kube,
   namespace: string,
   n: number,
-  token: string,
+  /** The bearer token of each cluster Secret (one for all, or one per cluster index). */
+  token: string | ((i: number) => string),
   onTestFinished: (f: () => Promise<void>) => void,
 ): Promise<ProxiedCluster[]> {
   const out: ProxiedCluster[] = [];
@@ -96,7 +99,7 @@ export async function proxiedClusters(
       name,
       server: proxy.url,
       caData,
-      token,
+      token: typeof token === 'string' ? token : token(i),
       scope: [ns],
     });
     out.push({ name, proxy, namespace: ns, secret });
@@ -127,4 +130,27 @@ export async function clusterLeaseHolders(kube: Kube, release: Release): Promise
     out.set(name.slice(prefix.length, -'-leader'.length), l.spec?.holderIdentity ?? '');
   }
   return out;
+}
+
+/** A ConfigMap `settings` and a Deployment `web` (opted in, `pods` replicas) that reads it, Ready. */
+export async function settingsAndWeb(kube: Kube, namespace: string, pods: number): Promise<PodView[]> {
+  await kube.core.createNamespacedConfigMap({ namespace, body: configMap('settings', { v: '1' }) });
+  await kube.apps.createNamespacedDeployment({
+    namespace,
+    body: deployment('web', {
+      replicas: pods,
+      annotations: { 'reloader.stakater.com/auto': 'true' },
+      container: { envFrom: [{ configMapRef: { name: 'settings' } }] },
+    }),
+  });
+  return waitReadyPods(kube, namespace, 'web', pods);
+}
+
+/** Changes `settings` in `namespace` (a person's edit). */
+export async function changeSettings(kube: Kube, namespace: string, v: string): Promise<void> {
+  await kube.core.replaceNamespacedConfigMap({
+    name: 'settings',
+    namespace,
+    body: configMap('settings', { v }),
+  });
 }

@@ -1,0 +1,259 @@
+// Hub mode under failure, on the real control plane, two replicas of the chart (hub.enabled): served
+// clusters are the main plane through their own proxies (test/support/hub.ts), so a cluster can be
+// made unreachable (the proxy cut), its credentials rotated, its Secret removed mid-reload.
+import { type Cluster, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { describe, expect } from 'vitest';
+import { stayQuiet } from '../argocd/fixtures.ts';
+import {
+  adminToken,
+  changeSettings,
+  clusterLeaseHolders,
+  clusterSecret,
+  hubRelease,
+  type ProxiedCluster,
+  proxiedClusters,
+  removeAdminToken,
+  settingsAndWeb,
+} from '../support/hub.ts';
+import { it, type Kube, statusOf } from '../support/kube.ts';
+import { PodTracker, type PodView, waitAllReplaced } from '../support/observe.ts';
+import type { Release } from '../support/replicas.ts';
+import { type Replica, startReplica } from '../support/replicas.ts';
+import { pending, waitFor } from '../support/wait-for.ts';
+
+const PODS = 2;
+
+/** Two replicas of the release; returns once every cluster's Lease is held and its holder acts. */
+async function twoReplicas(
+  kube: Kube,
+  release: Release,
+  clusters: ProxiedCluster[],
+  onTestFinished: (f: () => Promise<void>) => void,
+): Promise<Replica[]> {
+  const replicas: Replica[] = [];
+  onTestFinished(async () => {
+    await Promise.all(replicas.map((r) => r.svc.stop().then(() => r.proxy.close())));
+  });
+  for (const id of ['hub-x', 'hub-y']) replicas.push(await startReplica(kube, release, id));
+  await waitFor(
+    async () => {
+      const held = await clusterLeaseHolders(kube, release);
+      const free = clusters.filter((c) => ![...held].some(([k, who]) => k.startsWith(`${c.name}-`) && who));
+      if (free.length > 0) return pending(free.map((c) => c.name));
+      const idle = clusters.filter(
+        (c) => !replicas.some((r) => r.svc.logs.some((l) => l.msg === 'ready' && l.cluster === c.name)),
+      );
+      return idle.length === 0 ? true : pending(idle.map((c) => c.name));
+    },
+    { describe: 'every cluster led by an acting replica', timeout: 90_000 },
+  );
+  return replicas;
+}
+
+const logs = (replicas: Replica[], msg: string, cluster: string) =>
+  replicas.flatMap((r) => r.svc.logs.filter((l) => l.msg === msg && l.cluster === cluster));
+
+describe('hub mode under failure', { timeout: 600_000 }, () => {
+  it('a cluster that cannot be reached holds only its own reloads, and its change arrives when it is back; a namespace outside every scope is never touched', async ({
+    kube,
+    namespace,
+    onTestFinished,
+  }) => {
+    const token = await adminToken(kube, namespace);
+    onTestFinished(() => removeAdminToken(kube, namespace));
+    const clusters = await proxiedClusters(kube, namespace, 3, token, onTestFinished);
+    const before = new Map<string, PodView[]>();
+    for (const c of clusters) before.set(c.name, await settingsAndWeb(kube, c.namespace, PODS));
+    // Same API server, but in no cluster Secret's `namespaces`: no engine may act here.
+    const outside = `${namespace}-outside`.slice(0, 63);
+    await kube.core.createNamespace({ body: { metadata: { name: outside } } });
+    onTestFinished(async () => {
+      await kube.core.deleteNamespace({ name: outside }).catch(() => undefined);
+    });
+    const outsideBefore = await settingsAndWeb(kube, outside, PODS);
+
+    const release = await hubRelease(namespace);
+    const replicas = await twoReplicas(kube, release, clusters, onTestFinished);
+    const [c0, c1, c2] = clusters as [ProxiedCluster, ProxiedCluster, ProxiedCluster];
+    const trackers = new Map<string, PodTracker>();
+    for (const c of clusters) trackers.set(c.name, await PodTracker.start(kube, c.namespace, 'web'));
+    const outsideTracker = await PodTracker.start(kube, outside, 'web');
+
+    c1.proxy.cut();
+    for (const c of clusters) await changeSettings(kube, c.namespace, '2');
+    await changeSettings(kube, outside, '2');
+    // The reachable clusters reload; the cut one does not, and holds no one else up.
+    for (const c of [c0, c2])
+      await waitAllReplaced(kube, c.namespace, 'web', before.get(c.name) as PodView[], PODS);
+    await stayQuiet(10_000, async () => {
+      const moved = (trackers.get(c1.name) as PodTracker).newSince(before.get(c1.name) as PodView[]);
+      if (moved.length > 0)
+        return `${c1.name} is cut off, yet pods were replaced: ${moved.map((p) => p.name)}`;
+      const out = outsideTracker.newSince(outsideBefore);
+      return out.length > 0 ? `pods replaced outside every scope: ${out.map((p) => p.name)}` : undefined;
+    });
+    expect(logs(replicas, 'reload started', c1.name)).toHaveLength(0);
+
+    // Back: the change made while it was cut off arrives, once.
+    const healedAt = Date.now();
+    c1.proxy.heal();
+    await waitAllReplaced(kube, c1.namespace, 'web', before.get(c1.name) as PodView[], PODS);
+    console.log(
+      `[hub failures] ${c1.name} reloaded ${((Date.now() - healedAt) / 1000).toFixed(1)}s after it was reachable again`,
+    );
+    await stayQuiet(8_000, async () => {
+      for (const c of clusters) {
+        const fresh = (trackers.get(c.name) as PodTracker).newSince(before.get(c.name) as PodView[]);
+        if (fresh.length > PODS) return `${c.name}: ${fresh.length} new pods for ${PODS}`;
+      }
+      return outsideTracker.newSince(outsideBefore).length > 0
+        ? 'pods replaced outside every scope'
+        : undefined;
+    });
+    for (const c of clusters) {
+      const t = trackers.get(c.name) as PodTracker;
+      t.stop();
+      expect(t.newSince(before.get(c.name) as PodView[]), `${c.name}: each pod replaced once`).toHaveLength(
+        PODS,
+      );
+    }
+    outsideTracker.stop();
+    expect(outsideTracker.newSince(outsideBefore)).toHaveLength(0);
+  });
+
+  it('rotated credentials are used without restarting the cluster’s engine', async ({
+    kube,
+    namespace,
+    onTestFinished,
+  }) => {
+    const first = await adminToken(kube, namespace, 'manager-a');
+    onTestFinished(() => removeAdminToken(kube, namespace, 'manager-a'));
+    const [c0] = (await proxiedClusters(kube, namespace, 1, first, onTestFinished)) as [ProxiedCluster];
+    const before = await settingsAndWeb(kube, c0.namespace, PODS);
+    const release = await hubRelease(namespace);
+    const replicas = await twoReplicas(kube, release, [c0], onTestFinished);
+
+    // Rotation as a platform team does it: a new token in the Secret, then the old one revoked.
+    const second = await adminToken(kube, namespace, 'manager-b');
+    onTestFinished(() => removeAdminToken(kube, namespace, 'manager-b'));
+    const secret = await kube.core.readNamespacedSecret({ name: c0.secret, namespace });
+    const config = JSON.parse(Buffer.from(secret.data?.config ?? '', 'base64').toString('utf8'));
+    await kube.core.replaceNamespacedSecret({
+      name: c0.secret,
+      namespace,
+      body: {
+        ...secret,
+        data: {
+          ...secret.data,
+          config: Buffer.from(JSON.stringify({ ...config, bearerToken: second })).toString('base64'),
+        },
+      },
+    });
+    for (const r of replicas) {
+      await r.svc.waitForLog(
+        `${r.identity} rotated`,
+        (l) => l.msg === 'cluster credentials rotated' && l.cluster === c0.name,
+        30_000,
+      );
+    }
+    await kube.core.deleteNamespacedServiceAccount({ name: 'manager-a', namespace });
+    await removeAdminToken(kube, namespace, 'manager-a');
+    // The old token no longer works.
+    const old = new KubeConfig();
+    const cluster = kube.kc.getCurrentCluster() as Cluster;
+    old.loadFromOptions({
+      clusters: [cluster],
+      users: [{ name: 'old', token: first }],
+      contexts: [{ name: 'old', cluster: cluster.name, user: 'old' }],
+      currentContext: 'old',
+    });
+    await waitFor(
+      async () => {
+        const status = await old
+          .makeApiClient(CoreV1Api)
+          .listNamespacedConfigMap({ namespace: c0.namespace })
+          .then(
+            () => 200,
+            (err) => statusOf(err),
+          );
+        return status === 401 ? true : pending(status);
+      },
+      { describe: 'the first token revoked', timeout: 30_000 },
+    );
+
+    const tracker = await PodTracker.start(kube, c0.namespace, 'web');
+    await changeSettings(kube, c0.namespace, '2');
+    await waitAllReplaced(kube, c0.namespace, 'web', before, PODS);
+    // Completed, with the new token (the old one answers 401 by now).
+    await Promise.any(
+      replicas.map((r) =>
+        r.svc.waitForLog(
+          `${r.identity} completes`,
+          (l) => l.msg === 'reload complete' && l.cluster === c0.name,
+          60_000,
+        ),
+      ),
+    );
+    tracker.stop();
+    expect(tracker.newSince(before)).toHaveLength(PODS);
+    // Served all along: started once in each replica, never stopped.
+    expect(logs(replicas, 'serving cluster', c0.name)).toHaveLength(2);
+    expect(logs(replicas, 'stopped serving cluster', c0.name)).toHaveLength(0);
+  });
+
+  it('a cluster Secret removed while its reload runs: nothing more is written there; added again, the reload is finished, each pod once', async ({
+    kube,
+    namespace,
+    onTestFinished,
+  }) => {
+    const token = await adminToken(kube, namespace);
+    onTestFinished(() => removeAdminToken(kube, namespace));
+    const clusters = await proxiedClusters(kube, namespace, 2, token, onTestFinished);
+    const [c0, c1] = clusters as [ProxiedCluster, ProxiedCluster];
+    const before0 = await settingsAndWeb(kube, c0.namespace, PODS);
+    const before1 = await settingsAndWeb(kube, c1.namespace, PODS);
+    const release = await hubRelease(namespace);
+    const replicas = await twoReplicas(kube, release, clusters, onTestFinished);
+    const tracker = await PodTracker.start(kube, c0.namespace, 'web');
+
+    // The reload's first write to pods lands; its answer is held while the Secret goes.
+    const hold = c0.proxy.hold((r) => r.method !== 'GET' && /\/pods(\/|$|\?)/.test(r.path));
+    await changeSettings(kube, c0.namespace, '2');
+    await hold.held;
+    await kube.core.deleteNamespacedSecret({ name: c0.secret, namespace });
+    for (const r of replicas) {
+      await r.svc.waitForLog(
+        `${r.identity} stops serving ${c0.name}`,
+        (l) => l.msg === 'stopped serving cluster' && l.cluster === c0.name,
+        60_000,
+      );
+    }
+    const stoppedAt = Date.now();
+    hold.release();
+    // The other cluster is served on.
+    await changeSettings(kube, c1.namespace, '2');
+    await waitAllReplaced(kube, c1.namespace, 'web', before1, PODS);
+    const writesAfter = c0.proxy.requests.filter((q) => q.method !== 'GET' && q.sentAt > stoppedAt);
+    expect(
+      writesAfter.map((q) => `${q.method} ${q.path}`),
+      'no write to a cluster no longer served',
+    ).toEqual([]);
+
+    // Added again: served again, and the interrupted reload finished from the ledger, each pod once.
+    await clusterSecret(kube, {
+      namespace,
+      name: c0.name,
+      server: c0.proxy.url,
+      caData: await c0.proxy.caData(),
+      token,
+      scope: [c0.namespace],
+    });
+    await waitAllReplaced(kube, c0.namespace, 'web', before0, PODS);
+    await stayQuiet(8_000, async () => {
+      const fresh = tracker.newSince(before0);
+      return fresh.length > PODS ? `${fresh.length} new pods for ${PODS}` : undefined;
+    });
+    tracker.stop();
+    expect(tracker.newSince(before0), 'each pod replaced once').toHaveLength(PODS);
+  });
+});
