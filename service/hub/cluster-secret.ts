@@ -40,7 +40,7 @@ export interface ServedCluster {
   credentials: ClusterCredentials;
   /** A digest of the credentials (never the credentials): a change means they were rotated. */
   credentialsDigest: string;
-  /** DNS-label-safe and unique per server: names this cluster's Lease, ledger and records in the hub. */
+  /** DNS-label-safe, from the server alone (clusterId): names its Lease, ledger and records in the hub. */
   id: string;
 }
 
@@ -59,11 +59,18 @@ const decode = (b64: string | undefined): string | undefined =>
 
 const NAMESPACE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
-/** A DNS label (≤ 40 characters) from the cluster's name, made unique by a digest of its server. */
-export function clusterId(name: string, server: string): string {
-  const slug = name
+/**
+ * A DNS label (≤ 40 characters) from the cluster's canonical server, Argo CD's key for it: its host
+ * and port, readable, and a digest of the whole server, so two servers never share one. Not from the
+ * cluster's `name`: a rename would move the cluster's Lease and ledger, and a replica started after
+ * it would lead the cluster next to one started before it.
+ */
+export function clusterId(server: string): string {
+  // The slug is for people reading Lease names; the digest is what tells servers apart.
+  const slug = server
     .toLowerCase()
     .replace(/[^a-z0-9-]+/g, '-')
+    .replace(/^https?-+/, '')
     .replace(/^-+|-+$/g, '')
     .slice(0, 30)
     .replace(/-+$/, '');
@@ -176,6 +183,6 @@ export function readClusterSecret(raw: RawSecret): ClusterSecretReading {
     )
     .digest('hex');
   return {
-    served: { secret, server, name, namespaces, credentials, credentialsDigest, id: clusterId(name, server) },
+    served: { secret, server, name, namespaces, credentials, credentialsDigest, id: clusterId(server) },
   };
 }

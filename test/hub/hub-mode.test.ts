@@ -4,7 +4,8 @@
 // not, until a test opts it in at run time.
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { describe, expect } from 'vitest';
-import { HUB_SERVE_LABEL } from '../../service/hub/cluster-secret.ts';
+import { canonicalServerURL } from '../../service/core/repo-url.ts';
+import { clusterId, HUB_SERVE_LABEL } from '../../service/hub/cluster-secret.ts';
 import { cm, reloadedCount, stayQuiet, web } from '../argocd/fixtures.ts';
 import { ArgoApp, argocdEndpoints, GitRepo, type Manifest, toFiles } from '../support/argocd.ts';
 import { it, type Kube } from '../support/kube.ts';
@@ -149,14 +150,16 @@ describe('hub mode', { timeout: 600_000 }, () => {
     expect(liveB.spec?.template, 'the template git gave').toEqual(templateB);
     for (const m of new Set((liveB.metadata?.managedFields ?? []).map((f) => f.manager)))
       expect(m).toMatch(/^(argocd-controller|kube-controller-manager)$/);
-    // Its ledger lives in the hub's release namespace, under the cluster's id; nothing in hub-b.
+    // Its ledger lives in the hub's release namespace, under the cluster's id (from its server);
+    // nothing in hub-b.
+    const idB = clusterId(canonicalServerURL(b.server) ?? b.server);
     const ledgers = (
       await kube.core.listNamespacedConfigMap({
         namespace,
         labelSelector: 'app.kubernetes.io/component=ledger',
       })
     ).items;
-    expect(ledgers.map((x) => x.metadata?.name).some((n) => n?.includes('hub-b-'))).toBe(true);
+    expect(ledgers.map((x) => x.metadata?.name).some((n) => n?.includes(`-${idB}-ledger`))).toBe(true);
     const inSpoke = (
       await b.kube.core.listNamespacedConfigMap({
         namespace,
