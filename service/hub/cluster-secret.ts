@@ -92,7 +92,7 @@ export function readClusterSecret(raw: RawSecret): ClusterSecretReading {
   if (labels[HUB_SERVE_LABEL] !== 'true') return { notServed: `no ${HUB_SERVE_LABEL}=true label` };
   const data = raw.data ?? {};
   const rawServer = decode(data.server) ?? '';
-  const name = decode(data.name)?.trim() ?? '';
+  const name = decode(data.name) ?? '';
   if (rawServer.trim() === '') return { refused: `cluster Secret ${secret} has no server`, name };
   // The one URL parser: a server with userinfo, a dot segment, a query or odd characters names no
   // cluster we act for.

@@ -318,8 +318,9 @@ export async function serveHub(
   const secretsSynced = new Promise<void>((r) => (secretsDone = r));
   const entryOf = (raw: Parameters<typeof readClusterSecret>[0]): SecretEntry => {
     const d = raw.data ?? {};
-    const text = (v: string | undefined) => (v ? Buffer.from(v, 'base64').toString('utf8').trim() : '');
+    const text = (v: string | undefined) => (v ? Buffer.from(v, 'base64').toString('utf8') : '');
     return {
+      // As Argo CD reads it: the name untrimmed (destination.name must equal it).
       name: text(d.name),
       // Canonical, as destinations are read; a server the parser refuses is kept as written (it names
       // no served cluster, and keeps its name counted for destination.name).

@@ -38,7 +38,7 @@ async function twoReplicas(
   await waitFor(
     async () => {
       const held = await clusterLeaseHolders(kube, release);
-      const free = clusters.filter((c) => ![...held].some(([k, who]) => k.startsWith(`${c.name}-`) && who));
+      const free = clusters.filter((c) => !held.get(c.id));
       if (free.length > 0) return pending(free.map((c) => c.name));
       const idle = clusters.filter(
         (c) => !replicas.some((r) => r.svc.logs.some((l) => l.msg === 'ready' && l.cluster === c.name)),

@@ -32,8 +32,7 @@ async function holders(
   const byId = await clusterLeaseHolders(kube, release);
   const out = new Map<string, string>();
   for (const c of clusters) {
-    const id = [...byId.keys()].find((k) => k.startsWith(`${c.name}-`));
-    out.set(c.name, id === undefined ? '' : (byId.get(id) ?? ''));
+    out.set(c.name, byId.get(c.id) ?? '');
   }
   return out;
 }

@@ -4,7 +4,8 @@
 // The cluster Secrets live in the test's namespace, which the release is told is Argo CD's
 // (--argocd-namespaces), so the real Argo CD never sees them.
 import { CoordinationV1Api } from '@kubernetes/client-node';
-import { HUB_SERVE_LABEL } from '../../service/hub/cluster-secret.ts';
+import { canonicalServerURL } from '../../service/core/repo-url.ts';
+import { clusterId, HUB_SERVE_LABEL } from '../../service/hub/cluster-secret.ts';
 import { ApiProxy } from './api-proxy.ts';
 import type { Kube } from './kube.ts';
 import { type PodView, waitReadyPods } from './observe.ts';
@@ -17,6 +18,8 @@ export interface ProxiedCluster {
   proxy: ApiProxy;
   /** The namespace it is scoped to (in the main plane). */
   namespace: string;
+  /** Its id in the hub (the Lease `<release>-<id>-leader`). */
+  id: string;
   secret: string;
 }
 
@@ -102,7 +105,13 @@ export async function proxiedClusters(
       token: typeof token === 'string' ? token : token(i),
       scope: [ns],
     });
-    out.push({ name, proxy, namespace: ns, secret });
+    out.push({
+      name,
+      proxy,
+      namespace: ns,
+      secret,
+      id: clusterId(canonicalServerURL(proxy.url) ?? proxy.url),
+    });
   }
   return out;
 }
@@ -116,7 +125,7 @@ export function hubRelease(namespace: string): Promise<Release> {
   });
 }
 
-/** Who holds each served cluster's Lease now: cluster id prefix → holder ('' when free). */
+/** Who holds each served cluster's Lease now: cluster id → holder ('' when free). */
 export async function clusterLeaseHolders(kube: Kube, release: Release): Promise<Map<string, string>> {
   const leases = await kube.kc
     .makeApiClient(CoordinationV1Api)
