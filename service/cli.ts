@@ -115,7 +115,7 @@ async function runServe(argv: string[]): Promise<number> {
   const svc = cfg.hub ? await serveHub(cfg, kc, log, metrics) : await serve(cfg, kc, log, metrics);
   const http = await startHttpServer({
     address: cfg.httpAddress,
-    metrics,
+    metrics: svc.metrics ?? metrics,
     log,
     // Ready: caches synced, and no watch failing for a minute on end (its cache goes stale).
     isReady: () => svc.isSynced() && svc.watchesFailing().length === 0,

@@ -100,6 +100,8 @@ export interface RunningService {
   watchesProgressing(): boolean;
   /** What the engine does now, when this replica leads (engine/status.ts). */
   status(): ReloadStatus | { leader: false } | HubStatus;
+  /** What /metrics exports, when not the Metrics given to serve (hub mode: every cluster's, labelled). */
+  metrics?: { readonly contentType: string; text(): Promise<string> };
   /** Gives the Lease up (if held) and does not compete for it for `holdOffMs`: hub mode's rebalancing. */
   yieldLease(reason: string, holdOffMs: number): Promise<void>;
   stop(): Promise<void>;

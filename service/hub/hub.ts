@@ -17,6 +17,7 @@ import type { SyncGate } from '../argocd/gate.ts';
 import { type AppSync, appFromObject } from '../argocd/sync-tracker.ts';
 import { appKeyString } from '../argocd/tracking.ts';
 import { argocdWebhookRouter } from '../argocd/webhook.ts';
+import { buildInfo } from '../build-info.ts';
 import type { Config } from '../config/config.ts';
 import { FlagError } from '../config/flags.ts';
 import { canonicalServerURL } from '../core/repo-url.ts';
@@ -32,6 +33,7 @@ import type { ClusterState } from '../state.ts';
 import { ClusterSecretAccess } from './cluster-access.ts';
 import { CLUSTER_SECRET_TYPE_LABEL, readClusterSecret, type ServedCluster } from './cluster-secret.ts';
 import { ClusterDirectory } from './directory.ts';
+import { HubMetrics } from './hub-metrics.ts';
 import { fairShare, ReplicaRoster } from './shares.ts';
 
 /** Between attempts to start a cluster's engine (unreachable, refused): doubling to this cap. */
@@ -45,6 +47,8 @@ interface Seat {
   abort: AbortController;
   gate?: SyncGate;
   running?: RunningService;
+  /** Takes the cluster's series out of /metrics. */
+  dropMetrics?: () => void;
   /** Resolves once the engine runs, or gave up because the seat was closed. */
   started: Promise<void>;
 }
@@ -75,6 +79,10 @@ export async function serveHub(
     throw new FlagError('--hub needs --argocd-namespaces: the first holds the cluster Secrets');
   }
   const key = await hashKey(cfg, coreApi(kc), log);
+  const hubMetrics = new HubMetrics(metrics, {
+    ...buildInfo(),
+    countByNamespace: cfg.metricsCountByNamespace,
+  });
   // One identity for all of this process's Leases, so its clusters are seen as one replica's.
   const identity = cfg.leaderIdentity ?? defaultIdentity();
   const releaseNamespace = cfg.releaseNamespace as string;
@@ -222,7 +230,9 @@ export async function serveHub(
           // Discovery in serve() needs an answer: do not start against a cluster that gives none.
           await getJson(access, '/version', signal, 10_000);
           if (signal.aborted) return;
-          const running = await serve(clusterCfg, access, clusterLog, metrics, {
+          const clusterMetrics = hubMetrics.forCluster(cluster.name || cluster.server);
+          seat.dropMetrics = () => hubMetrics.drop(cluster.name || cluster.server, clusterMetrics);
+          const running = await serve(clusterCfg, access, clusterLog, clusterMetrics, {
             home: kc,
             hashKey: key,
             argocd: (state) => argocdOf(seat, clusterLog, state),
@@ -254,6 +264,7 @@ export async function serveHub(
     const running = seat.running;
     seat.running = undefined;
     await running?.stop();
+    seat.dropMetrics?.();
     log.info({ cluster: seat.cluster.name, server: seat.cluster.server, why }, 'stopped serving cluster');
   };
 
@@ -373,6 +384,7 @@ export async function serveHub(
   return {
     ready: synced,
     argocdWebhook: router,
+    metrics: hubMetrics,
     fluxWebhook: undefined,
     isLeader: () => [...seats.values()].some((s) => s.running?.isLeader()),
     isSynced: () => isSynced,

@@ -10,7 +10,7 @@ import { cm, reloadedCount, stayQuiet, web } from '../argocd/fixtures.ts';
 import { ArgoApp, argocdEndpoints, GitRepo, type Manifest, toFiles } from '../support/argocd.ts';
 import { it, type Kube } from '../support/kube.ts';
 import { PodTracker, waitAllReplaced, waitForEvent, waitReadyPods } from '../support/observe.ts';
-import { FAST_LEASE, installRelease, type Replica, startReplica } from '../support/replicas.ts';
+import { FAST_LEASE, installRelease, metric, type Replica, startReplica } from '../support/replicas.ts';
 import { type RunningSpoke, spoke } from '../support/spokes.ts';
 
 const manifests = (v: string): Manifest[] => [
@@ -145,6 +145,11 @@ describe('hub mode', { timeout: 600_000 }, () => {
     expect(podsB.newSince(beforeB), 'each hub-b pod replaced once').toHaveLength(2);
     expect(podsC.newSince(beforeC), 'no hub-c pod replaced').toHaveLength(0);
     expect(await reloadedCount(b.kube, namespace, 'web')).toBe(1);
+    // /metrics names the cluster: one reload counted for hub-b, across the two replicas.
+    const counted = await Promise.all(
+      replicas.map((r) => metric(r, 'gitops_reloader_reloads_total', { cluster: b.name }).catch(() => 0)),
+    );
+    expect(counted.reduce((x, y) => x + y, 0)).toBe(1);
     expect(await reloadedCount(c.kube, namespace, 'web')).toBe(0);
     const liveB = await b.kube.apps.readNamespacedDeployment({ name: 'web', namespace });
     expect(liveB.spec?.template, 'the template git gave').toEqual(templateB);

@@ -1,0 +1,45 @@
+import { describe, expect, it } from 'vitest';
+import { Metrics } from '../metrics.ts';
+import { HubMetrics } from './hub-metrics.ts';
+
+const lines = (text: string, name: string) =>
+  text.split('\n').filter((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `));
+
+describe('HubMetrics', () => {
+  it("exports each served cluster's engine series with its cluster label, each family once", async () => {
+    const process = new Metrics({ defaultMetrics: false, version: '1.2.3', commit: 'abc' });
+    const hub = new HubMetrics(process, { version: '1.2.3', commit: 'abc' });
+    const a = hub.forCluster('spoke-a');
+    const b = hub.forCluster('spoke-b');
+    a.setLeader(true);
+    b.setLeader(false);
+    const text = await hub.text();
+    expect(lines(text, 'gitops_reloader_leader')).toEqual(
+      expect.arrayContaining([
+        'gitops_reloader_leader{cluster="spoke-a"} 1',
+        'gitops_reloader_leader{cluster="spoke-b"} 0',
+      ]),
+    );
+    expect(text.split('\n').filter((l) => l === '# TYPE gitops_reloader_leader gauge')).toHaveLength(1);
+    // One build-info series: the process's.
+    expect(lines(text, 'gitops_reloader_build_info')).toHaveLength(1);
+  });
+
+  it('drops a cluster no longer served, and keeps one served again', async () => {
+    const process = new Metrics({ defaultMetrics: false });
+    const hub = new HubMetrics(process, {});
+    const first = hub.forCluster('spoke-a');
+    first.setLeader(true);
+    hub.drop('spoke-a', first);
+    expect(lines(await hub.text(), 'gitops_reloader_leader').filter((l) => l.includes('spoke-a'))).toEqual(
+      [],
+    );
+    const again = hub.forCluster('spoke-a');
+    again.setLeader(true);
+    // A late drop of the old engine's Metrics leaves the new one in place.
+    hub.drop('spoke-a', first);
+    expect(lines(await hub.text(), 'gitops_reloader_leader')).toContain(
+      'gitops_reloader_leader{cluster="spoke-a"} 1',
+    );
+  });
+});

@@ -1,0 +1,48 @@
+// Hub mode's /metrics: the process's own families (CPU, memory, the webhook, API requests) and each
+// served cluster's engine families with a `cluster` label, merged into one exposition. Every engine
+// counts into a Metrics of its own, whose registry labels all its series with the cluster's name, so
+// "reloads in cluster X" is a label away, and one metric family is exported once.
+import { AggregatorRegistry } from 'prom-client';
+import { Metrics, type MetricsOptions } from '../metrics.ts';
+
+export class HubMetrics {
+  readonly #process: Metrics;
+  readonly #options: MetricsOptions;
+  readonly #clusters = new Map<string, Metrics>();
+
+  constructor(process: Metrics, options: MetricsOptions) {
+    this.#process = process;
+    this.#options = options;
+  }
+
+  /** The Metrics of one served cluster's engine (a new one when it is served again). */
+  forCluster(name: string): Metrics {
+    const m = new Metrics({ ...this.#options, defaultMetrics: false });
+    m.registry.setDefaultLabels({ cluster: name });
+    this.#clusters.set(name, m);
+    return m;
+  }
+
+  /** A cluster no longer served: its series leave /metrics. */
+  drop(name: string, m: Metrics): void {
+    if (this.#clusters.get(name) === m) this.#clusters.delete(name);
+  }
+
+  get contentType(): string {
+    return this.#process.contentType;
+  }
+
+  async text(): Promise<string> {
+    const all: Array<Awaited<ReturnType<Metrics['registry']['getMetricsAsJSON']>>> = [
+      await this.#process.registry.getMetricsAsJSON(),
+    ];
+    for (const m of this.#clusters.values()) {
+      // The build-info series is the process's; the engines' own copies would only repeat it.
+      const families = (await m.registry.getMetricsAsJSON()).filter(
+        (f) => f.name !== 'gitops_reloader_build_info',
+      );
+      all.push(families);
+    }
+    return AggregatorRegistry.aggregate(all).metrics();
+  }
+}
