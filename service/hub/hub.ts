@@ -21,6 +21,7 @@ import { buildInfo } from '../build-info.ts';
 import type { Config } from '../config/config.ts';
 import { FlagError } from '../config/flags.ts';
 import { canonicalServerURL } from '../core/repo-url.ts';
+import { WatchProgress } from '../http.ts';
 import type { ClusterAccess } from '../kube/access.ts';
 import { coreApi, leaseRosterApi } from '../kube/api.ts';
 import { defaultIdentity } from '../kube/leader.ts';
@@ -28,7 +29,7 @@ import { startWatch, type Watch, type WatchFailure } from '../kube/watch.ts';
 import { getJson } from '../kube/watch-http.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics.ts';
-import { hashKey, type RunningService, serve } from '../serve.ts';
+import { hashKey, type RunningService, serve, WATCH_UNREADY_AFTER_MS } from '../serve.ts';
 import type { ClusterState } from '../state.ts';
 import { ClusterSecretAccess } from './cluster-access.ts';
 import { CLUSTER_SECRET_TYPE_LABEL, readClusterSecret, type ServedCluster } from './cluster-secret.ts';
@@ -93,11 +94,43 @@ export async function serveHub(
   /** Applications by key, with the server their destination resolves to now. */
   const apps = new Map<string, { app: AppSync; server: string | undefined }>();
   const watches: Watch<unknown>[] = [];
-  const onFailure = (f: WatchFailure) =>
+  // The hub's own watches (cluster Secrets, Applications) decide its readiness and liveness; a served
+  // cluster's failing watches are that cluster's, and leave the hub ready for the others.
+  const progress = new WatchProgress(2 * cfg.relistIntervalMs + 60_000);
+  const onFailure = (f: WatchFailure) => {
+    if (f.mode === 'list-failed' || f.mode === 'watch-failed') progress.failed(f.path);
+    else if (f.mode === 'relist' || f.mode === 'reconnect') progress.beat(f.path);
+    else progress.cycled(f.path);
     log[f.mode === 'relist' ? 'info' : 'warn'](
       { watch: f.path, mode: f.mode, status: f.status, retryInMs: f.retryInMs, reason: f.reason },
       f.message,
     );
+  };
+
+  /** A watch whose every event and listing counts as progress (liveness). */
+  function startBeating<S>(o: Parameters<typeof startWatch<S>>[1]): Watch<unknown> {
+    const beat = () => progress.beat(o.path);
+    beat();
+    return startWatch<S>(kc, {
+      ...o,
+      onAdd: (k, v) => {
+        beat();
+        o.onAdd?.(k, v);
+      },
+      onUpdate: (k, v, old) => {
+        beat();
+        o.onUpdate?.(k, v, old);
+      },
+      onDelete: (k, old) => {
+        beat();
+        o.onDelete?.(k, old);
+      },
+      onSynced: () => {
+        beat();
+        o.onSynced?.();
+      },
+    }) as Watch<unknown>;
+  }
 
   /** Tells the gates of the old and new cluster of an Application what it is now. */
   const route = (app: AppSync) => {
@@ -118,7 +151,7 @@ export async function serveHub(
     let done!: () => void;
     appsSynced.push(new Promise<void>((r) => (done = r)));
     watches.push(
-      startWatch<AppSync>(kc, {
+      startBeating<AppSync>({
         path: applicationsPath(ns),
         relistIntervalMs: cfg.relistIntervalMs,
         idleTimeoutMs: cfg.watchIdleTimeoutMs,
@@ -340,7 +373,7 @@ export async function serveHub(
     };
   };
   watches.push(
-    startWatch<SecretEntry>(kc, {
+    startBeating<SecretEntry>({
       path: `/api/v1/namespaces/${controlNamespace}/secrets`,
       labelSelector: `${CLUSTER_SECRET_TYPE_LABEL}=cluster`,
       relistIntervalMs: cfg.relistIntervalMs,
@@ -388,9 +421,8 @@ export async function serveHub(
     fluxWebhook: undefined,
     isLeader: () => [...seats.values()].some((s) => s.running?.isLeader()),
     isSynced: () => isSynced,
-    // A served cluster's failing watches are its own: they do not make the hub unready.
-    watchesFailing: () => [],
-    watchesProgressing: () => true,
+    watchesFailing: () => progress.failing(WATCH_UNREADY_AFTER_MS),
+    watchesProgressing: () => progress.progressing(),
     status: () => ({
       hub: true,
       clusters: Object.fromEntries(
