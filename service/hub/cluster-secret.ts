@@ -112,27 +112,35 @@ export function readClusterSecret(raw: RawSecret): ClusterSecretReading {
       server,
     };
   }
+  const read = readConfig(decode(data.config), `cluster Secret ${secret}`);
+  if ('refused' in read) return { refused: read.refused, name, server };
+  const { credentials, credentialsDigest } = read;
+  return {
+    served: { secret, server, name, namespaces, credentials, credentialsDigest, id: clusterId(server) },
+  };
+}
+
+/** The `config` JSON of a cluster Secret (Argo CD's ClusterConfig): the credentials it holds, or why not. */
+function readConfig(
+  text: string | undefined,
+  what: string,
+): { credentials: ClusterCredentials; credentialsDigest: string } | { refused: string } {
   let config: Record<string, unknown>;
   try {
-    const text = decode(data.config);
     config = text ? (JSON.parse(text) as Record<string, unknown>) : {};
     if (typeof config !== 'object' || config === null || Array.isArray(config))
       throw new Error('not an object');
   } catch {
-    return { refused: `cluster Secret ${secret}: config is not a JSON object`, name, server };
+    return { refused: `${what}: config is not a JSON object` };
   }
   if (config.execProviderConfig) {
     return {
-      refused: `cluster Secret ${secret}: execProviderConfig credentials run a program; hub mode does not run them (docs/hub-mode.md)`,
-      name,
-      server,
+      refused: `${what}: execProviderConfig credentials run a program; hub mode does not run them (docs/hub-mode.md)`,
     };
   }
   if (config.awsAuthConfig) {
     return {
-      refused: `cluster Secret ${secret}: awsAuthConfig credentials are not supported yet (docs/hub-mode.md)`,
-      name,
-      server,
+      refused: `${what}: awsAuthConfig credentials are not supported yet (docs/hub-mode.md)`,
     };
   }
   const tls = (config.tlsClientConfig ?? {}) as Record<string, unknown>;
@@ -154,18 +162,16 @@ export function readClusterSecret(raw: RawSecret): ClusterSecretReading {
       serverName: str(tls.serverName, 'tlsClientConfig.serverName'),
     };
   } catch (err) {
-    return { refused: `cluster Secret ${secret}: ${(err as Error).message}`, name, server };
+    return { refused: `${what}: ${(err as Error).message}` };
   }
   for (const k of Object.keys(credentials) as (keyof ClusterCredentials)[])
     if (credentials[k] === undefined) delete credentials[k];
   if ((credentials.cert === undefined) !== (credentials.key === undefined)) {
-    return { refused: `cluster Secret ${secret}: certData and keyData come together`, name, server };
+    return { refused: `${what}: certData and keyData come together` };
   }
   if (!credentials.bearerToken && !credentials.cert && !credentials.username) {
     return {
-      refused: `cluster Secret ${secret}: no bearerToken, client certificate or username`,
-      name,
-      server,
+      refused: `${what}: no bearerToken, client certificate or username`,
     };
   }
   const credentialsDigest = createHash('sha256')
@@ -182,7 +188,27 @@ export function readClusterSecret(raw: RawSecret): ClusterSecretReading {
       ]),
     )
     .digest('hex');
-  return {
-    served: { secret, server, name, namespaces, credentials, credentialsDigest, id: clusterId(server) },
-  };
+  return { credentials, credentialsDigest };
+}
+
+/**
+ * The label of a Secret of our own, in the hub's release namespace, that holds the credentials hub
+ * mode uses for one server instead of Argo CD's (its `server` and `config`, as a cluster Secret has
+ * them): the least-privilege alternative to Argo CD's usually cluster-admin credentials.
+ */
+export const CREDENTIALS_LABEL = 'gitops-reloader.io/cluster-credentials';
+
+export type CredentialsReading =
+  | { server: string; credentials: ClusterCredentials; credentialsDigest: string; secret: string }
+  | { refused: string };
+
+/** Reads one credentials Secret of ours (CREDENTIALS_LABEL=true). Secret data never appears in a reason. */
+export function readCredentialsSecret(raw: RawSecret): CredentialsReading {
+  const secret = `${raw.metadata?.namespace ?? ''}/${raw.metadata?.name ?? ''}`;
+  const data = raw.data ?? {};
+  const server = canonicalServerURL(decode(data.server) ?? '');
+  if (server === undefined)
+    return { refused: `credentials Secret ${secret}: server is not an http(s) URL we accept` };
+  const read = readConfig(decode(data.config), `credentials Secret ${secret}`);
+  return 'refused' in read ? read : { server, secret, ...read };
 }

@@ -32,7 +32,14 @@ import type { Metrics } from '../metrics.ts';
 import { hashKey, type RunningService, serve, WATCH_UNREADY_AFTER_MS } from '../serve.ts';
 import type { ClusterState } from '../state.ts';
 import { ClusterSecretAccess } from './cluster-access.ts';
-import { CLUSTER_SECRET_TYPE_LABEL, readClusterSecret, type ServedCluster } from './cluster-secret.ts';
+import {
+  CLUSTER_SECRET_TYPE_LABEL,
+  CREDENTIALS_LABEL,
+  type CredentialsReading,
+  readClusterSecret,
+  readCredentialsSecret,
+  type ServedCluster,
+} from './cluster-secret.ts';
 import { ClusterDirectory } from './directory.ts';
 import { HubMetrics } from './hub-metrics.ts';
 import { fairShare, ReplicaRoster } from './shares.ts';
@@ -42,6 +49,8 @@ const RETRY_MAX_MS = 60_000;
 
 interface Seat {
   cluster: ServedCluster;
+  /** The digest of the credentials its access uses now. */
+  digest: string;
   /** When this replica last chose to compete for the cluster's Lease (it counts against its share until it leads). */
   claimedAt?: number;
   access: ClusterSecretAccess;
@@ -240,10 +249,45 @@ export async function serveHub(
     : undefined;
   roster?.start();
 
+  // Our own credentials Secrets (the least-privilege alternative to Argo CD's), by Secret: for their
+  // server, they are used instead of the cluster Secret's credentials.
+  const overrides = new Map<string, CredentialsReading>();
+  const credentialsOf = (c: ServedCluster) => {
+    const mine = [...overrides]
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([, r]) => r)
+      .find((r) => 'server' in r && r.server === c.server);
+    return mine && 'server' in mine
+      ? {
+          credentials: mine.credentials,
+          digest: mine.credentialsDigest,
+          from: `credentials Secret ${mine.secret}`,
+        }
+      : { credentials: c.credentials, digest: c.credentialsDigest, from: `cluster Secret ${c.secret}` };
+  };
+  /** Rotates a seat's access to the credentials it should use now, if they changed. */
+  const useCredentials = (seat: Seat) => {
+    const now = credentialsOf(seat.cluster);
+    if (now.digest === seat.digest) return;
+    seat.access.rotate(now.credentials);
+    seat.digest = now.digest;
+    log.info(
+      { cluster: seat.cluster.name, server: seat.cluster.server, credentials: now.from },
+      'cluster credentials rotated',
+    );
+  };
+
   /** Starts a cluster's engine once the cluster answers; retries with back-off until the seat closes. */
   const open = (cluster: ServedCluster): Seat => {
-    const access = new ClusterSecretAccess(cluster.server, cluster.credentials);
-    const seat: Seat = { cluster, access, abort: new AbortController(), started: Promise.resolve() };
+    const using = credentialsOf(cluster);
+    const access = new ClusterSecretAccess(cluster.server, using.credentials);
+    const seat: Seat = {
+      cluster,
+      access,
+      digest: using.digest,
+      abort: new AbortController(),
+      started: Promise.resolve(),
+    };
     const clusterLog = log.child({ cluster: cluster.name || cluster.server });
     const clusterCfg: Config = {
       ...cfg,
@@ -276,7 +320,14 @@ export async function serveHub(
             return;
           }
           seat.running = running;
-          clusterLog.info({ server: cluster.server, namespaces: cluster.namespaces }, 'serving cluster');
+          clusterLog.info(
+            {
+              server: cluster.server,
+              namespaces: cluster.namespaces,
+              credentials: credentialsOf(seat.cluster).from,
+            },
+            'serving cluster',
+          );
           return;
         } catch (err) {
           const retryInMs = Math.min(1000 * 2 ** attempt, RETRY_MAX_MS);
@@ -303,8 +354,11 @@ export async function serveHub(
 
   // The cluster Secrets, served or not (an Application's destination.name resolves through them all).
   // Changes are applied one at a time, in order, so a seat is never opened twice.
-  let applying = Promise.resolve();
-  const secretsBySecret = new Map<string, SecretEntry>();
+  // Not before our own credentials Secrets are listed: a cluster is never opened with Argo CD's
+  // credentials when ours exist for it.
+  let credentialsDone!: () => void;
+  const credentialsSynced = new Promise<void>((r) => (credentialsDone = r));
+  let applying = credentialsSynced;
   const apply = (secret: string, entry: SecretEntry | undefined) => {
     applying = applying
       .then(() => applyNow(secret, entry))
@@ -317,8 +371,6 @@ export async function serveHub(
     return undefined;
   };
   const applyNow = async (secret: string, entry: SecretEntry | undefined) => {
-    if (entry) secretsBySecret.set(secret, entry);
-    else secretsBySecret.delete(secret);
     const moved = entry ? directory.put(secret, entry) : directory.delete(secret);
     const reading = entry?.reading;
     const seat = servedFrom(secret);
@@ -335,11 +387,8 @@ export async function serveHub(
     }
     const wanted = scope !== undefined ? served : undefined;
     if (seat && wanted && seat.cluster.server === wanted.server && sameScope(seat.cluster, wanted)) {
-      if (seat.cluster.credentialsDigest !== wanted.credentialsDigest) {
-        seat.access.rotate(wanted.credentials);
-        log.info({ cluster: wanted.name, server: wanted.server }, 'cluster credentials rotated');
-      }
       seat.cluster = wanted;
+      useCredentials(seat);
     } else {
       if (seat) {
         seats.delete(seat.cluster.server);
@@ -386,9 +435,35 @@ export async function serveHub(
       onSynced: secretsDone,
     }) as Watch<unknown>,
   );
-  log.info({ secretsIn: controlNamespace, applicationsIn: cfg.argocdNamespaces }, 'hub mode');
+  const applyCredentials = (secret: string, raw: CredentialsReading | undefined) => {
+    // At once: a cluster opened after this uses them; open ones rotate in turn.
+    if (raw) overrides.set(secret, raw);
+    else overrides.delete(secret);
+    if (raw && 'refused' in raw) log.warn({ secret, reason: raw.refused }, 'credentials Secret refused');
+    applying = applying.then(() => {
+      for (const seat of seats.values()) useCredentials(seat);
+    });
+  };
+  watches.push(
+    startBeating<CredentialsReading>({
+      path: `/api/v1/namespaces/${releaseNamespace}/secrets`,
+      labelSelector: `${CREDENTIALS_LABEL}=true`,
+      relistIntervalMs: cfg.relistIntervalMs,
+      idleTimeoutMs: cfg.watchIdleTimeoutMs,
+      onFailure,
+      transform: (raw) => readCredentialsSecret(raw as Parameters<typeof readCredentialsSecret>[0]),
+      onAdd: (k, r) => applyCredentials(k, r),
+      onUpdate: (k, r) => applyCredentials(k, r),
+      onDelete: (k) => applyCredentials(k, undefined),
+      onSynced: credentialsDone,
+    }),
+  );
+  log.info(
+    { secretsIn: controlNamespace, applicationsIn: cfg.argocdNamespaces, credentialsIn: releaseNamespace },
+    'hub mode',
+  );
 
-  const synced = Promise.all([allAppsSynced, secretsSynced]).then(() => applying);
+  const synced = Promise.all([allAppsSynced, secretsSynced, credentialsSynced]).then(() => applying);
   let isSynced = false;
   void synced.then(() => {
     isSynced = true;
@@ -437,7 +512,9 @@ export async function serveHub(
     },
     stop: async () => {
       abort.abort(new Error('the service is stopping'));
-      await applying;
+      // A change being applied finishes first (a seat half-opened is then closed below); a watch that
+      // never listed does not hold the shutdown up.
+      await Promise.race([applying, new Promise((r) => setTimeout(r, 5_000).unref())]);
       await Promise.all([...seats.values()].map((s) => close(s, 'the service is stopping')));
       seats.clear();
       await roster?.stop();

@@ -2,8 +2,10 @@
 // clusters are the main plane through their own proxies (test/support/hub.ts), so a cluster can be
 // made unreachable (the proxy cut), its credentials rotated, its Secret removed mid-reload.
 import { type Cluster, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
-import { describe, expect } from 'vitest';
+import { describe, expect, inject } from 'vitest';
+import { CREDENTIALS_LABEL } from '../../service/hub/cluster-secret.ts';
 import { stayQuiet } from '../argocd/fixtures.ts';
+import { helmTemplate, parseObjects, run } from '../manifests/tools.ts';
 import {
   adminToken,
   changeSettings,
@@ -255,5 +257,76 @@ describe('hub mode under failure', { timeout: 600_000 }, () => {
     });
     tracker.stop();
     expect(tracker.newSince(before0), 'each pod replaced once').toHaveLength(PODS);
+  });
+
+  it("least privilege: our own credentials Secret, with the chart's ClusterRole in the served cluster, is used instead of Argo CD's", async ({
+    kube,
+    namespace,
+    onTestFinished,
+  }) => {
+    // In the served cluster: the chart's ServiceAccount, ClusterRole and binding, nothing else.
+    const spokeRelease = `gr-spoke-${namespace.slice(-5)}`;
+    const rbac = parseObjects(await helmTemplate(spokeRelease, namespace)).filter((o) =>
+      ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding'].includes(o.kind),
+    );
+    expect(rbac.map((o) => o.kind).sort()).toEqual(['ClusterRole', 'ClusterRoleBinding', 'ServiceAccount']);
+    await run('kubectl', ['--kubeconfig', inject('kubeconfig'), 'apply', '-f', '-'], {
+      input: rbac.map((o) => JSON.stringify(o)).join('\n---\n'),
+    });
+    onTestFinished(async () => {
+      await run(
+        'kubectl',
+        ['--kubeconfig', inject('kubeconfig'), 'delete', '--ignore-not-found', '-f', '-'],
+        {
+          input: rbac
+            .filter((o) => o.kind !== 'ServiceAccount')
+            .map((o) => JSON.stringify(o))
+            .join('\n---\n'),
+        },
+      ).catch(() => undefined);
+    });
+    const sa = rbac.find((o) => o.kind === 'ServiceAccount')?.metadata.name as string;
+    const tr = await kube.core.createNamespacedServiceAccountToken({
+      name: sa,
+      namespace,
+      body: { spec: { expirationSeconds: 3600, audiences: [] } },
+    });
+    // Argo CD's credentials in the cluster Secret do not work here: only ours can.
+    const [c0] = (await proxiedClusters(kube, namespace, 1, 'not-a-token', onTestFinished)) as [
+      ProxiedCluster,
+    ];
+    await kube.core.createNamespacedSecret({
+      namespace,
+      body: {
+        metadata: { name: 'c0-credentials', labels: { [CREDENTIALS_LABEL]: 'true' } },
+        stringData: {
+          server: c0.proxy.url,
+          config: JSON.stringify({
+            bearerToken: tr.status?.token,
+            tlsClientConfig: { caData: await c0.proxy.caData() },
+          }),
+        },
+      },
+    });
+    const before = await settingsAndWeb(kube, c0.namespace, PODS);
+    const release = await hubRelease(namespace);
+    const replicas = await twoReplicas(kube, release, [c0], onTestFinished);
+    for (const l of logs(replicas, 'serving cluster', c0.name))
+      expect(l.credentials).toBe(`credentials Secret ${namespace}/c0-credentials`);
+
+    const tracker = await PodTracker.start(kube, c0.namespace, 'web');
+    await changeSettings(kube, c0.namespace, '2');
+    await waitAllReplaced(kube, c0.namespace, 'web', before, PODS);
+    await Promise.any(
+      replicas.map((r) =>
+        r.svc.waitForLog(
+          `${r.identity} completes`,
+          (l) => l.msg === 'reload complete' && l.cluster === c0.name,
+          60_000,
+        ),
+      ),
+    );
+    tracker.stop();
+    expect(tracker.newSince(before), 'each pod replaced once').toHaveLength(PODS);
   });
 });
