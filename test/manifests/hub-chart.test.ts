@@ -87,36 +87,44 @@ describe('the Helm chart in hub mode', () => {
     const elsewhere = objects.filter(
       (o) => (o.kind === 'Role' || o.kind === 'ClusterRole') && o.metadata.namespace !== 'argo-main',
     );
-    expect(verbsByResource(elsewhere, 'namespace').secrets).toEqual(['create', 'get']);
+    // (The release namespace's: the hash key, and our own credentials Secrets, listed and watched.)
+    expect(verbsByResource(elsewhere, 'namespace').secrets).toEqual(['create', 'get', 'list', 'watch']);
     expect(rbacProblems(objects)).toEqual([]);
   });
 
-  it('grants get and update on every Lease in the release namespace (one per served cluster), and get on the hash key', async () => {
+  it('grants get, update, list and delete on Leases in the release namespace (one per served cluster, one per replica), get on the hash key, and list and watch on Secrets there (our credentials Secrets)', async () => {
     const objects = await render([HUB]);
     const rules = releaseRoleRules(objects);
     const leases = rules.filter((r) => r.resources?.includes('leases'));
     expect(leases).toEqual([
       { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
-      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'update'] },
+      {
+        apiGroups: ['coordination.k8s.io'],
+        resources: ['leases'],
+        verbs: ['get', 'update', 'list', 'delete'],
+      },
     ]);
     const secrets = rules.filter((r) => r.resources?.includes('secrets'));
+    const ours = { apiGroups: [''], resources: ['secrets'], verbs: ['list', 'watch'] };
     expect(secrets).toEqual([
+      ours,
       { apiGroups: [''], resources: ['secrets'], resourceNames: [`${FULLNAME}-hash-key`], verbs: ['get'] },
       { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
     ]);
     // The ledgers, job records and LeaseReleased Events of every served cluster live here too.
     expect(verbsByResource(named(objects, 'Role', FULLNAME), 'namespace')).toEqual({
       configmaps: ['create', 'delete', 'get', 'list', 'patch'],
-      'coordination.k8s.io/leases': ['create', 'get', 'update'],
+      'coordination.k8s.io/leases': ['create', 'delete', 'get', 'list', 'update'],
       events: ['create'],
-      secrets: ['create', 'get'],
+      secrets: ['create', 'get', 'list', 'watch'],
     });
-    // A hash key of your own is mounted: nothing to read or create.
+    // A hash key of your own is mounted: nothing to read or create (our credentials Secrets are still listed).
     const mine = releaseRoleRules(await render([HUB, 'hashKey.existingSecret=mine']));
-    expect(mine.filter((r) => r.resources?.includes('secrets'))).toEqual([]);
+    expect(mine.filter((r) => r.resources?.includes('secrets'))).toEqual([ours]);
     // A key you create yourself is read, never created.
     const yours = releaseRoleRules(await render([HUB, 'hashKey.create=false']));
     expect(yours.filter((r) => r.resources?.includes('secrets'))).toEqual([
+      ours,
       { apiGroups: [''], resources: ['secrets'], resourceNames: [`${FULLNAME}-hash-key`], verbs: ['get'] },
     ]);
   });
