@@ -4,6 +4,7 @@
 
 import { FlagError, type FlagSpec, parseFlags, usage } from './config/flags.ts';
 import { formatStatus, type ReloadStatus } from './engine/status.ts';
+import type { HubStatus } from './serve.ts';
 
 export const statusFlags: readonly FlagSpec[] = [
   {
@@ -51,7 +52,22 @@ export async function status(
     err(`gitops-reloader status: ${url} answered HTTP ${res.status}\n`);
     return 1;
   }
-  const body = (await res.json()) as ReloadStatus | { leader: false };
-  out(v.output === 'json' ? `${JSON.stringify(body, null, 2)}\n` : formatStatus(body));
+  const body = (await res.json()) as ReloadStatus | { leader: false } | HubStatus;
+  if (v.output === 'json') out(`${JSON.stringify(body, null, 2)}\n`);
+  else if ('hub' in body) out(formatHubStatus(body));
+  else out(formatStatus(body));
   return 0;
+}
+
+/** Hub mode: each served cluster's engine, as this replica sees it (docs/hub-mode.md). */
+export function formatHubStatus(h: HubStatus): string {
+  const names = Object.keys(h.clusters).sort();
+  if (names.length === 0) return 'hub mode: no cluster served\n';
+  return names
+    .map((name) => {
+      const s = h.clusters[name] as ReloadStatus | { leader: false } | { starting: true };
+      const body = 'starting' in s ? 'starting: waiting for the cluster to answer\n' : formatStatus(s);
+      return `== cluster ${name}\n${body}`;
+    })
+    .join('\n');
 }
