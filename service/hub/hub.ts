@@ -13,9 +13,7 @@ import {
   readApplication,
   trackingLabelKeeper,
 } from '../argocd/argocd.ts';
-import type { SyncGate } from '../argocd/gate.ts';
 import { type AppSync, appFromObject } from '../argocd/sync-tracker.ts';
-import { appKeyString } from '../argocd/tracking.ts';
 import { argocdWebhookRouter } from '../argocd/webhook.ts';
 import { buildInfo } from '../build-info.ts';
 import type { Config } from '../config/config.ts';
@@ -26,12 +24,11 @@ import type { ClusterAccess } from '../kube/access.ts';
 import { coreApi, leaseRosterApi } from '../kube/api.ts';
 import { defaultIdentity } from '../kube/leader.ts';
 import { startWatch, type Watch, type WatchFailure } from '../kube/watch.ts';
-import { getJson } from '../kube/watch-http.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics.ts';
 import { hashKey, type RunningService, serve, WATCH_UNREADY_AFTER_MS } from '../serve.ts';
 import type { ClusterState } from '../state.ts';
-import { ClusterSecretAccess } from './cluster-access.ts';
+import { AppRouter } from './app-router.ts';
 import {
   CLUSTER_SECRET_TYPE_LABEL,
   CREDENTIALS_LABEL,
@@ -42,41 +39,14 @@ import {
 } from './cluster-secret.ts';
 import { ClusterDirectory } from './directory.ts';
 import { HubMetrics } from './hub-metrics.ts';
+import { closeSeat, clusterConfig, openSeat, type Seat, scopeOf } from './seat.ts';
 import { fairShare, ReplicaRoster } from './shares.ts';
-
-/** Between attempts to start a cluster's engine (unreachable, refused): doubling to this cap. */
-const RETRY_MAX_MS = 60_000;
-
-interface Seat {
-  cluster: ServedCluster;
-  /** The digest of the credentials its access uses now. */
-  digest: string;
-  /** When this replica last chose to compete for the cluster's Lease (it counts against its share until it leads). */
-  claimedAt?: number;
-  access: ClusterSecretAccess;
-  abort: AbortController;
-  gate?: SyncGate;
-  running?: RunningService;
-  /** Takes the cluster's series out of /metrics. */
-  dropMetrics?: () => void;
-  /** Resolves once the engine runs, or gave up because the seat was closed. */
-  started: Promise<void>;
-}
 
 interface SecretEntry {
   name: string;
   server: string;
   reading: ReturnType<typeof readClusterSecret>;
 }
-
-const delay = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => {
-      clearTimeout(t);
-      resolve();
-    });
-  });
 
 export async function serveHub(
   cfg: Config,
@@ -100,8 +70,7 @@ export async function serveHub(
   const directory = new ClusterDirectory();
   /** Served clusters by server (Argo CD's key for a cluster). */
   const seats = new Map<string, Seat>();
-  /** Applications by key, with the server their destination resolves to now. */
-  const apps = new Map<string, { app: AppSync; server: string | undefined }>();
+  const apps = new AppRouter(directory, (server) => seats.get(server)?.gate);
   const watches: Watch<unknown>[] = [];
   // The hub's own watches (cluster Secrets, Applications) decide its readiness and liveness; a served
   // cluster's failing watches are that cluster's, and leave the hub ready for the others.
@@ -141,19 +110,6 @@ export async function serveHub(
     }) as Watch<unknown>;
   }
 
-  /** Tells the gates of the old and new cluster of an Application what it is now. */
-  const route = (app: AppSync) => {
-    const k = appKeyString(app.app);
-    const was = apps.get(k)?.server;
-    const server = directory.serverOf(app.destination);
-    apps.set(k, { app, server });
-    if (was !== undefined && was !== server) seats.get(was)?.gate?.appDeleted(app.app);
-    if (server !== undefined) seats.get(server)?.gate?.observe(app);
-  };
-  const reroute = () => {
-    for (const { app } of [...apps.values()]) route(app);
-  };
-
   // The engines' gates see Applications from here: one watch for every cluster.
   const appsSynced: Promise<void>[] = [];
   for (const ns of cfg.argocdNamespaces) {
@@ -166,14 +122,9 @@ export async function serveHub(
         idleTimeoutMs: cfg.watchIdleTimeoutMs,
         onFailure,
         transform: (raw) => appFromObject(raw),
-        onAdd: (_k, app) => route(app),
-        onUpdate: (_k, app) => route(app),
-        onDelete: (_k, old) => {
-          const k = appKeyString(old.app);
-          const server = apps.get(k)?.server;
-          apps.delete(k);
-          if (server !== undefined) seats.get(server)?.gate?.appDeleted(old.app);
-        },
+        onAdd: (_k, app) => apps.route(app),
+        onUpdate: (_k, app) => apps.route(app),
+        onDelete: (_k, old) => apps.deleted(old.app),
         onSynced: done,
       }) as Watch<unknown>,
     );
@@ -194,7 +145,7 @@ export async function serveHub(
       },
     });
     seat.gate = gate;
-    for (const { app, server } of apps.values()) if (server === seat.cluster.server) gate.observe(app);
+    for (const app of apps.appsOf(seat.cluster.server)) gate.observe(app);
     return {
       gate,
       synced: allAppsSynced,
@@ -277,80 +228,27 @@ export async function serveHub(
     );
   };
 
-  /** Starts a cluster's engine once the cluster answers; retries with back-off until the seat closes. */
+  /** A seat for the cluster: its engine starts once the cluster answers (service/hub/seat.ts). */
   const open = (cluster: ServedCluster): Seat => {
     const using = credentialsOf(cluster);
-    const access = new ClusterSecretAccess(cluster.server, using.credentials);
-    const seat: Seat = {
-      cluster,
-      access,
-      digest: using.digest,
-      abort: new AbortController(),
-      started: Promise.resolve(),
-    };
-    const clusterLog = log.child({ cluster: cluster.name || cluster.server });
-    const clusterCfg: Config = {
-      ...cfg,
-      // Its ledger, Lease and records: <release>-<cluster id>-…, in the hub's release namespace.
-      releaseName: `${cfg.releaseName}-${cluster.id}`,
-      leaderIdentity: identity,
-      namespaces: scopeOf(cfg.namespaces, cluster.namespaces) ?? [],
-      // The hub receives notifications and watches Applications; Flux is not served in hub mode.
-      webhookTokenFile: undefined,
-      fluxNamespaces: [],
-      fluxWebhookTokenFile: undefined,
-    };
-    seat.started = (async () => {
-      const signal = seat.abort.signal;
-      for (let attempt = 0; !signal.aborted; attempt++) {
-        try {
-          // Discovery in serve() needs an answer: do not start against a cluster that gives none.
-          await getJson(access, '/version', signal, 10_000);
-          if (signal.aborted) return;
-          const clusterMetrics = hubMetrics.forCluster(cluster.name || cluster.server);
-          seat.dropMetrics = () => hubMetrics.drop(cluster.name || cluster.server, clusterMetrics);
-          const running = await serve(clusterCfg, access, clusterLog, clusterMetrics, {
-            home: kc,
-            hashKey: key,
-            argocd: (state) => argocdOf(seat, clusterLog, state),
-            mayLead: () => mayLead(seat),
-          });
-          if (signal.aborted) {
-            await running.stop();
-            return;
-          }
-          seat.running = running;
-          clusterLog.info(
-            {
-              server: cluster.server,
-              namespaces: cluster.namespaces,
-              credentials: credentialsOf(seat.cluster).from,
-            },
-            'serving cluster',
-          );
-          return;
-        } catch (err) {
-          const retryInMs = Math.min(1000 * 2 ** attempt, RETRY_MAX_MS);
-          clusterLog.warn(
-            { server: cluster.server, err: (err as Error).message, retryInMs },
-            'cannot start serving the cluster; retrying',
-          );
-          await delay(retryInMs, signal);
-        }
-      }
-    })();
-    return seat;
+    return openSeat(cluster, using, {
+      cfg: clusterConfig(cfg, cluster, identity),
+      log: log.child({ cluster: cluster.name || cluster.server }),
+      credentialsFrom: (seat) => credentialsOf(seat.cluster).from,
+      engine: async (seat, clusterCfg, clusterLog) => {
+        const name = cluster.name || cluster.server;
+        const clusterMetrics = hubMetrics.forCluster(name);
+        seat.dropMetrics = () => hubMetrics.drop(name, clusterMetrics);
+        return serve(clusterCfg, seat.access, clusterLog, clusterMetrics, {
+          home: kc,
+          hashKey: key,
+          argocd: (state) => argocdOf(seat, clusterLog, state),
+          mayLead: () => mayLead(seat),
+        });
+      },
+    });
   };
-
-  const close = async (seat: Seat, why: string) => {
-    seat.abort.abort(new Error(why));
-    await seat.started;
-    const running = seat.running;
-    seat.running = undefined;
-    await running?.stop();
-    seat.dropMetrics?.();
-    log.info({ cluster: seat.cluster.name, server: seat.cluster.server, why }, 'stopped serving cluster');
-  };
+  const close = (seat: Seat, why: string) => closeSeat(seat, why, log);
 
   // The cluster Secrets, served or not (an Application's destination.name resolves through them all).
   // Changes are applied one at a time, in order, so a seat is never opened twice.
@@ -404,7 +302,7 @@ export async function serveHub(
         } else seats.set(wanted.server, open(wanted));
       }
     }
-    if (moved) reroute();
+    if (moved) apps.reroute();
   };
 
   let secretsDone!: () => void;
@@ -469,13 +367,13 @@ export async function serveHub(
     isSynced = true;
   });
 
-  const router: Router | undefined = cfg.webhookTokenFile
+  const webhook: Router | undefined = cfg.webhookTokenFile
     ? argocdWebhookRouter({
         tokenFile: cfg.webhookTokenFile,
         // A hint only (the Application watch is what gates): handed to the engine of the cluster the
         // Application deploys to, when this replica acts for it.
         notify: async (n) => {
-          const server = apps.get(appKeyString(n.app))?.server;
+          const server = apps.serverOf(n.app);
           const seat = server === undefined ? undefined : seats.get(server);
           if (!seat?.running?.isLeader() || !seat.gate) {
             return {
@@ -491,7 +389,7 @@ export async function serveHub(
 
   return {
     ready: synced,
-    argocdWebhook: router,
+    argocdWebhook: webhook,
     metrics: hubMetrics,
     fluxWebhook: undefined,
     isLeader: () => [...seats.values()].some((s) => s.running?.isLeader()),
@@ -521,14 +419,6 @@ export async function serveHub(
       await Promise.all(watches.map((w) => w.stop()));
     },
   };
-}
-
-/** The namespaces to watch in a cluster: the flags' and the cluster Secret's; undefined when they share none. */
-export function scopeOf(flags: readonly string[], secret: readonly string[]): string[] | undefined {
-  if (flags.length === 0) return [...secret];
-  if (secret.length === 0) return [...flags];
-  const both = flags.filter((n) => secret.includes(n));
-  return both.length > 0 ? both : undefined;
 }
 
 const sameScope = (a: ServedCluster, b: ServedCluster) =>

@@ -1,7 +1,7 @@
 // scopeOf: the namespaces hub mode watches in a served cluster are those both --namespaces and the
 // cluster Secret's `namespaces` allow; an empty list allows every namespace.
 import { describe, expect, it } from 'vitest';
-import { scopeOf } from './hub.ts';
+import { scopeOf } from './seat.ts';
 
 describe('scopeOf', () => {
   it('is every namespace when neither the flags nor the cluster Secret limit it', () => {

@@ -1,0 +1,126 @@
+// One served cluster in hub mode: its access (the credentials in use, rotated in place), its engine
+// (serve() with a HubSeat, started once the cluster answers and retried with back-off until it does
+// or the seat is closed), and what the hub keeps about it (its gate, its claim on a fair share).
+import type { SyncGate } from '../argocd/gate.ts';
+import type { Config } from '../config/config.ts';
+import { getJson } from '../kube/watch-http.ts';
+import type { Logger } from '../log.ts';
+import type { RunningService } from '../serve.ts';
+import { ClusterSecretAccess } from './cluster-access.ts';
+import type { ClusterCredentials, ServedCluster } from './cluster-secret.ts';
+
+/** Between attempts to start a cluster's engine (unreachable, refused): doubling to this cap. */
+const RETRY_MAX_MS = 60_000;
+
+export interface Seat {
+  cluster: ServedCluster;
+  /** The digest of the credentials its access uses now. */
+  digest: string;
+  /** When this replica last chose to compete for the cluster's Lease (it counts against its share until it leads). */
+  claimedAt?: number;
+  access: ClusterSecretAccess;
+  abort: AbortController;
+  gate?: SyncGate;
+  running?: RunningService;
+  /** Takes the cluster's series out of /metrics. */
+  dropMetrics?: () => void;
+  /** Resolves once the engine runs, or gave up because the seat was closed. */
+  started: Promise<void>;
+}
+
+/** The flags of one cluster's engine: its names in the hub, its scope, and nothing the hub does itself. */
+export function clusterConfig(cfg: Config, cluster: ServedCluster, identity: string): Config {
+  return {
+    ...cfg,
+    // Its ledger, Lease and records: <release>-<cluster id>-…, in the hub's release namespace.
+    releaseName: `${cfg.releaseName}-${cluster.id}`,
+    // One identity for all of the process's Leases: its clusters are seen as one replica's.
+    leaderIdentity: identity,
+    namespaces: scopeOf(cfg.namespaces, cluster.namespaces) ?? [],
+    // The hub receives notifications and watches Applications; Flux is not served in hub mode.
+    webhookTokenFile: undefined,
+    fluxNamespaces: [],
+    fluxWebhookTokenFile: undefined,
+  };
+}
+
+/** The namespaces to watch in a cluster: the flags' and the cluster Secret's; undefined when they share none. */
+export function scopeOf(flags: readonly string[], secret: readonly string[]): string[] | undefined {
+  if (flags.length === 0) return [...secret];
+  if (secret.length === 0) return [...flags];
+  const both = flags.filter((n) => secret.includes(n));
+  return both.length > 0 ? both : undefined;
+}
+
+export interface SeatDeps {
+  cfg: Config;
+  log: Logger;
+  /** Where the credentials in use come from, for the log. */
+  credentialsFrom(seat: Seat): string;
+  /** Starts the cluster's engine (hub.ts: serve() with a HubSeat). */
+  engine(seat: Seat, cfg: Config, log: Logger): Promise<RunningService>;
+}
+
+const delay = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => {
+      clearTimeout(t);
+      resolve();
+    });
+  });
+
+/** Opens a seat; its engine starts once the cluster answers, retried with back-off until the seat closes. */
+export function openSeat(
+  cluster: ServedCluster,
+  using: { credentials: ClusterCredentials; digest: string },
+  d: SeatDeps,
+): Seat {
+  const seat: Seat = {
+    cluster,
+    access: new ClusterSecretAccess(cluster.server, using.credentials),
+    digest: using.digest,
+    abort: new AbortController(),
+    started: Promise.resolve(),
+  };
+  seat.started = (async () => {
+    const signal = seat.abort.signal;
+    for (let attempt = 0; !signal.aborted; attempt++) {
+      try {
+        // Discovery in serve() needs an answer: do not start against a cluster that gives none.
+        await getJson(seat.access, '/version', signal, 10_000);
+        if (signal.aborted) return;
+        const running = await d.engine(seat, d.cfg, d.log);
+        if (signal.aborted) {
+          await running.stop();
+          return;
+        }
+        seat.running = running;
+        d.log.info(
+          { server: cluster.server, namespaces: cluster.namespaces, credentials: d.credentialsFrom(seat) },
+          'serving cluster',
+        );
+        return;
+      } catch (err) {
+        const retryInMs = Math.min(1000 * 2 ** attempt, RETRY_MAX_MS);
+        d.log.warn(
+          { server: cluster.server, err: (err as Error).message, retryInMs },
+          'cannot start serving the cluster; retrying',
+        );
+        await delay(retryInMs, signal);
+      }
+    }
+  })();
+  return seat;
+}
+
+/** Stops the seat's engine (it writes nothing more in the cluster) and takes its series out of /metrics. */
+export async function closeSeat(seat: Seat, why: string, log: Logger): Promise<void> {
+  seat.abort.abort(new Error(why));
+  await seat.started;
+  const running = seat.running;
+  seat.running = undefined;
+  await running?.stop();
+  seat.dropMetrics?.();
+  log.info({ cluster: seat.cluster.name, server: seat.cluster.server, why }, 'stopped serving cluster');
+}
