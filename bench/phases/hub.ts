@@ -7,8 +7,8 @@
 //   - a cluster Secret in the phase's own Argo CD namespace grb-<run>-hub-argocd (labels
 //     argocd.argoproj.io/secret-type=cluster and gitops-reloader.io/serve=true; data name hub-<ii>,
 //     that server, `namespaces` = its namespace, and `config` = a bearer token and the API server's CA).
-// The token is one ServiceAccount's (TokenRequest), bound to cluster-admin by a RoleBinding in each
-// cluster namespace only: everything the phase creates is namespaced, in namespaces labelled with the
+// The token is the cluster's own ServiceAccount's (TokenRequest), bound to cluster-admin by a
+// RoleBinding in its namespace only: everything the phase creates is namespaced, in namespaces labelled with the
 // run, so the run's cleanup removes it, also after a failure or Ctrl-C. Nothing is written to Argo
 // CD's own namespace (its test spokes' Secrets may be opted in there; a hub reading it would serve
 // them), and no Argo CD is needed: with no Application, a config change goes straight to a reload.
@@ -64,6 +64,10 @@ export interface HubStartRun {
   rss_peak_mib: number;
   /** CPU seconds (user + system) from spawn until every cluster is ready. */
   cpu_s: number;
+  /** Requests the API server refused with 429 (its fairness queues full), as logged until then. */
+  throttled: number;
+  /** Leader starts that failed (the engine gave its Lease up for a lease duration), until then. */
+  leader_start_failures: number;
 }
 
 export interface HubStart {
@@ -93,6 +97,8 @@ export interface HubFailover {
   survivorHoldsAll: boolean;
   /** Kill until the survivor logged 'became the leader' for the last cluster. */
   becameLeaderSeconds: number;
+  /** The survivor's failed leader starts after the kill, until the last cluster was ready. */
+  leaderStartFailures: number;
 }
 
 export interface HubLatencySample {
@@ -135,6 +141,10 @@ const lineTime = (l: LogLine) => {
   const t = typeof l.time === 'string' ? Date.parse(l.time) : Number.NaN;
   return Number.isFinite(t) ? t : l.seenAt;
 };
+
+const START_FAILED = 'could not start acting as leader; releasing the lease';
+const throttledIn = (logs: readonly LogLine[]) => logs.filter((l) => l.status === 429).length;
+const startFailuresIn = (logs: readonly LogLine[]) => logs.filter((l) => l.msg === START_FAILED).length;
 
 const alive = (svc: ServiceProcess) => svc.proc.exitCode === null && svc.proc.signalCode === null;
 
@@ -234,18 +244,8 @@ export async function hub(ctx: Context, o: HubOptions): Promise<HubResult> {
     // --- The clusters' side: namespaces, node, credentials, configs and Deployments. ---
     await createNamespaces(kube, n.run, [argocdNs, sysNs, ...clusterNs]);
     await createNodes(kube, n.run, 1, 'hub');
-    await kube.core.createNamespacedServiceAccount({
-      namespace: sysNs,
-      body: { metadata: { name: SERVICE_ACCOUNT } },
-    });
-    const token = await kube.core.createNamespacedServiceAccountToken({
-      name: SERVICE_ACCOUNT,
-      namespace: sysNs,
-      body: { spec: { audiences: [], expirationSeconds: 4 * 3600 } },
-    });
-    const bearerToken = token.status?.token;
-    if (!bearerToken) throw new Error('the TokenRequest returned no token');
     const rbac = kube.kc.makeApiClient(RbacAuthorizationV1Api);
+    const tokens = new Map<string, string>();
     const configs = (namespace: string): ConfigName[] => [
       ...Array.from({ length: CONFIGS_PER_CLUSTER - 1 }, (_, k) => ({
         kind: 'ConfigMap' as const,
@@ -268,14 +268,27 @@ export async function hub(ctx: Context, o: HubOptions): Promise<HubResult> {
         1,
       );
     await forEachBounded(clusterNs, Math.max(1, Math.floor(s.inFlight / 4)), async (namespace) => {
+      // Each cluster its own ServiceAccount (an API server tells clients apart by user: one account for
+      // all would put every cluster in one flow of its fairness queues, which 50 real clusters never share).
+      await kube.core.createNamespacedServiceAccount({
+        namespace,
+        body: { metadata: { name: SERVICE_ACCOUNT } },
+      });
       await rbac.createNamespacedRoleBinding({
         namespace,
         body: {
           metadata: { name: SERVICE_ACCOUNT },
           roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
-          subjects: [{ kind: 'ServiceAccount', name: SERVICE_ACCOUNT, namespace: sysNs }],
+          subjects: [{ kind: 'ServiceAccount', name: SERVICE_ACCOUNT, namespace }],
         },
       });
+      const token = await kube.core.createNamespacedServiceAccountToken({
+        name: SERVICE_ACCOUNT,
+        namespace,
+        body: { spec: { audiences: [], expirationSeconds: 4 * 3600 } },
+      });
+      if (!token.status?.token) throw new Error(`the TokenRequest in ${namespace} returned no token`);
+      tokens.set(namespace, token.status.token);
       for (const c of configs(namespace)) {
         const body = configObject(c, s.configBytes);
         if (c.kind === 'ConfigMap') await kube.core.createNamespacedConfigMap({ namespace, body });
@@ -307,14 +320,15 @@ export async function hub(ctx: Context, o: HubOptions): Promise<HubResult> {
     const caData = api.caData ?? (api.caFile ? readFileSync(api.caFile).toString('base64') : undefined);
     // A server named by host name: its certificate names that host, not the forwarder's 127.0.0.1.
     const serverName = /^[\d.]+$|:/.test(target.host) ? undefined : target.host;
-    const config = JSON.stringify({
-      bearerToken,
-      tlsClientConfig: {
-        ...(caData ? { caData } : {}),
-        ...(api.skipTLSVerify ? { insecure: true } : {}),
-        ...(serverName ? { serverName } : {}),
-      },
-    });
+    const config = (namespace: string) =>
+      JSON.stringify({
+        bearerToken: tokens.get(namespace),
+        tlsClientConfig: {
+          ...(caData ? { caData } : {}),
+          ...(api.skipTLSVerify ? { insecure: true } : {}),
+          ...(serverName ? { serverName } : {}),
+        },
+      });
     const servers = forwarders.list.map((f) => f.url);
     let registered = 0;
     const registerUpTo = async (count: number) => {
@@ -332,7 +346,7 @@ export async function hub(ctx: Context, o: HubOptions): Promise<HubResult> {
               name: names[i] as string,
               server: servers[i] as string,
               namespaces: clusterNs[i] as string,
-              config,
+              config: config(clusterNs[i] as string),
             },
           },
         });
@@ -371,10 +385,12 @@ export async function hub(ctx: Context, o: HubOptions): Promise<HubResult> {
           rss_mib: round(rss, 1),
           rss_peak_mib: round(peak, 1),
           cpu_s: round(cpu, 2),
+          throttled: throttledIn(svc.logs),
+          leader_start_failures: startFailuresIn(svc.logs),
         };
         runs.push(run);
         ctx.say(
-          `hub ${count} clusters: every cluster ready in ${run.start_s.toFixed(2)}s (first ${run.first_cluster_s.toFixed(2)}s), RSS ${run.rss_mib} MiB (peak ${run.rss_peak_mib}), ${run.cpu_s} CPU s`,
+          `hub ${count} clusters: every cluster ready in ${run.start_s.toFixed(2)}s (first ${run.first_cluster_s.toFixed(2)}s), RSS ${run.rss_mib} MiB (peak ${run.rss_peak_mib}), ${run.cpu_s} CPU s${run.throttled ? `; ${run.throttled} requests throttled (429)` : ''}${run.leader_start_failures ? `, ${run.leader_start_failures} leader starts failed` : ''}`,
         );
         if (count === maxN && r === s.hubStartRuns - 1 && s.hubLatencyChanges > 0)
           reloadLatency = await latencyAmong(ctx, svc, count, clusterNs);
@@ -480,6 +496,7 @@ async function failoverOf(
     leaseRenewDeadlineSeconds: lease.renew_deadline_s,
     leaseRetryPeriodSeconds: lease.retry_period_s,
     survivorHoldsAll: after.every((h) => h === survivorId),
+    leaderStartFailures: startFailuresIn(survivor.logs.slice(from)),
     becameLeaderSeconds: round(Math.max(...[...became.values()].map((l) => (lineTime(l) - killedAt) / 1000))),
   };
   ctx.say(
