@@ -17,6 +17,7 @@ import { CLK_TCK } from './cpu.ts';
 import { allocate, expectedPods, names, restartShapes } from './fixture.ts';
 import { type BulkNativeRun, type BulkRun, bulk, bulkNative } from './phases/bulk.ts';
 import { type FlapResult, flap } from './phases/flap.ts';
+import { type HubResult, hub } from './phases/hub.ts';
 import { type LatencySample, latency } from './phases/latency.ts';
 import { type PrecisionResult, precision } from './phases/precision.ts';
 import { type ProgressiveResult, progressive } from './phases/progressive.ts';
@@ -43,6 +44,8 @@ const PHASES = [
   // The bad change alone is left when only 'progressive-good' (the two good changes' timings) is skipped.
   'progressive',
   'progressive-good',
+  // Hub mode (issue 25): its own clusters, services and cleanup; independent of the fixture.
+  'hub',
 ] as const;
 type Phase = (typeof PHASES)[number];
 
@@ -210,6 +213,7 @@ async function main(): Promise<number> {
   let latency0: LatencySample[] | undefined;
   const restartResults: RestartShapeResult[] = [];
   let progressiveResult: ProgressiveResult | undefined;
+  let hubResult: HubResult | undefined;
   const exitCodes: Record<string, number | null> = {};
   const stopService = async (label: string, svc: ServiceProcess) => {
     exitCodes[label] = await svc.stop();
@@ -286,6 +290,9 @@ async function main(): Promise<number> {
       progressiveResult = await phase('progressive', () =>
         progressive(ctx, { good: !skip('progressive-good'), stop: stopService }),
       );
+
+    // Its own namespaces, nodes and services; needs nothing of the fixture.
+    if (!skip('hub')) hubResult = await phase('hub', () => hub(ctx, { stop: stopService }));
   } finally {
     await tearDown();
   }
@@ -364,6 +371,8 @@ async function main(): Promise<number> {
     good_change_bulk_off_s: prog?.good_off?.seconds ?? null,
     good_change_gate: gate,
     progressive_deployments: prog?.deployments ?? null,
+    // Issue 25: hub mode, per number of served clusters, and the failover of a replica's clusters.
+    hub: hubResult ?? null,
     skipped: [...args.skip],
     // Issue 15's targets, then the earlier ones of figures issue 15 does not set.
     targets: {

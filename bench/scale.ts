@@ -42,6 +42,16 @@ export interface Scale {
    * in their own namespace and on their own kwok nodes, created by the phase itself.
    */
   progressiveDeployments: number;
+  /** Hub phase (issue 25): the numbers of served clusters whose start-up and memory are measured. */
+  hubClusters: number[];
+  /** Start-ups per number of clusters (each a first install of every cluster). */
+  hubStartRuns: number;
+  /** Clusters served by the two replicas of the failover (one of hubClusters). */
+  hubFailoverClusters: number;
+  /** Also a failover with the default lease timings (15 s), not only the short ones (4 s). */
+  hubDefaultLeaseFailover: boolean;
+  /** Config changes timed to 'reload complete' among the most clusters (0: none). */
+  hubLatencyChanges: number;
   /** Fixture objects created in parallel. */
   inFlight: number;
 }
@@ -68,6 +78,11 @@ const full: Scale = {
   flapSeconds: 60,
   flapPerS: 10,
   progressiveDeployments: 100,
+  hubClusters: [1, 10, 50],
+  hubStartRuns: 3,
+  hubFailoverClusters: 10,
+  hubDefaultLeaseFailover: true,
+  hubLatencyChanges: 5,
   inFlight: 20,
 };
 
@@ -84,6 +99,8 @@ const small: Scale = {
   bursts: 10,
   probes: 10,
   bulkDeployments: 10,
+  hubStartRuns: 1,
+  hubLatencyChanges: 3,
 };
 
 const tiny: Scale = {

@@ -41,11 +41,22 @@ export const SERVICE_NODE_FLAGS = [
 
 const helpOf = new Map<string, string>();
 
-/** Whether the service CLI at `cli` has `flag` (its `help` lists it); `help` is read once per CLI. */
+/**
+ * Whether the service CLI at `cli` has `flag` for `serve`. Read once per CLI: `help serve` (since
+ * issue 22, `help` alone lists the commands, not the flags) and `help` (what builds before listed
+ * the flags under), whichever answers.
+ */
 export function cliHasFlag(flag: string, cli = CLI): boolean {
   let help = helpOf.get(cli);
   if (help === undefined) {
-    help = execFileSync(process.execPath, [cli, 'help'], { encoding: 'utf8' });
+    const read = (args: string[]) => {
+      try {
+        return execFileSync(process.execPath, [cli, ...args], { encoding: 'utf8', stdio: 'pipe' });
+      } catch {
+        return '';
+      }
+    };
+    help = `${read(['help', 'serve'])}\n${read(['help'])}`;
     helpOf.set(cli, help);
   }
   return help.includes(flag);
