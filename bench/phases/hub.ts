@@ -463,7 +463,7 @@ async function failoverOf(
   await clusterLines(b, 'caches synced', clusters, 0, TIMEOUT_MS);
   await clusterLines(b, 'leader observed', clusters, 0, TIMEOUT_MS);
   const leaseNames = clusters.map(
-    (name, i) => `${release}-${clusterId(name, canonicalServerURL(servers[i] as string) as string)}-leader`,
+    (_name, i) => `${release}-${clusterId(canonicalServerURL(servers[i] as string) as string)}-leader`,
   );
   const holders = async () =>
     Promise.all(
