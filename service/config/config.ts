@@ -286,6 +286,12 @@ export const serveFlags: readonly FlagSpec[] = [
     default: 'false',
   },
   {
+    name: 'hub-exec-commands',
+    type: 'list',
+    help: "Hub mode: the exec credential plugins (absolute paths, comma list) a cluster Secret's execProviderConfig may run. Empty: none is run, and such a cluster is refused.",
+    default: '',
+  },
+  {
     name: 'flux-namespaces',
     type: 'list',
     help: 'Namespaces whose Flux Kustomizations, HelmReleases and sources are watched (comma list). Empty: no Flux watch.',
@@ -543,6 +549,7 @@ export interface Config {
   argocdTrackingLabel: string;
   argocdOnFailedSync: FailedSyncPolicy;
   hub: boolean;
+  hubExecCommands: string[];
   fluxNamespaces: string[];
   fluxDependsOnAsOne: boolean;
   fluxOnFailedApply: FailedSyncPolicy;
@@ -688,6 +695,7 @@ export function buildConfig(
     argocdTrackingLabel: str(values['argocd-tracking-label']) ?? DEFAULT_TRACKING_LABEL,
     argocdOnFailedSync: values['argocd-on-failed-sync'] as FailedSyncPolicy,
     hub: values.hub === true,
+    hubExecCommands: list(values['hub-exec-commands']),
     fluxNamespaces: list(values['flux-namespaces']),
     fluxDependsOnAsOne: values['flux-depends-on-as-one'] === true,
     fluxOnFailedApply: values['flux-on-failed-apply'] as FailedSyncPolicy,
@@ -740,6 +748,12 @@ export function buildConfig(
     const bad = names.find((n) => !namespaceName.test(n));
     if (bad !== undefined)
       throw new FlagError(`invalid value ${JSON.stringify(bad)} for --${flag}: not a namespace name`);
+  }
+  const relative = cfg.hubExecCommands.find((c) => !c.startsWith('/'));
+  if (relative !== undefined) {
+    throw new FlagError(
+      `invalid value ${JSON.stringify(relative)} for --hub-exec-commands: not an absolute path (a plugin is never looked up in PATH)`,
+    );
   }
   if (cfg.ignoreResources.length > 1) {
     throw new FlagError(

@@ -210,7 +210,7 @@ const refusals: Array<[string, SecretFields, RegExp]> = [
       server: 'https://spoke.example',
       config: { bearerToken: TOKEN, execProviderConfig: { command: 'argocd-k8s-auth', args: [TOKEN] } },
     },
-    /execProviderConfig credentials run a program/,
+    /execProviderConfig runs a program that --hub-exec-commands does not list/,
   ],
   [
     'awsAuthConfig credentials',
@@ -264,9 +264,13 @@ const refusals: Array<[string, SecretFields, RegExp]> = [
   [
     'no credentials at all (a CA alone)',
     { server: 'https://spoke.example', config: { tlsClientConfig: { caData: b64(CA_PEM) } } },
-    /no bearerToken, client certificate or username/,
+    /no bearerToken, client certificate, username or exec plugin/,
   ],
-  ['no config', { server: 'https://spoke.example' }, /no bearerToken, client certificate or username/],
+  [
+    'no config',
+    { server: 'https://spoke.example' },
+    /no bearerToken, client certificate, username or exec plugin/,
+  ],
   [
     'a namespace that is not a DNS label',
     { server: 'https://spoke.example', namespaces: 'team-a,Team_B', config: tokenConfig },

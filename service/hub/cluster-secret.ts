@@ -26,6 +26,23 @@ export interface ClusterCredentials {
   key?: Buffer;
   insecure: boolean;
   serverName?: string;
+  /** A client-go exec credential plugin, run only when its command is in --hub-exec-commands. */
+  exec?: ExecPlugin;
+}
+
+export interface ExecPlugin {
+  command: string;
+  args: string[];
+  env: Record<string, string>;
+  apiVersion: string;
+}
+
+/** The exec credential API versions a plugin may speak (client.authentication.k8s.io). */
+export const EXEC_API_VERSIONS = ['client.authentication.k8s.io/v1', 'client.authentication.k8s.io/v1beta1'];
+
+/** What the hub allows: the exec plugins (absolute paths) the platform team listed. */
+export interface ReadOptions {
+  execCommands?: readonly string[];
 }
 
 export interface ServedCluster {
@@ -85,7 +102,7 @@ function bytes(v: unknown, field: string): Buffer | undefined {
 }
 
 /** Reads one cluster Secret. Secret data never appears in what it returns as a reason. */
-export function readClusterSecret(raw: RawSecret): ClusterSecretReading {
+export function readClusterSecret(raw: RawSecret, o: ReadOptions = {}): ClusterSecretReading {
   const labels = raw.metadata?.labels ?? {};
   const secret = `${raw.metadata?.namespace ?? ''}/${raw.metadata?.name ?? ''}`;
   if (labels[CLUSTER_SECRET_TYPE_LABEL] !== 'cluster') return { notServed: 'not an Argo CD cluster Secret' };
@@ -112,7 +129,7 @@ export function readClusterSecret(raw: RawSecret): ClusterSecretReading {
       server,
     };
   }
-  const read = readConfig(decode(data.config), `cluster Secret ${secret}`);
+  const read = readConfig(decode(data.config), `cluster Secret ${secret}`, o);
   if ('refused' in read) return { refused: read.refused, name, server };
   const { credentials, credentialsDigest } = read;
   return {
@@ -124,6 +141,7 @@ export function readClusterSecret(raw: RawSecret): ClusterSecretReading {
 function readConfig(
   text: string | undefined,
   what: string,
+  o: ReadOptions,
 ): { credentials: ClusterCredentials; credentialsDigest: string } | { refused: string } {
   let config: Record<string, unknown>;
   try {
@@ -133,10 +151,11 @@ function readConfig(
   } catch {
     return { refused: `${what}: config is not a JSON object` };
   }
-  if (config.execProviderConfig) {
-    return {
-      refused: `${what}: execProviderConfig credentials run a program; hub mode does not run them (docs/hub-mode.md)`,
-    };
+  let exec: ExecPlugin | undefined;
+  if (config.execProviderConfig !== undefined && config.execProviderConfig !== null) {
+    const read = readExec(config.execProviderConfig, o);
+    if (typeof read === 'string') return { refused: `${what}: ${read}` };
+    exec = read;
   }
   if (config.awsAuthConfig) {
     return {
@@ -160,6 +179,7 @@ function readConfig(
       key: bytes(tls.keyData, 'keyData'),
       insecure: tls.insecure === true,
       serverName: str(tls.serverName, 'tlsClientConfig.serverName'),
+      exec,
     };
   } catch (err) {
     return { refused: `${what}: ${(err as Error).message}` };
@@ -169,9 +189,9 @@ function readConfig(
   if ((credentials.cert === undefined) !== (credentials.key === undefined)) {
     return { refused: `${what}: certData and keyData come together` };
   }
-  if (!credentials.bearerToken && !credentials.cert && !credentials.username) {
+  if (!credentials.bearerToken && !credentials.cert && !credentials.username && !credentials.exec) {
     return {
-      refused: `${what}: no bearerToken, client certificate or username`,
+      refused: `${what}: no bearerToken, client certificate, username or exec plugin`,
     };
   }
   const credentialsDigest = createHash('sha256')
@@ -185,6 +205,7 @@ function readConfig(
         credentials.key?.toString('base64'),
         credentials.insecure,
         credentials.serverName,
+        credentials.exec,
       ]),
     )
     .digest('hex');
@@ -203,12 +224,44 @@ export type CredentialsReading =
   | { refused: string };
 
 /** Reads one credentials Secret of ours (CREDENTIALS_LABEL=true). Secret data never appears in a reason. */
-export function readCredentialsSecret(raw: RawSecret): CredentialsReading {
+export function readCredentialsSecret(raw: RawSecret, o: ReadOptions = {}): CredentialsReading {
   const secret = `${raw.metadata?.namespace ?? ''}/${raw.metadata?.name ?? ''}`;
   const data = raw.data ?? {};
   const server = canonicalServerURL(decode(data.server) ?? '');
   if (server === undefined)
     return { refused: `credentials Secret ${secret}: server is not an http(s) URL we accept` };
-  const read = readConfig(decode(data.config), `credentials Secret ${secret}`);
+  const read = readConfig(decode(data.config), `credentials Secret ${secret}`, o);
   return 'refused' in read ? read : { server, secret, ...read };
+}
+
+/** Argo CD's execProviderConfig, when its command is allowed; else why not (never its env values). */
+function readExec(v: unknown, o: ReadOptions): ExecPlugin | string {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return 'execProviderConfig is not an object';
+  const e = v as Record<string, unknown>;
+  if (typeof e.command !== 'string' || e.command === '') return 'execProviderConfig has no command';
+  if (!(o.execCommands ?? []).includes(e.command)) {
+    return 'execProviderConfig runs a program that --hub-exec-commands does not list; hub mode runs only the plugins the platform team allows (docs/hub-mode.md)';
+  }
+  const args = e.args ?? [];
+  if (!Array.isArray(args) || args.some((a) => typeof a !== 'string'))
+    return 'execProviderConfig.args is not a list of strings';
+  const env = e.env ?? {};
+  if (
+    typeof env !== 'object' ||
+    env === null ||
+    Array.isArray(env) ||
+    Object.values(env).some((x) => typeof x !== 'string')
+  ) {
+    return 'execProviderConfig.env is not a map of strings';
+  }
+  const apiVersion =
+    typeof e.apiVersion === 'string' && e.apiVersion !== '' ? e.apiVersion : EXEC_API_VERSIONS[0];
+  if (!EXEC_API_VERSIONS.includes(apiVersion as string))
+    return 'execProviderConfig.apiVersion is not client.authentication.k8s.io/v1 or v1beta1';
+  return {
+    command: e.command,
+    args: args as string[],
+    env: env as Record<string, string>,
+    apiVersion: apiVersion as string,
+  };
 }

@@ -316,7 +316,7 @@ export async function serveHub(
       // Canonical, as destinations are read; a server the parser refuses is kept as written (it names
       // no served cluster, and keeps its name counted for destination.name).
       server: canonicalServerURL(text(d.server)) ?? text(d.server),
-      reading: readClusterSecret(raw),
+      reading: readClusterSecret(raw, { execCommands: cfg.hubExecCommands }),
     };
   };
   watches.push(
@@ -349,7 +349,10 @@ export async function serveHub(
       relistIntervalMs: cfg.relistIntervalMs,
       idleTimeoutMs: cfg.watchIdleTimeoutMs,
       onFailure,
-      transform: (raw) => readCredentialsSecret(raw as Parameters<typeof readCredentialsSecret>[0]),
+      transform: (raw) =>
+        readCredentialsSecret(raw as Parameters<typeof readCredentialsSecret>[0], {
+          execCommands: cfg.hubExecCommands,
+        }),
       onAdd: (k, r) => applyCredentials(k, r),
       onUpdate: (k, r) => applyCredentials(k, r),
       onDelete: (k) => applyCredentials(k, undefined),

@@ -13,9 +13,11 @@ import { PodTracker, waitAllReplaced, waitForEvent, waitReadyPods } from '../sup
 import { FAST_LEASE, installRelease, metric, type Replica, startReplica } from '../support/replicas.ts';
 import { type RunningSpoke, spoke } from '../support/spokes.ts';
 
+// Two configs changed by one commit: one sync, one reload (per-cluster batching).
 const manifests = (v: string): Manifest[] => [
   cm('settings', { v }),
-  web('web', { configMaps: ['settings'], replicas: 2 }),
+  cm('features', { v }),
+  web('web', { configMaps: ['settings', 'features'], replicas: 2 }),
 ];
 
 async function optIn(kube: Kube, s: RunningSpoke, on: boolean) {
@@ -117,7 +119,8 @@ describe('hub mode', { timeout: 600_000 }, () => {
     const shaC = await appC.commit(repoC, toFiles(manifests('2')), 'Change settings in hub-c');
     await appB.waitOperation(shaB, 'Succeeded', 180_000);
     await appC.waitOperation(shaC, 'Succeeded', 180_000);
-    await waitForEvent(b.kube, namespace, 'Reloaded', 'web');
+    const reloaded = await waitForEvent(b.kube, namespace, 'Reloaded', 'web');
+    for (const c of ['ConfigMap/settings', 'ConfigMap/features']) expect(reloaded.message).toContain(c);
     await waitAllReplaced(b.kube, namespace, 'web', beforeB, 2);
     const complete = await Promise.race(
       replicas.map((r) =>
