@@ -1,6 +1,9 @@
 // Hub mode under failure, on the real control plane, two replicas of the chart (hub.enabled): served
 // clusters are the main plane through their own proxies (test/support/hub.ts), so a cluster can be
 // made unreachable (the proxy cut), its credentials rotated, its Secret removed mid-reload.
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { type Cluster, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { describe, expect, inject } from 'vitest';
 import { CREDENTIALS_LABEL } from '../../service/hub/cluster-secret.ts';
@@ -328,5 +331,73 @@ describe('hub mode under failure', { timeout: 600_000 }, () => {
     );
     tracker.stop();
     expect(tracker.newSince(before), 'each pod replaced once').toHaveLength(PODS);
+  });
+
+  it('an exec credential plugin the chart allows (hub.execCommands) supplies the token; one it does not list is never run', async ({
+    kube,
+    namespace,
+    onTestFinished,
+  }) => {
+    const token = await adminToken(kube, namespace);
+    onTestFinished(() => removeAdminToken(kube, namespace));
+    // A real plugin: prints the ExecCredential client-go expects, and counts its runs.
+    const dir = await mkdtemp(path.join(tmpdir(), 'gr-hub-exec-'));
+    const plugin = path.join(dir, 'login.sh');
+    const runs = path.join(dir, 'runs');
+    const credential = JSON.stringify({
+      apiVersion: 'client.authentication.k8s.io/v1',
+      kind: 'ExecCredential',
+      status: { token },
+    });
+    await writeFile(plugin, `#!/bin/sh\necho run >> ${runs}\ncat <<'X'\n${credential}\nX\n`, { mode: 0o755 });
+    const notListed = path.join(dir, 'other.sh');
+    await writeFile(notListed, `#!/bin/sh\necho run >> ${runs}-other\n`, { mode: 0o755 });
+
+    const [c0, c1] = (await proxiedClusters(kube, namespace, 2, 'not-a-token', onTestFinished)) as [
+      ProxiedCluster,
+      ProxiedCluster,
+    ];
+    for (const [c, command] of [
+      [c0, plugin],
+      [c1, notListed],
+    ] as const) {
+      await kube.core.createNamespacedSecret({
+        namespace,
+        body: {
+          metadata: { name: `${c.name}-credentials`, labels: { [CREDENTIALS_LABEL]: 'true' } },
+          stringData: {
+            server: c.proxy.url,
+            config: JSON.stringify({
+              execProviderConfig: { command, apiVersion: 'client.authentication.k8s.io/v1' },
+              tlsClientConfig: { caData: await c.proxy.caData() },
+            }),
+          },
+        },
+      });
+    }
+    const before = await settingsAndWeb(kube, c0.namespace, PODS);
+    const release = await hubRelease(namespace, [`hub.execCommands={${plugin}}`]);
+    const replicas = await twoReplicas(kube, release, [c0], onTestFinished);
+    for (const l of logs(replicas, 'serving cluster', c0.name))
+      expect(l.credentials).toBe(`credentials Secret ${namespace}/c0-credentials`);
+    for (const r of replicas) {
+      const refusal = await r.svc.waitForLog(
+        `${r.identity} refuses the unlisted plugin`,
+        (l) => l.msg === 'credentials Secret refused' && l.secret === `${namespace}/c1-credentials`,
+        30_000,
+      );
+      expect(String(refusal.reason)).toContain('--hub-exec-commands does not list');
+    }
+
+    const tracker = await PodTracker.start(kube, c0.namespace, 'web');
+    await changeSettings(kube, c0.namespace, '2');
+    await waitAllReplaced(kube, c0.namespace, 'web', before, PODS);
+    tracker.stop();
+    expect(tracker.newSince(before), 'each pod replaced once').toHaveLength(PODS);
+    // Run at most once per replica (no expiry: kept), and the unlisted one never.
+    const ran = (await readFile(runs, 'utf8')).trim().split('\n').length;
+    expect(ran).toBeGreaterThanOrEqual(1);
+    expect(ran, 'kept, not run per request').toBeLessThanOrEqual(replicas.length);
+    await expect(readFile(`${runs}-other`, 'utf8')).rejects.toThrow();
   });
 });

@@ -117,10 +117,10 @@ export async function proxiedClusters(
 }
 
 /** The chart with hub values, its cluster Secrets (and "Argo CD's namespace") being `namespace`. */
-export function hubRelease(namespace: string): Promise<Release> {
+export function hubRelease(namespace: string, set: string[] = []): Promise<Release> {
   return installRelease(namespace, {
     watch: [],
-    set: ['argocd.enabled=true', `argocd.namespaces={${namespace}}`, 'hub.enabled=true'],
+    set: ['argocd.enabled=true', `argocd.namespaces={${namespace}}`, 'hub.enabled=true', ...set],
     extraArgs: FAST_LEASE,
   });
 }
