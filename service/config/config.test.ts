@@ -48,6 +48,7 @@ describe('loadConfig', () => {
     [['--dry-run=maybe'], /--dry-run.*true or false/],
     [['--namespace-selector=a b c'], /--namespace-selector.*not a label selector/],
     [['--namespaces=Bad_NS'], /--namespaces.*not a namespace name/],
+    [['--hub-exec-commands=/usr/bin/ok,login'], /--hub-exec-commands.*not an absolute path/],
     [['--debounce=10s', '--max-debounce-wait=5s'], /--max-debounce-wait/],
     [['--no-such-flag'], /unknown flag --no-such-flag/],
   ])('rejects %j with a message naming the flag', (argv, message) => {

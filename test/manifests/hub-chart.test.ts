@@ -63,6 +63,16 @@ describe('the Helm chart in hub mode', () => {
     expect(serveFlagsUsed(await render(['hub.enabled=false']))).not.toContain('hub');
   });
 
+  it('passes the allowed exec plugins (hub.execCommands) as --hub-exec-commands, and only absolute paths', async () => {
+    const args = (objects: K8sObject[]) => deploymentOf(objects).spec.template.spec.containers[0]?.args ?? [];
+    expect(args(await render([HUB, 'hub.execCommands={/usr/local/bin/login,/opt/x}']))).toContain(
+      '--hub-exec-commands=/usr/local/bin/login,/opt/x',
+    );
+    expect(serveFlags.map((f) => f.name)).toContain('hub-exec-commands');
+    expect(args(await render([HUB])).some((a) => a.startsWith('--hub-exec-commands'))).toBe(false);
+    await expect(render([HUB, 'hub.execCommands={login}'])).rejects.toThrow(/execCommands/);
+  });
+
   it("reads Secrets only in Argo CD's first namespace, with a Role <fullname>-hub bound to the ServiceAccount", async () => {
     const objects = await render([HUB, 'argocd.namespaces={argo-main,argo-apps}']);
     const roles = named(objects, 'Role', `${FULLNAME}-hub`);
