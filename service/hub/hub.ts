@@ -58,6 +58,15 @@ export async function serveHub(
   if (controlNamespace === undefined) {
     throw new FlagError('--hub needs --argocd-namespaces: the first holds the cluster Secrets');
   }
+  if (cfg.defaultStrategy === 'git') {
+    throw new FlagError('--default-strategy=git is not served in hub mode yet (docs/hub-mode.md)');
+  }
+  if (cfg.fluxNamespaces.length > 0 || cfg.fluxWebhookTokenFile !== undefined) {
+    log.info(
+      { fluxNamespaces: cfg.fluxNamespaces },
+      'Flux is not served in hub mode yet; its flags are ignored',
+    );
+  }
   const key = await hashKey(cfg, coreApi(kc), log);
   const hubMetrics = new HubMetrics(metrics, {
     ...buildInfo(),
