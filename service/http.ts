@@ -98,6 +98,16 @@ export class WatchProgress {
     if (!this.#failingSince.has(watch)) this.#failingSince.set(watch, now);
   }
 
+  /**
+   * What a watch's failure report says of its progress: a failed request starts (or continues) a run
+   * of failures; a relist or reconnect ends it; anything else is a cycle.
+   */
+  report(f: { path: string; mode: string }): void {
+    if (f.mode === 'list-failed' || f.mode === 'watch-failed') this.failed(f.path);
+    else if (f.mode === 'relist' || f.mode === 'reconnect') this.beat(f.path);
+    else this.cycled(f.path);
+  }
+
   /** A watch that was stopped on purpose. */
   forget(watch: string): void {
     this.#last.delete(watch);

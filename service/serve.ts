@@ -30,7 +30,7 @@ import {
 } from './kube/leader.ts';
 import { Ledger } from './kube/ledger.ts';
 import { CONFIG_RESOURCES, collectionPath, type Resource } from './kube/resources.ts';
-import { startWatch, type Watch, type WatchFailure } from './kube/watch.ts';
+import { startWatch, type Watch, type WatchFailure, withBeats } from './kube/watch.ts';
 import type { Logger } from './log.ts';
 import { Metrics } from './metrics.ts';
 import { Reconciler } from './reconciler.ts';
@@ -283,10 +283,7 @@ export async function serve(
   const watches: Watch<unknown>[] = [];
   const synced: Promise<void>[] = [argocd.synced, flux.synced];
   const onFailure = (f: WatchFailure) => {
-    // A failed request starts (or continues) a run of failures; a relist or reconnect ends it.
-    if (f.mode === 'list-failed' || f.mode === 'watch-failed') progress.failed(f.path);
-    else if (f.mode === 'relist' || f.mode === 'reconnect') progress.beat(f.path);
-    else progress.cycled(f.path);
+    progress.report(f);
     metrics.watchFailure(f.path, f.mode);
     const level = f.mode === 'relist' ? 'info' : 'warn';
     log[level](
@@ -317,27 +314,7 @@ export async function serve(
     );
     const beat = () => progress.beat(path);
     beat();
-    const w = startWatch<S>(kc, {
-      ...common,
-      ...o,
-      path,
-      onSynced: () => {
-        beat();
-        done();
-      },
-      onAdd: (k, v) => {
-        beat();
-        o.onAdd?.(k, v);
-      },
-      onUpdate: (k, v, old) => {
-        beat();
-        o.onUpdate?.(k, v, old);
-      },
-      onDelete: (k, old) => {
-        beat();
-        o.onDelete?.(k, old);
-      },
-    }) as Watch<unknown>;
+    const w = startWatch<S>(kc, withBeats(beat, { ...common, ...o, path, onSynced: done })) as Watch<unknown>;
     watches.push(w);
     watched.push([path, w]);
   }

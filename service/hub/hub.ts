@@ -23,7 +23,7 @@ import { WatchProgress } from '../http.ts';
 import type { ClusterAccess } from '../kube/access.ts';
 import { coreApi, leaseRosterApi } from '../kube/api.ts';
 import { defaultIdentity } from '../kube/leader.ts';
-import { startWatch, type Watch, type WatchFailure } from '../kube/watch.ts';
+import { startWatch, type Watch, type WatchFailure, withBeats } from '../kube/watch.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics.ts';
 import { hashKey, type RunningService, serve, WATCH_UNREADY_AFTER_MS } from '../serve.ts';
@@ -85,9 +85,7 @@ export async function serveHub(
   // cluster's failing watches are that cluster's, and leave the hub ready for the others.
   const progress = new WatchProgress(2 * cfg.relistIntervalMs + 60_000);
   const onFailure = (f: WatchFailure) => {
-    if (f.mode === 'list-failed' || f.mode === 'watch-failed') progress.failed(f.path);
-    else if (f.mode === 'relist' || f.mode === 'reconnect') progress.beat(f.path);
-    else progress.cycled(f.path);
+    progress.report(f);
     log[f.mode === 'relist' ? 'info' : 'warn'](
       { watch: f.path, mode: f.mode, status: f.status, retryInMs: f.retryInMs, reason: f.reason },
       f.message,
@@ -98,25 +96,7 @@ export async function serveHub(
   function startBeating<S>(o: Parameters<typeof startWatch<S>>[1]): Watch<unknown> {
     const beat = () => progress.beat(o.path);
     beat();
-    return startWatch<S>(kc, {
-      ...o,
-      onAdd: (k, v) => {
-        beat();
-        o.onAdd?.(k, v);
-      },
-      onUpdate: (k, v, old) => {
-        beat();
-        o.onUpdate?.(k, v, old);
-      },
-      onDelete: (k, old) => {
-        beat();
-        o.onDelete?.(k, old);
-      },
-      onSynced: () => {
-        beat();
-        o.onSynced?.();
-      },
-    }) as Watch<unknown>;
+    return startWatch<S>(kc, withBeats(beat, o)) as Watch<unknown>;
   }
 
   // The engines' gates see Applications from here: one watch for every cluster.

@@ -502,3 +502,29 @@ export function startWatch<S>(kc: ClusterAccess, o: WatchOptions<S>): Watch<S> {
     },
   };
 }
+
+/**
+ * The same watch options, with `beat` called at every event and listing (a sign of progress, for
+ * liveness: http.ts WatchProgress) before the handler runs.
+ */
+export function withBeats<S>(beat: () => void, o: WatchOptions<S>): WatchOptions<S> {
+  return {
+    ...o,
+    onAdd: (k, v) => {
+      beat();
+      o.onAdd?.(k, v);
+    },
+    onUpdate: (k, v, old) => {
+      beat();
+      o.onUpdate?.(k, v, old);
+    },
+    onDelete: (k, old) => {
+      beat();
+      o.onDelete?.(k, old);
+    },
+    onSynced: () => {
+      beat();
+      o.onSynced?.();
+    },
+  };
+}

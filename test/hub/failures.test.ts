@@ -55,6 +55,29 @@ async function twoReplicas(
   return replicas;
 }
 
+/** One config change in `c`: its pods all replaced, the reload completed by a replica, each pod once. */
+async function reloadsOnce(
+  kube: Kube,
+  replicas: Replica[],
+  c: ProxiedCluster,
+  before: PodView[],
+): Promise<void> {
+  const tracker = await PodTracker.start(kube, c.namespace, 'web');
+  await changeSettings(kube, c.namespace, '2');
+  await waitAllReplaced(kube, c.namespace, 'web', before, PODS);
+  await Promise.any(
+    replicas.map((r) =>
+      r.svc.waitForLog(
+        `${r.identity} completes`,
+        (l) => l.msg === 'reload complete' && l.cluster === c.name,
+        60_000,
+      ),
+    ),
+  );
+  tracker.stop();
+  expect(tracker.newSince(before), 'each pod replaced once').toHaveLength(PODS);
+}
+
 const logs = (replicas: Replica[], msg: string, cluster: string) =>
   replicas.flatMap((r) => r.svc.logs.filter((l) => l.msg === msg && l.cluster === cluster));
 
@@ -186,21 +209,8 @@ describe('hub mode under failure', { timeout: 600_000 }, () => {
       { describe: 'the first token revoked', timeout: 30_000 },
     );
 
-    const tracker = await PodTracker.start(kube, c0.namespace, 'web');
-    await changeSettings(kube, c0.namespace, '2');
-    await waitAllReplaced(kube, c0.namespace, 'web', before, PODS);
-    // Completed, with the new token (the old one answers 401 by now).
-    await Promise.any(
-      replicas.map((r) =>
-        r.svc.waitForLog(
-          `${r.identity} completes`,
-          (l) => l.msg === 'reload complete' && l.cluster === c0.name,
-          60_000,
-        ),
-      ),
-    );
-    tracker.stop();
-    expect(tracker.newSince(before)).toHaveLength(PODS);
+    // Completed with the new token (the old one answers 401 by now).
+    await reloadsOnce(kube, replicas, c0, before);
     // Served all along: started once in each replica, never stopped.
     expect(logs(replicas, 'serving cluster', c0.name)).toHaveLength(2);
     expect(logs(replicas, 'stopped serving cluster', c0.name)).toHaveLength(0);
@@ -317,20 +327,7 @@ describe('hub mode under failure', { timeout: 600_000 }, () => {
     for (const l of logs(replicas, 'serving cluster', c0.name))
       expect(l.credentials).toBe(`credentials Secret ${namespace}/c0-credentials`);
 
-    const tracker = await PodTracker.start(kube, c0.namespace, 'web');
-    await changeSettings(kube, c0.namespace, '2');
-    await waitAllReplaced(kube, c0.namespace, 'web', before, PODS);
-    await Promise.any(
-      replicas.map((r) =>
-        r.svc.waitForLog(
-          `${r.identity} completes`,
-          (l) => l.msg === 'reload complete' && l.cluster === c0.name,
-          60_000,
-        ),
-      ),
-    );
-    tracker.stop();
-    expect(tracker.newSince(before), 'each pod replaced once').toHaveLength(PODS);
+    await reloadsOnce(kube, replicas, c0, before);
   });
 
   it('an exec credential plugin the chart allows (hub.execCommands) supplies the token; one it does not list is never run', async ({
@@ -389,11 +386,7 @@ describe('hub mode under failure', { timeout: 600_000 }, () => {
       expect(String(refusal.reason)).toContain('--hub-exec-commands does not list');
     }
 
-    const tracker = await PodTracker.start(kube, c0.namespace, 'web');
-    await changeSettings(kube, c0.namespace, '2');
-    await waitAllReplaced(kube, c0.namespace, 'web', before, PODS);
-    tracker.stop();
-    expect(tracker.newSince(before), 'each pod replaced once').toHaveLength(PODS);
+    await reloadsOnce(kube, replicas, c0, before);
     // Run at most once per replica (no expiry: kept), and the unlisted one never.
     const ran = (await readFile(runs, 'utf8')).trim().split('\n').length;
     expect(ran).toBeGreaterThanOrEqual(1);
