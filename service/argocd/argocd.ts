@@ -51,7 +51,8 @@ export interface ArgoCd {
   stop(): Promise<void>;
 }
 
-const appPath = (ns: string, name?: string) =>
+/** The Applications of a namespace, or one of them. */
+export const appPath = (ns: string, name?: string) =>
   `${GROUP_VERSION}/namespaces/${ns}/applications${name ? `/${encodeURIComponent(name)}` : ''}`;
 
 async function servesApplications(kc: ClusterAccess, signal: AbortSignal): Promise<boolean> {
@@ -129,8 +130,6 @@ export async function readApplication(
     throw err;
   }
 }
-
-export const applicationsPath = (ns: string) => appPath(ns);
 
 export async function startArgoCd(d: ArgoCdDeps): Promise<ArgoCd> {
   const { cfg, kc, state, log } = d;

@@ -8,6 +8,7 @@ import {
   clusterId,
   HUB_SERVE_LABEL,
   readClusterSecret,
+  registration,
   type ServedCluster,
 } from './cluster-secret.ts';
 
@@ -444,6 +445,23 @@ describe('clusterId', () => {
         expect(id.length).toBeLessThanOrEqual(40);
       }),
       { numRuns: 2000 },
+    );
+  });
+});
+
+describe('registration', () => {
+  it("keeps a cluster's name as Argo CD reads it, untrimmed, and its server canonical", () => {
+    const b64 = (s: string) => Buffer.from(s).toString('base64');
+    expect(registration({ data: { name: b64(' prod '), server: b64('https://Prod.example:443/') } })).toEqual(
+      {
+        name: ' prod ',
+        server: 'https://prod.example',
+        rawServer: 'https://Prod.example:443/',
+      },
+    );
+    // A server the parser refuses is kept as written: it names no served cluster, its name still counts.
+    expect(registration({ data: { name: b64('x'), server: b64('https://u:p@x') } }).server).toBe(
+      'https://u:p@x',
     );
   });
 });

@@ -101,6 +101,18 @@ function bytes(v: unknown, field: string): Buffer | undefined {
   return Buffer.from(v, 'base64');
 }
 
+/**
+ * What any cluster Secret registers, served or not (an Application's destination.name resolves
+ * through them all): its `name` as Argo CD reads it (untrimmed: destination.name must equal it), and
+ * its server in canonical form (as destinations are read), or as written when the parser refuses it
+ * (it then names no served cluster, and its name still counts).
+ */
+export function registration(raw: RawSecret): { name: string; server: string; rawServer: string } {
+  const data = raw.data ?? {};
+  const rawServer = decode(data.server) ?? '';
+  return { name: decode(data.name) ?? '', server: canonicalServerURL(rawServer) ?? rawServer, rawServer };
+}
+
 /** Reads one cluster Secret. Secret data never appears in what it returns as a reason. */
 export function readClusterSecret(raw: RawSecret, o: ReadOptions = {}): ClusterSecretReading {
   const labels = raw.metadata?.labels ?? {};
@@ -108,8 +120,7 @@ export function readClusterSecret(raw: RawSecret, o: ReadOptions = {}): ClusterS
   if (labels[CLUSTER_SECRET_TYPE_LABEL] !== 'cluster') return { notServed: 'not an Argo CD cluster Secret' };
   if (labels[HUB_SERVE_LABEL] !== 'true') return { notServed: `no ${HUB_SERVE_LABEL}=true label` };
   const data = raw.data ?? {};
-  const rawServer = decode(data.server) ?? '';
-  const name = decode(data.name) ?? '';
+  const { name, rawServer } = registration(raw);
   if (rawServer.trim() === '') return { refused: `cluster Secret ${secret} has no server`, name };
   // The one URL parser: a server with userinfo, a dot segment, a query or odd characters names no
   // cluster we act for.

@@ -6,19 +6,12 @@
 // destination resolves to its cluster. A cluster that cannot be reached holds only its own engine.
 
 import type { Router } from 'express';
-import {
-  type ArgoCd,
-  applicationsPath,
-  newSyncGate,
-  readApplication,
-  trackingLabelKeeper,
-} from '../argocd/argocd.ts';
+import { type ArgoCd, appPath, newSyncGate, readApplication, trackingLabelKeeper } from '../argocd/argocd.ts';
 import { type AppSync, appFromObject } from '../argocd/sync-tracker.ts';
 import { argocdWebhookRouter } from '../argocd/webhook.ts';
 import { buildInfo } from '../build-info.ts';
 import type { Config } from '../config/config.ts';
 import { FlagError } from '../config/flags.ts';
-import { canonicalServerURL } from '../core/repo-url.ts';
 import { WatchProgress } from '../http.ts';
 import type { ClusterAccess } from '../kube/access.ts';
 import { coreApi, leaseRosterApi } from '../kube/api.ts';
@@ -35,6 +28,7 @@ import {
   type CredentialsReading,
   readClusterSecret,
   readCredentialsSecret,
+  registration,
   type ServedCluster,
 } from './cluster-secret.ts';
 import { ClusterDirectory } from './directory.ts';
@@ -106,7 +100,7 @@ export async function serveHub(
     appsSynced.push(new Promise<void>((r) => (done = r)));
     watches.push(
       startBeating<AppSync>({
-        path: applicationsPath(ns),
+        path: appPath(ns),
         relistIntervalMs: cfg.relistIntervalMs,
         idleTimeoutMs: cfg.watchIdleTimeoutMs,
         onFailure,
@@ -297,16 +291,8 @@ export async function serveHub(
   let secretsDone!: () => void;
   const secretsSynced = new Promise<void>((r) => (secretsDone = r));
   const entryOf = (raw: Parameters<typeof readClusterSecret>[0]): SecretEntry => {
-    const d = raw.data ?? {};
-    const text = (v: string | undefined) => (v ? Buffer.from(v, 'base64').toString('utf8') : '');
-    return {
-      // As Argo CD reads it: the name untrimmed (destination.name must equal it).
-      name: text(d.name),
-      // Canonical, as destinations are read; a server the parser refuses is kept as written (it names
-      // no served cluster, and keeps its name counted for destination.name).
-      server: canonicalServerURL(text(d.server)) ?? text(d.server),
-      reading: readClusterSecret(raw, { execCommands: cfg.hubExecCommands }),
-    };
+    const { name, server } = registration(raw);
+    return { name, server, reading: readClusterSecret(raw, { execCommands: cfg.hubExecCommands }) };
   };
   watches.push(
     startBeating<SecretEntry>({

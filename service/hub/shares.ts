@@ -64,6 +64,8 @@ export class ReplicaRoster {
   readonly #liveness = new Liveness();
   readonly #stop = new AbortController();
   #live = 1;
+  /** The roster Lease as the last write returned it. */
+  #current: V1Lease | undefined;
   #loop: Promise<void> | undefined;
 
   constructor(o: RosterOptions) {
@@ -125,6 +127,7 @@ export class ReplicaRoster {
     }
   }
 
+  /** Renews this replica's roster Lease: one write a round, from the copy the last write returned. */
   async #renew(): Promise<void> {
     const { api, namespace } = this.#o;
     const spec = {
@@ -132,29 +135,42 @@ export class ReplicaRoster {
       leaseDurationSeconds: Math.round(this.#o.leaseDurationMs / 1000),
       renewTime: microTime(Date.now()) as unknown as Date,
     };
+    const status = (err: unknown) => (err as { code?: number }).code ?? (err as { status?: number }).status;
+    if (this.#current) {
+      try {
+        this.#current = await api.replaceNamespacedLease({
+          namespace,
+          name: this.#name,
+          body: { ...this.#current, spec },
+        });
+        return;
+      } catch (err) {
+        // Changed or deleted behind our back: read it again below.
+        if (status(err) !== 409 && status(err) !== 404) throw err;
+        this.#current = undefined;
+      }
+    }
     let current: V1Lease | undefined;
     try {
       current = await api.readNamespacedLease({ namespace, name: this.#name });
     } catch (err) {
-      if ((err as { status?: number }).status !== 404 && (err as { code?: number }).code !== 404) throw err;
+      if (status(err) !== 404) throw err;
     }
-    if (!current) {
-      await api.createNamespacedLease({
-        namespace,
-        body: {
-          metadata: {
-            name: this.#name,
-            labels: {
-              'app.kubernetes.io/name': 'gitops-reloader',
-              'app.kubernetes.io/component': ROSTER_COMPONENT,
-              'app.kubernetes.io/instance': this.#o.releaseName,
+    this.#current = current
+      ? await api.replaceNamespacedLease({ namespace, name: this.#name, body: { ...current, spec } })
+      : await api.createNamespacedLease({
+          namespace,
+          body: {
+            metadata: {
+              name: this.#name,
+              labels: {
+                'app.kubernetes.io/name': 'gitops-reloader',
+                'app.kubernetes.io/component': ROSTER_COMPONENT,
+                'app.kubernetes.io/instance': this.#o.releaseName,
+              },
             },
+            spec,
           },
-          spec,
-        },
-      });
-      return;
-    }
-    await api.replaceNamespacedLease({ namespace, name: this.#name, body: { ...current, spec } });
+        });
   }
 }
