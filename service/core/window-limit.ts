@@ -18,10 +18,27 @@ export class WindowLimit {
 
   /** Reserves a slot: 0 when it is now, else the ms until it. */
   reserve(now: number): number {
+    return this.reserveAt(now) - now;
+  }
+
+  /** Reserves a slot and returns when it is served (`now` or later). */
+  reserveAt(now: number): number {
     const at = this.#next(now);
     this.#times.push(at);
     if (this.#times.length > this.limit) this.#times.shift();
-    return at - now;
+    return at;
+  }
+
+  /**
+   * Moves the reservation served at `at` to `used`, when the action it was for really happened (a
+   * write answered later than its slot, on a busy API server): the window then counts from the
+   * action, so no window of `windowMs` holds more than `limit` of them as the server dates them.
+   */
+  used(at: number, used: number): void {
+    const i = this.#times.indexOf(at);
+    if (i < 0 || used <= at) return;
+    this.#times[i] = used;
+    this.#times.sort((a, b) => a - b);
   }
 
   /** When a reservation made now would be served (without making it). */

@@ -40,15 +40,18 @@ export interface Views {
   durable(): Promise<void>;
 }
 
+const nothing = () => {};
+
 /**
  * Takes the restart-budget slot of one pod replaced in `namespace` (none without --restart-budget),
- * telling the status while the reload waits for it.
+ * telling the status while the reload waits for it. Call the returned function once the
+ * replacement's write is answered (RestartBudget.take).
  */
-export async function budgetSlot(ctx: StrategyContext, namespace: string): Promise<void> {
-  if (!ctx.budget) return;
+export async function budgetSlot(ctx: StrategyContext, namespace: string): Promise<() => void> {
+  if (!ctx.budget) return nothing;
   let waited = false;
   try {
-    await ctx.budget.take(namespace, ctx.signal, ctx.progress, () => {
+    return await ctx.budget.take(namespace, ctx.signal, ctx.progress, () => {
       waited = true;
       ctx.onWait?.('budget', true);
     });
@@ -84,12 +87,12 @@ export class PodEvictor {
   async evict(pods: ReadonlyArray<Evictee>): Promise<boolean> {
     if (pods.length > 0) await this.#views.durable();
     for (const p of pods) {
-      await budgetSlot(this.#ctx, this.#namespace);
+      const used = await budgetSlot(this.#ctx, this.#namespace);
       const r = await evictPod(this.#ctx.core, this.#namespace, p.name, {
         uid: p.uid,
         ...(p.resourceVersion ? { resourceVersion: p.resourceVersion } : {}),
         signal: this.#ctx.signal,
-      });
+      }).finally(used);
       if (r.outcome === 'changed') {
         // Evicted as not Ready on a view that has fallen behind: it may be Ready now, and evicting it
         // could take the Ready count under the floor (I4). Plan again once the view has caught up.

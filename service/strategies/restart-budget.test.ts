@@ -52,6 +52,40 @@ describe('RestartBudget', () => {
     expect(later).toBe(true);
   });
 
+  it('counts a slot from when its replacement was answered, not from when it was taken', async () => {
+    const time = fakeTimers();
+    const b = RestartBudget.of({ perMinute: 0, perNamespacePerMinute: 2, timers: time.timers });
+    if (!b) throw new Error('no budget');
+    const signal = new AbortController().signal;
+    const start = time.clock.now;
+    const used = [await b.take('a', signal, () => {}), await b.take('a', signal, () => {})];
+    // The first eviction waits 3 s for the API server (the write rate, a busy server), the second 1 s.
+    await time.advance(start + 1_000);
+    used[1]?.();
+    await time.advance(start + 3_000);
+    used[0]?.();
+    let third: number | undefined;
+    void b
+      .take('a', signal, () => {})
+      .then(() => {
+        third = time.clock.now;
+      });
+    let fourth: number | undefined;
+    void b
+      .take('a', signal, () => {})
+      .then(() => {
+        fourth = time.clock.now;
+      });
+    await time.advance(start + 60_999);
+    expect(third).toBeUndefined();
+    await time.advance(start + 61_000);
+    expect(third).toBe(start + 61_000);
+    await time.advance(start + 62_999);
+    expect(fourth).toBeUndefined();
+    await time.advance(start + 63_000);
+    expect(fourth).toBe(start + 63_000);
+  });
+
   it('stops waiting when the reload is cut', async () => {
     const time = fakeTimers();
     const b = RestartBudget.of({ perMinute: 1, perNamespacePerMinute: 0, timers: time.timers });

@@ -39,22 +39,27 @@ export class RestartBudget {
 
   /**
    * Waits for the slot of one pod replaced in `namespace`. Rejects when `signal` aborts. `waiting` is
-   * told once, before a wait, when the slot is not free now.
+   * told once, before a wait, when the slot is not free now. The caller calls the returned `used()`
+   * once the replacement's write is answered: the slot then counts from that moment, so a write that
+   * waited (the API write rate, a busy server) does not let the next minute's pods go early.
    */
   async take(
     namespace: string,
     signal: AbortSignal,
     progress: () => void,
     waiting?: () => void,
-  ): Promise<void> {
+  ): Promise<() => void> {
     const now = this.#timers.now();
     const ns = this.#namespace(namespace, now);
-    const waits = {
-      cluster: this.#cluster?.reserve(now) ?? 0,
-      namespace: ns?.reserve(now) ?? 0,
+    const at = { cluster: this.#cluster?.reserveAt(now), namespace: ns?.reserveAt(now) };
+    const used = () => {
+      const t = this.#timers.now();
+      if (at.cluster !== undefined) this.#cluster?.used(at.cluster, t);
+      if (at.namespace !== undefined) ns?.used(at.namespace, t);
     };
+    const waits = { cluster: (at.cluster ?? now) - now, namespace: (at.namespace ?? now) - now };
     const ms = Math.max(waits.cluster, waits.namespace);
-    if (ms <= 0) return;
+    if (ms <= 0) return used;
     this.#o.onWait?.(waits.cluster >= waits.namespace ? 'cluster' : 'namespace', ms);
     waiting?.();
     const until = now + ms;
@@ -64,6 +69,7 @@ export class RestartBudget {
       await this.#sleep(Math.min(PROGRESS_EVERY_MS, until - this.#timers.now()), signal);
     }
     signal.throwIfAborted();
+    return used;
   }
 
   #namespace(namespace: string, now: number): WindowLimit | undefined {

@@ -380,8 +380,8 @@ export async function restartDeployment(
             const sp = byName.get(s) as V1Pod;
             const op = byName.get(o) as V1Pod;
             // The old pod is replaced here, not evicted: it takes its slot of the restart budget too.
-            await budgetSlot(ctx, namespace);
-            const r = await handOver(ctx, namespace, sp, op, current?.hash as string);
+            const used = await budgetSlot(ctx, namespace);
+            const r = await handOver(ctx, namespace, sp, op, current?.hash as string).finally(used);
             if (r.outcome === 'handed') {
               mine.delete(s);
               handing.set(op.metadata?.uid as string, {
