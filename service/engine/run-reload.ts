@@ -40,7 +40,7 @@ export async function runReload(c: RunContext, t: TrackedWorkload, a: ReloadActi
   // (without --reload-on-delete a deletion alone is no change, and is not recorded either).
   if (verdict(a.target, ledger.get(t.id)?.configs, { reloadOnDelete: cfg.reloadOnDelete }).kind === 'none') {
     log.info(
-      { ...fields(t), configs: a.changed.map(display) },
+      { ...fields(t), configs: a.changed.map(display), changeRV: a.changeRV },
       'reload not needed: a completed reload applied this content',
     );
     return { kind: 'dropped', reason: 'already applied' };
@@ -152,7 +152,7 @@ export async function runReload(c: RunContext, t: TrackedWorkload, a: ReloadActi
       metric?.finish('skipped');
       d.metrics?.reloader.skipped('unsupported');
       await recorder.done(a);
-      log.info({ ...f, why: res.why }, 'reload skipped');
+      log.info({ ...f, why: res.why, changeRV: a.changeRV }, 'reload skipped');
       await event(t, 'ReloadSkipped', `${changed.join(', ')} changed; ${res.why}`);
       return { kind: 'done' };
     }
