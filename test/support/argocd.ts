@@ -293,6 +293,22 @@ export class ArgoApp {
     );
   }
 
+  /**
+   * Argo CD compares the app again `times` times (hard refreshes, each waited for: compared()) and
+   * finds it Synced and Healthy each time, and the watch saw no other state since `since` (ms).
+   * What a window of refreshes showed, as a fixed number of Argo CD's own decisions.
+   */
+  async expectStaysSyncedAndHealthy(since: number, times = 2): Promise<void> {
+    for (let i = 1; i <= times; i++) {
+      const a = await this.compared();
+      const seen = { sync: a.status?.sync?.status, health: a.status?.health?.status };
+      if (seen.sync !== 'Synced' || seen.health !== 'Healthy')
+        throw new Error(`comparison ${i} of ${times} found the app ${JSON.stringify(summary(a))}`);
+    }
+    const bad = this.departuresSince(since);
+    if (bad.length > 0) throw new Error(`the app left Synced/Healthy: ${JSON.stringify(bad)}`);
+  }
+
   /** Waits until Argo CD has synced `revision` and the app is Synced and Healthy. */
   async waitSynced(revision: string, timeout = 120_000): Promise<Application> {
     return this.waitFor(

@@ -47,6 +47,7 @@ export interface KustomizationObject {
     lastAppliedRevision?: string;
     lastAttemptedRevision?: string;
     observedGeneration?: number;
+    lastHandledReconcileAt?: string;
     inventory?: { entries?: Array<{ id: string; v: string }> };
   };
 }
@@ -210,6 +211,11 @@ export class FluxKustomization {
 
   async reconcile(): Promise<void> {
     await requestReconcile(this.kube, KUSTOMIZE, this.namespace, this.name);
+  }
+
+  /** One more reconciliation, requested and waited for (see reconciled()). */
+  async reconciled(timeout = 120_000): Promise<KustomizationObject> {
+    return reconciled<KustomizationObject>(this.kube, KUSTOMIZE, this.namespace, this.name, timeout);
   }
 
   /** Waits until the Kustomization is Ready with `sha` applied. */
