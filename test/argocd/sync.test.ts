@@ -4,7 +4,7 @@
 // sees: pods, Events, generations, the live pod template.
 import { afterEach, describe, expect } from 'vitest';
 import { APPLY_MODES, type ApplyMode, ArgoCdPlayer, type Manifest } from '../support/argocd-player.ts';
-import { expectHeld, statusOf } from '../support/decisions.ts';
+import { engineStatus, expectHeld } from '../support/decisions.ts';
 import { it, type Kube } from '../support/kube.ts';
 import { livePods, PodTracker, waitAllReplaced, waitForEvent, waitReadyPods } from '../support/observe.ts';
 import { hashKeyFile, killAll, type RunningService, serviceArgs, startService } from '../support/service.ts';
@@ -45,7 +45,7 @@ const held = (svc: RunningService, config: string) =>
 const onlyHeld = (kube: Kube, namespace: string, svc: RunningService, names: string[]) => async () => {
   const started = svc.logs.find((l) => l.msg === 'reload started');
   if (started) return `a reload started: ${JSON.stringify(started)}`;
-  const s = await statusOf(svc);
+  const s = await engineStatus(svc);
   const other = [...(s.running ?? []), ...(s.waiting ?? []).filter((w) => w.why !== 'sync-hold')];
   if (other.length > 0) return `not only held: ${JSON.stringify(other)}`;
   for (const n of names) if ((await reloadedCount(kube, namespace, n)) > 0) return `${n} was reloaded`;

@@ -113,7 +113,7 @@ interface EngineStatus {
 }
 
 /** The engine's status (engine/status.ts), from the URL the service logged or as it returns it. */
-export async function statusOf(svc: Logged & { status?: () => unknown }): Promise<EngineStatus> {
+export async function engineStatus(svc: Logged & { status?: () => unknown }): Promise<EngineStatus> {
   if (svc.status) return svc.status() as EngineStatus;
   const line = svc.logs.find((l) => l.msg === 'status listening');
   if (!line) throw new Error('the service logged no status address (status listening)');
@@ -149,7 +149,7 @@ export async function idle(
     async () => {
       const seen: unknown[] = [];
       for (const svc of all) {
-        const s = engineOf(await statusOf(svc).catch(() => ({ leader: false })), o.cluster);
+        const s = engineOf(await engineStatus(svc).catch(() => ({ leader: false })), o.cluster);
         if (!s.leader) continue;
         const busy = [
           ...(s.running ?? []).filter((r) => r.workload === workload).map(() => 'running'),
@@ -178,7 +178,7 @@ export async function expectHeld(
   workload: string,
   why = 'sync-hold',
 ): Promise<void> {
-  const s = await statusOf(svc);
+  const s = await engineStatus(svc);
   const mine = [
     ...(s.running ?? []).filter((r) => r.workload === workload).map(() => 'running'),
     ...(s.waiting ?? []).filter((w) => w.workload === workload).map((w) => w.why),
