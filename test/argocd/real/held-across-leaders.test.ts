@@ -81,13 +81,13 @@ describe('a held reload across leader changes, with the real Argo CD', { timeout
       );
       // Each leader's decision is a hold (its log line, and its status: web waits for a sync and
       // nothing else); then nothing was reloaded or replaced.
-      const web = `Deployment/${namespace}/web`;
+      const webId = `Deployment/${namespace}/web`;
       const quiet = async (who: string) => {
         expect(await reloadedCount(kube, namespace, 'web'), `web was reloaded (${who})`).toBe(0);
         const replaced = [...pods.newSince(before), ...pods.surgePods()];
         expect(replaced, `a pod was replaced (${who})`).toEqual([]);
       };
-      await expectHeld(a, web);
+      await expectHeld(a, webId);
       await quiet('first leader');
 
       // The leader dies; the standby, which saw the failure live, takes over and keeps the hold.
@@ -97,7 +97,7 @@ describe('a held reload across leader changes, with the real Argo CD', { timeout
         'b holds web',
         (l) => l.msg === 'changed, and held until the Argo CD sync ends' && l.workload === 'Deployment/web',
       );
-      await expectHeld(b, web);
+      await expectHeld(b, webId);
       await quiet('after the first leader change');
 
       // A process started afresh (the chart's rolling update) knows the failure only from the
@@ -108,7 +108,7 @@ describe('a held reload across leader changes, with the real Argo CD', { timeout
       await c.waitForLog('c leads', (l) => l.msg === 'ready', 60_000);
       const restored = c.logs.find((l) => l.msg === 'changed, and held until the Argo CD sync ends');
       expect(restored?.workload, 'the new leader names the held reload').toBeDefined();
-      await expectHeld(c, web);
+      await expectHeld(c, webId);
       await quiet('after the second leader change');
 
       // The user fixes the app: the failing hook leaves git, its failed Job goes (with the finalizer
@@ -145,7 +145,7 @@ describe('a held reload across leader changes, with the real Argo CD', { timeout
       await waitAllReplaced(kube, namespace, 'web', before, 2);
       await c.waitForLog('reload complete', (l) => l.msg === 'reload complete', 60_000);
       // Nothing more under way for web: a second reload would be waited for, and counted below.
-      await idle(c, web);
+      await idle(c, webId);
       pods.stop();
       expect(await reloadedCount(kube, namespace, 'web')).toBe(1);
       expect(pods.newSince(before), 'each pod replaced exactly once').toHaveLength(2);
