@@ -7,7 +7,7 @@ import { describe, expect } from 'vitest';
 import { ArgoApp, GitRepo, type Manifest, startReloader, toFiles } from '../../support/argocd.ts';
 import { idle } from '../../support/decisions.ts';
 import { it } from '../../support/kube.ts';
-import { events, PodTracker, waitForEvent, waitReadyPods } from '../../support/observe.ts';
+import { events, PodTracker, waitAllReplaced, waitForEvent, waitReadyPods } from '../../support/observe.ts';
 import { deployment, statefulSet } from '../../support/workloads.ts';
 import { AUTO, cm, reloadedCount } from '../fixtures.ts';
 
@@ -81,9 +81,12 @@ describe.concurrent('a real Argo CD sync of config and template together', { tim
         await waitForEvent(kube, namespace, 'ReloadNotNeeded', k.name, 120_000);
         await waitReadyPods(kube, namespace, k.name, k.pods);
       }
-      // Decided (ReloadNotNeeded), and nothing more under way for any of them: a second restart
-      // would be waited for, and its pods counted below.
-      for (const k of KINDS) await idle(svc, `${k.kind}/${namespace}/${k.name}`);
+      // Their controllers' rollouts done, our decision made (ReloadNotNeeded), and nothing more under
+      // way for any of them: a second restart would be waited for, and its pods counted below.
+      for (const k of KINDS) {
+        await waitAllReplaced(kube, namespace, k.name, before.get(k.name) ?? [], k.pods);
+        await idle(svc, `${k.kind}/${namespace}/${k.name}`);
+      }
       for (const t of trackers) t.stop();
 
       for (const [i, k] of KINDS.entries()) {

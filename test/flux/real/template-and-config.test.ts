@@ -7,7 +7,7 @@ import { GitRepo, type Manifest, toFiles } from '../../support/argocd.ts';
 import { idle } from '../../support/decisions.ts';
 import { FluxKustomization, FluxSource, startFluxReloader } from '../../support/flux.ts';
 import { it } from '../../support/kube.ts';
-import { PodTracker, waitForEvent, waitReadyPods } from '../../support/observe.ts';
+import { PodTracker, waitAllReplaced, waitForEvent, waitReadyPods } from '../../support/observe.ts';
 import { deployment, statefulSet } from '../../support/workloads.ts';
 
 const envFrom = { envFrom: [{ configMapRef: { name: 'app' } }] };
@@ -61,9 +61,12 @@ describe('a real Flux reconciliation of config and template together', { timeout
       await waitForEvent(kube, namespace, 'ReloadNotNeeded', w.name, 120_000);
       await waitReadyPods(kube, namespace, w.name, w.pods);
     }
-    // Decided (ReloadNotNeeded), and nothing more under way for any of them: a second restart
-    // would be waited for, and its pods counted below.
-    for (const w of KINDS) await idle(svc, `${w.kind}/${namespace}/${w.name}`);
+    // Their controllers' rollouts done, our decision made (ReloadNotNeeded), and nothing more under
+    // way for any of them: a second restart would be waited for, and its pods counted below.
+    for (const w of KINDS) {
+      await waitAllReplaced(kube, namespace, w.name, before.get(w.name) ?? [], w.pods);
+      await idle(svc, `${w.kind}/${namespace}/${w.name}`);
+    }
     for (const t of trackers) t.stop();
 
     for (const [i, w] of KINDS.entries()) {
