@@ -294,7 +294,7 @@ describe('notifications from the real Argo CD to a service that cannot read Appl
         120_000,
       );
       const notNeeded = await waitForEvent(kube, namespace, 'ReloadNotNeeded', 'web', 120_000);
-      await waitReadyPods(kube, namespace, 'web', 2);
+      await waitAllReplaced(kube, namespace, 'web', before, 2);
       // Decided (ReloadNotNeeded), nothing more under way for web: a restart would be waited for.
       await idle(u.svc, `Deployment/${namespace}/web`);
       pods.stop();
