@@ -208,9 +208,10 @@ describe('git strategy', () => {
     expect(await generationOf(kube, namespace, 'web')).toBe(generation);
 
     // The same content again (an update that leaves the data as it was): nothing to commit.
+    const mark = svc.logs.length;
     const touched = await setCm(kube, namespace, 'web-config', { mode: 'b' }, { touched: 'yes' });
     // The service's decision about that update: no reload; and then nothing under way for web.
-    await decidedNoReload(svc, changeOf('ConfigMap', touched));
+    await decidedNoReload(svc, changeOf('ConfigMap', touched), { from: mark });
     await idle(svc, `Deployment/${namespace}/web`);
     const n = (await inspect.log(bare(repo))).length;
     const reloaded = (await events(kube, namespace, 'Reloaded', 'web')).length;

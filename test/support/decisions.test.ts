@@ -39,8 +39,13 @@ describe('decides', () => {
   });
 
   it('takes a reload that names the config as the decision, so a negative check fails on it', async () => {
-    const started = line('reload started', { workload: 'Deployment/web', configs: ['ConfigMap/app'] });
+    const started = line('reload started', {
+      workload: 'Deployment/web',
+      configs: ['ConfigMap/app'],
+      changeRV: '120',
+    });
     expect(decides(started, change)).toBe(true);
+    expect(decides({ ...started, changeRV: '100' }, change), 'a reload of an earlier change').toBe(false);
     await expect(decidedNoReload({ logs: [started] }, change, { timeout: 10 })).rejects.toThrow(
       /expected no reload of ConfigMap\/ns\/app@120/,
     );

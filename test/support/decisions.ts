@@ -54,8 +54,9 @@ export function decides(l: LogLine, c: ObservedChange, workload?: string): boole
   if (workload !== undefined && l.workload !== undefined && short(String(l.workload)) !== short(workload))
     return false;
   const configs = Array.isArray(l.configs) ? (l.configs as string[]) : [];
+  // A reload names the newest resourceVersion among the configs it was planned for (changeRV).
   if (l.msg === 'reload started' || l.msg === 'dry-run: would reload')
-    return l.workload !== undefined && configs.includes(display(c.config));
+    return configs.includes(display(c.config)) && atLeast(l.changeRV, c.resourceVersion);
   if (l.msg === 'config changed')
     // The decision only when no workload reloads on it; else the workloads' decisions follow.
     return (
