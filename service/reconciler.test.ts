@@ -521,3 +521,73 @@ describe('Reconciler, step by step', () => {
     }
   });
 });
+
+describe('Reconciler: every decision not to reload a change names it', () => {
+  const named = (w: { logs: Array<{ msg: string; [k: string]: unknown }> }, msg: string) =>
+    w.logs.filter((l) => l.msg === msg);
+
+  it('a change with the same data and annotations: one line with the config and its resourceVersion', async () => {
+    const w = await world([]);
+    const rec = w.change('a', 'cm', { k: '1' });
+    expect(named(w, 'config change needs no reload: its data and annotations are unchanged')).toEqual([
+      expect.objectContaining({ config: 'ConfigMap/a/cm', resourceVersion: rec.resourceVersion }),
+    ]);
+    await w.time.advance(w.time.clock.now + 5000);
+    await w.settle();
+    expect(w.strategies.runs).toHaveLength(0);
+  });
+
+  it('a change in a namespace out of scope: one line naming it', async () => {
+    const w = engineWorld([], { inScope: (ns) => ns === 'a' });
+    await w.reconciler.start();
+    const rec = w.change('b', 'cm', { k: '1' });
+    expect(named(w, 'config change ignored: its namespace is not in scope')).toEqual([
+      expect.objectContaining({ config: 'ConfigMap/b/cm', resourceVersion: rec.resourceVersion }),
+    ]);
+  });
+
+  it('a change no workload reloads on: the config changed line names it, with affected 0', async () => {
+    const w = await world([]);
+    const rec = w.change('a', 'other', { k: '2' });
+    expect(named(w, 'config changed')).toEqual([
+      expect.objectContaining({
+        config: 'ConfigMap/a/other',
+        resourceVersion: rec.resourceVersion,
+        affected: 0,
+      }),
+    ]);
+  });
+
+  it('a metadata edit: the batch says no reload is needed, naming the config and the resourceVersion it judged', async () => {
+    const w = await world([]);
+    const rec = w.change('a', 'cm', { k: '1' }, { 'argocd.argoproj.io/sync-wave': '1' });
+    await w.time.advance(w.time.clock.now + 1000);
+    await w.settle();
+    expect(w.strategies.runs).toHaveLength(0);
+    expect(named(w, 'no reload needed')).toEqual([
+      expect.objectContaining({
+        workload: 'Deployment/web',
+        configs: ['ConfigMap/a/cm'],
+        resourceVersions: { 'ConfigMap/a/cm': rec.resourceVersion },
+      }),
+    ]);
+  });
+
+  it('a change of a config the workload reads but does not reload on: a line naming it', async () => {
+    const w = engineWorld([]);
+    w.state.putConfig(w.putConfigMap('a', 'cm', { k: '1' }));
+    const web = w.deployment('a', 'web', 'cm', { 'reloader.stakater.com/auto': 'false' });
+    w.state.putWorkload(web as NonNullable<typeof web>);
+    await w.reconciler.start();
+    const rec = w.change('a', 'cm', { k: '2' });
+    await w.time.advance(w.time.clock.now + 1000);
+    await w.settle();
+    expect(w.strategies.runs).toHaveLength(0);
+    expect(named(w, 'no reload: the workload reloads on none of its configs')).toEqual([
+      expect.objectContaining({
+        workload: 'Deployment/web',
+        resourceVersions: { 'ConfigMap/a/cm': rec.resourceVersion },
+      }),
+    ]);
+  });
+});

@@ -29,7 +29,7 @@ import { Gates } from './engine/gates.ts';
 import { batchVerdict, batchWindowed, recordMissing, resumeHeld, WindowHolds } from './engine/hold.ts';
 import { plannedCutoff } from './engine/planned-cutoff.ts';
 import { dropReload, forgetGone, forgetIfGone, Recorder } from './engine/recorder.ts';
-import { changeRV, emitOn, fields, reconciledTimer, reportPolicy } from './engine/report.ts';
+import { changeRV, emitOn, fields, reconciledTimer, reportPolicy, versionsOf } from './engine/report.ts';
 import { runReload } from './engine/run-reload.ts';
 import { heldAtStart, judgeAtStart, sameDigests as same } from './engine/startup.ts';
 import { type ReloadStatus, StatusBook } from './engine/status.ts';
@@ -181,22 +181,29 @@ export class Reconciler {
     const rec = (now ?? old) as ConfigRecord;
     const m = this.#d.metrics?.reloader;
     const done = reconciledTimer(this.#d, old, now);
+    // Every change seen gets one line naming it (config, resourceVersion) and what was decided, so a
+    // test (or a person) can tell "looked and decided not to reload" from "not looked at yet".
+    const seen = () => ({
+      config: configId(rec.ref),
+      namespace: rec.ref.namespace,
+      resourceVersion: rec.resourceVersion,
+    });
     if (!this.#d.inScope(rec.ref.namespace)) {
       m?.skipped('ignored_or_not_selected');
+      this.#d.log.debug(seen(), 'config change ignored: its namespace is not in scope');
       return;
     }
     if (old && now && old.digest.all === now.digest.all && same(old.annotations, now.annotations)) {
       m?.skipped('no_data_change');
+      this.#d.log.debug(seen(), 'config change needs no reload: its data and annotations are unchanged');
       done('skipped');
       return;
     }
     try {
       const id = configId(rec.ref);
       const affected = this.#d.state.affectedBy(rec.ref);
-      this.#d.log.debug(
-        { config: id, namespace: rec.ref.namespace, affected: affected.length },
-        'config changed',
-      );
+      // With affected 0 this line is the decision: no workload reloads on this config.
+      this.#d.log.debug({ ...seen(), affected: affected.length }, 'config changed');
       if (affected.length === 0) m?.skipped('no_match');
       const metadataOnly = old !== undefined && now !== undefined && old.digest.all === now.digest.all;
       this.#hooks.changed(old, now, metadataOnly);
@@ -284,9 +291,14 @@ export class Reconciler {
   async #onBatch(b: Batch): Promise<void> {
     const { state, ledger, log } = this.#d;
     const t = state.workloads.get(b.workload);
-    if (!t || !this.#d.inScope(t.rec.ref.namespace)) return;
+    // What each line below decided is about these changes: the configs and the versions judged.
+    const changes = { configs: b.configs, resourceVersions: versionsOf(state, b.configs) };
+    if (!t || !this.#d.inScope(t.rec.ref.namespace)) {
+      log.debug({ workload: b.workload, ...changes }, 'change ignored: the workload is gone or not in scope');
+      return;
+    }
     if (t.parsed.problems.length > 0) {
-      log.info({ ...fields(t), configs: b.configs }, 'change ignored: invalid reload annotations');
+      log.info({ ...fields(t), ...changes }, 'change ignored: invalid reload annotations');
       return;
     }
     const set = this.#set(t) ?? {};
@@ -297,22 +309,28 @@ export class Reconciler {
     try {
       switch (v.kind) {
         case 'baseline':
-          if (Object.keys(set).length === 0) return;
+          if (Object.keys(set).length === 0) {
+            log.debug({ ...fields(t), ...changes }, 'no reload: the workload reloads on none of its configs');
+            return;
+          }
           this.#refused.set(t.id, set);
           await ledger.put(t.id, { configs: set });
           this.#refused.delete(t.id);
-          log.info(fields(t), 'baseline recorded');
+          log.info({ ...fields(t), ...changes }, 'baseline recorded');
           return;
         case 'rebaseline':
           await ledger.put(t.id, { ...entry, configs: v.record });
           this.#refused.delete(t.id);
-          log.info({ ...fields(t), added: v.added, removed: v.removed }, 'watched configs changed; recorded');
+          log.info(
+            { ...fields(t), ...changes, added: v.added, removed: v.removed },
+            'watched configs changed; recorded',
+          );
           return;
         case 'none':
           if (refused) await ledger.put(t.id, { configs: refused }).then(() => this.#refused.delete(t.id));
           this.#d.metrics?.reloader.skipped('no_data_change');
           log.info(
-            { ...fields(t), configs: b.configs, ...(v.deleted.length > 0 ? { deleted: v.deleted } : {}) },
+            { ...fields(t), ...changes, ...(v.deleted.length > 0 ? { deleted: v.deleted } : {}) },
             'no reload needed',
           );
           return;
@@ -350,7 +368,10 @@ export class Reconciler {
     const a = planned.uid || !w?.uid || w.kind === 'Job' ? planned : { ...planned, uid: w.uid };
     const current = this.#inFlight.get(a.workload);
     if (current && !a.resumed && this.#sameContent(a.workload, current, a.target)) {
-      this.#d.log.debug({ workload: a.workload }, 'a reload for this content is already under way');
+      this.#d.log.debug(
+        { workload: a.workload, configs: a.changed, changeRV: a.changeRV },
+        'a reload for this content is already under way',
+      );
       return;
     }
     const newest = this.#newest.get(a.workload);
@@ -437,7 +458,12 @@ export class Reconciler {
         await dropReload(this.#d, t as TrackedWorkload, this.#signal);
         return { kind: 'dropped', reason: 'the workload is no longer reloaded' };
       case 'superseded': {
-        const at = { ...fields(t as TrackedWorkload), cutoff: new Date(a.cutoffMs).toISOString() };
+        const at = {
+          ...fields(t as TrackedWorkload),
+          configs: a.changed,
+          changeRV: a.changeRV,
+          cutoff: new Date(a.cutoffMs).toISOString(),
+        };
         this.#d.log.info(at, `reload superseded by ${d.by}; not run`);
         if (d.by === 'a new object of the same name') {
           // Judged on its own, like any new workload: its first batch found this one in flight.

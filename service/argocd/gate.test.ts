@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Change, Timers } from '../core/batcher.ts';
 import type { ConfigRecord } from '../core/records.ts';
-import { silentLogger } from '../log.ts';
+import { createLogger, silentLogger } from '../log.ts';
 import { SyncGate, type SyncGateOptions } from './gate.ts';
 import { type AppSync, appFromObject } from './sync-tracker.ts';
 
@@ -113,6 +113,21 @@ describe('SyncGate', () => {
     ]);
     // The later observation of `a` is kept: the reload's cutoff follows the last change.
     expect(released[0]?.observedAt).toBe(first.observedAt + 5_000);
+  });
+
+  it('says what it held: the workload, the config and its resourceVersion', () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const log = createLogger('debug', { write: (l: string) => void lines.push(JSON.parse(l)) });
+    const { gate, change } = setup({ log });
+    gate.observe(appState('Running'));
+    expect(gate.hold(change('a'), { ...config('a'), resourceVersion: '42' })).toBe(true);
+    expect(lines.filter((l) => l.msg === 'config change held until the Argo CD sync ends')).toEqual([
+      expect.objectContaining({
+        workload: 'Deployment/web/api',
+        configs: ['ConfigMap/web/a'],
+        resourceVersion: '42',
+      }),
+    ]);
   });
 
   it('lists what it holds, per workload and Application, and releases it with the sync it followed', () => {

@@ -195,7 +195,12 @@ export class SyncGate implements ChangeGate {
       }, this.#o.unwatchedMaxHoldMs ?? UNWATCHED_MAX_HOLD_MS);
     }
     this.#o.log.debug(
-      { app: key, workload: change.workload, configs: [change.config] },
+      {
+        app: key,
+        workload: change.workload,
+        configs: [change.config],
+        resourceVersion: config.resourceVersion,
+      },
       'config change held until the Argo CD sync ends',
     );
     return true;

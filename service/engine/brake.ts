@@ -27,11 +27,20 @@ export class Brake {
     if (!cfg.brake) return false;
     // The Argo CD "reload (drift-free)" action: a person asked for this one reload.
     if (cfg.brakeAllowsRequests && a.changed.every((c) => c === REQUEST)) return false;
-    if (this.#held.has(a.workload)) return true;
+    if (this.#held.has(a.workload)) {
+      log.debug(
+        { workload: a.workload, configs: a.changed, changeRV: a.changeRV },
+        'a later change joins the reload held by the brake (--brake)',
+      );
+      return true;
+    }
     this.#held.add(a.workload);
     const t = state.workloads.get(a.workload);
     if (!t) return true;
-    log.warn({ ...fields(t), configs: a.changed }, 'reload held by the brake (--brake)');
+    log.warn(
+      { ...fields(t), configs: a.changed, changeRV: a.changeRV },
+      'reload held by the brake (--brake)',
+    );
     void emitOn(events)(
       t,
       'ReloadHeld',

@@ -60,7 +60,7 @@ export async function recordHold(
   const until = new Date(opensAt).toISOString();
   if (before?.opensAt === opensAt && before.action.changed.join() === action.changed.join()) return;
   log.info(
-    { ...fields(t), configs: changed, until, window: windowText },
+    { ...fields(t), configs: changed, changeRV: action.changeRV, until, window: windowText },
     'reload held until its window opens',
   );
   await emitOn(d.events)(
@@ -144,7 +144,10 @@ export async function recordMissing(
   if (!t) return;
   const changed = action.changed.map(display);
   d.metrics?.reloadHeld('config-missing');
-  log.warn({ ...fields(t), configs: changed, missing }, 'reload held: a config the pods need is missing');
+  log.warn(
+    { ...fields(t), configs: changed, changeRV: action.changeRV, missing },
+    'reload held: a config the pods need is missing',
+  );
   await emitOn(d.events)(t, 'ReloadHeld', heldMessage(changed, missing), 'Warning');
 }
 

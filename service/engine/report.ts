@@ -88,3 +88,20 @@ export function changeRV(state: Pick<ClusterState, 'configs'>, ids: string[]): s
   }
   return max;
 }
+
+/**
+ * The resourceVersion of each of these configs as the cache holds it now: what a decision about a
+ * batch judged, so a log line names the changes it decided about. Deleted configs and pseudo-configs
+ * (a reload request, a new workload) have none.
+ */
+export function versionsOf(
+  state: Pick<ClusterState, 'configs'>,
+  ids: readonly string[],
+): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const id of ids) {
+    const rv = state.configs.get(id)?.resourceVersion;
+    if (rv) out[id] = rv;
+  }
+  return out;
+}

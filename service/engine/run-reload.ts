@@ -40,7 +40,7 @@ export async function runReload(c: RunContext, t: TrackedWorkload, a: ReloadActi
   // (without --reload-on-delete a deletion alone is no change, and is not recorded either).
   if (verdict(a.target, ledger.get(t.id)?.configs, { reloadOnDelete: cfg.reloadOnDelete }).kind === 'none') {
     log.info(
-      { ...fields(t), configs: a.changed.map(display) },
+      { ...fields(t), configs: a.changed.map(display), changeRV: a.changeRV },
       'reload not needed: a completed reload applied this content',
     );
     return { kind: 'dropped', reason: 'already applied' };
@@ -57,7 +57,10 @@ export async function runReload(c: RunContext, t: TrackedWorkload, a: ReloadActi
   if (cfg.dryRun) {
     metric?.finish('skipped');
     d.metrics?.reloader.skipped('dry_run');
-    log.info({ ...f, cutoff: new Date(a.cutoffMs).toISOString() }, 'dry-run: would reload');
+    log.info(
+      { ...f, changeRV: a.changeRV, cutoff: new Date(a.cutoffMs).toISOString() },
+      'dry-run: would reload',
+    );
     await event(t, 'ReloadPlanned', `dry run: would ${strategy} because ${changed.join(', ')} changed`);
     await recorder.done(a);
     return { kind: 'done' };
@@ -82,7 +85,7 @@ export async function runReload(c: RunContext, t: TrackedWorkload, a: ReloadActi
       ...(previous?.reloadedAt ? { reloadedAt: previous.reloadedAt } : {}),
     });
   };
-  log.info({ ...f, cutoff, resumed: a.resumed ?? false }, 'reload started');
+  log.info({ ...f, changeRV: a.changeRV, cutoff, resumed: a.resumed ?? false }, 'reload started');
   // The reload's own deadline: when it made no progress for --reload-deadline, the slot is given back
   // and the reload re-queued. Progress (a pod evicted, a surge pod created) starts the period again,
   // so a slow restart that keeps moving is never cut (docs/adr/0028).
@@ -152,7 +155,7 @@ export async function runReload(c: RunContext, t: TrackedWorkload, a: ReloadActi
       metric?.finish('skipped');
       d.metrics?.reloader.skipped('unsupported');
       await recorder.done(a);
-      log.info({ ...f, why: res.why }, 'reload skipped');
+      log.info({ ...f, why: res.why, changeRV: a.changeRV }, 'reload skipped');
       await event(t, 'ReloadSkipped', `${changed.join(', ')} changed; ${res.why}`);
       return { kind: 'done' };
     }

@@ -12,7 +12,7 @@ import { firstSeenRecord, isTracked, recordable } from '../core/plan.ts';
 import type { ReloadAction } from '../core/reload-action.ts';
 import type { TrackedWorkload } from '../state.ts';
 import type { ReconcilerDeps } from './deps.ts';
-import { fields } from './report.ts';
+import { fields, versionsOf } from './report.ts';
 
 export interface StartupHooks {
   /** The digests the workload watches now, or undefined when it watches nothing (reports problems). */
@@ -117,10 +117,14 @@ export async function judgeAtStart(d: ReconcilerDeps, h: StartupHooks): Promise<
       // A hold of the previous term (a sync running, or one that failed) is still a hold: the next
       // successful sync releases it, not this leader change (docs/adr/0029).
       if (h.heldByGate?.(t, v.changed, changedBy(d, v.changed, now))) {
-        log.info({ ...fields(t), configs: v.changed }, 'changed, and held until the Argo CD sync ends');
+        const changes = { configs: v.changed, resourceVersions: versionsOf(state, v.changed) };
+        log.info({ ...fields(t), ...changes }, 'changed, and held until the Argo CD sync ends');
         continue;
       }
-      log.info({ ...fields(t), configs: v.changed }, 'changed while the service was down');
+      log.info(
+        { ...fields(t), configs: v.changed, resourceVersions: versionsOf(state, v.changed) },
+        'changed while the service was down',
+      );
       h.submit({
         workload: t.id,
         changed: v.changed,

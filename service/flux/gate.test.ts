@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { fakeTimers } from '../../test/support/fake-timers.ts';
 import type { Change } from '../core/batcher.ts';
 import type { ConfigRecord } from '../core/records.ts';
-import { silentLogger } from '../log.ts';
+import { createLogger, silentLogger } from '../log.ts';
 import { type Applier, applierFromObject, configOfInventoryId, phaseOf } from './applier.ts';
 import { FluxGate, type FluxGateOptions } from './gate.ts';
 
@@ -151,6 +151,22 @@ describe('the Flux gate', () => {
     expect(released.every((c) => c.debounceMs === 0)).toBe(true);
     expect(released[0]?.via).toEqual({ app: 'Kustomization/shop/app', revision: rev(2) });
     expect(gate.holding('Deployment/shop/web', 'ConfigMap/shop/a')).toBe(false);
+  });
+
+  it('says what it held: the workload, the config and its resourceVersion', () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const log = createLogger('debug', { write: (l: string) => void lines.push(JSON.parse(l)) });
+    const { gate } = world({ log });
+    gate.observe(kustomization('app', 'progressing', { configs: ['a'], attempted: 2 }));
+    expect(gate.hold(change('ConfigMap/shop/a'), { ...config('a'), resourceVersion: '42' })).toBe(true);
+    expect(lines.filter((l) => l.msg === 'config change held until the Flux reconciliation ends')).toEqual([
+      expect.objectContaining({
+        applier: 'Kustomization/shop/app',
+        workload: 'Deployment/shop/web',
+        configs: ['ConfigMap/shop/a'],
+        resourceVersion: '42',
+      }),
+    ]);
   });
 
   it('does not release at the first of the two writes that end a reconciliation (Ready before lastAppliedRevision)', () => {

@@ -115,12 +115,16 @@ export class FluxGate implements ChangeGate {
     const unseen = idle && this.#o.reread !== undefined && FLUX_MANAGERS.has(config.writer ?? '');
     if (idle && !unseen) return false;
     this.#add(owner.key, change);
+    this.#o.log.debug(
+      {
+        applier: owner.key,
+        workload: change.workload,
+        configs: [change.config],
+        resourceVersion: config.resourceVersion,
+      },
+      'config change held until the Flux reconciliation ends',
+    );
     if (unseen) this.#check(owner, 'Flux wrote a config of an applier that looks idle; reading it again');
-    else
-      this.#o.log.debug(
-        { applier: owner.key, workload: change.workload, configs: [change.config] },
-        'config change held until the Flux reconciliation ends',
-      );
     return true;
   }
 

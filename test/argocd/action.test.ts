@@ -8,11 +8,12 @@ import { afterEach, describe, expect } from 'vitest';
 import { parse } from 'yaml';
 import { repoRoot } from '../cluster/paths.ts';
 import { ArgoCdPlayer } from '../support/argocd-player.ts';
+import { idle } from '../support/decisions.ts';
 import { it } from '../support/kube.ts';
 import { livePods, PodTracker, waitForEvent, waitReadyPods } from '../support/observe.ts';
 import { hashKeyFile, killAll, serviceArgs, startService } from '../support/service.ts';
 import { pending, waitFor } from '../support/wait-for.ts';
-import { cm, reloadedCount, stayQuiet, web } from './fixtures.ts';
+import { cm, reloadedCount, web } from './fixtures.ts';
 import { mergePatch, runLua } from './lua.ts';
 
 afterEach(killAll);
@@ -82,9 +83,9 @@ describe('the reload resource action', () => {
       'reload complete',
       (l) => l.msg === 'reload complete' && l.workload === 'Deployment/web',
     );
-    await stayQuiet(1_500, async () =>
-      (await reloadedCount(kube, namespace, 'web')) > 1 ? 'a second reload' : undefined,
-    );
+    // Decided: nothing more under way for web (a second reload would be waited for, and counted).
+    await idle(svc, `Deployment/${namespace}/web`);
+    expect(await reloadedCount(kube, namespace, 'web'), 'a second reload').toBe(1);
     tracker.stop();
     expect(tracker.newSince(before)).toHaveLength(2);
 

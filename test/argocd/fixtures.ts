@@ -66,9 +66,10 @@ export async function reloadedCount(kube: Kube, namespace: string, name: string)
 }
 
 /**
- * Observes for `ms` that `check` finds nothing wrong, failing at the first violation. This is the
- * assertion "nothing happened during a window longer than the debounce", not a sleep: it polls like
- * waitFor and ends as soon as something goes wrong.
+ * Observes for `ms` that `check` finds nothing wrong, failing at the first violation. Only for a
+ * behaviour that is itself about time (a hold that must outlast the debounce): a negative check
+ * ("nothing reloaded") waits for the service's decision about the change instead
+ * (test/support/decisions.ts), since a window proves only that it had not acted yet.
  */
 export async function stayQuiet(ms: number, check: () => Promise<string | undefined>): Promise<void> {
   const until = Date.now() + ms;

@@ -18,6 +18,8 @@ export interface InProcessService {
   /** The webhook's URL on 127.0.0.1. */
   webhookUrl: string;
   waitForLog(what: string, match: (l: LogLine) => boolean, timeout?: number): Promise<LogLine>;
+  /** What the engine does now, as --status-address serves it (engine/status.ts). */
+  status(): unknown;
   stop(): Promise<void>;
 }
 
@@ -61,6 +63,7 @@ export async function startInProcess(kc: KubeConfig, args: string[]): Promise<In
         describe: `log: ${what}`,
         timeout,
       }),
+    status: () => svc.status(),
     stop: async () => {
       server.closeAllConnections();
       await new Promise((r) => server.close(r));

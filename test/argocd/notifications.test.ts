@@ -12,6 +12,7 @@ import { UNWATCHED_GRACE_MS } from '../../service/argocd/gate.ts';
 import { parseNotification } from '../../service/argocd/notification.ts';
 import { readArgoObject } from '../support/argo.ts';
 import { ArgoCdPlayer } from '../support/argocd-player.ts';
+import { expectHeld, idle } from '../support/decisions.ts';
 import { it, type Kube } from '../support/kube.ts';
 import {
   livePods,
@@ -24,7 +25,7 @@ import {
 import { restrictedKubeConfig } from '../support/restricted-service-account.ts';
 import { hashKeyFile } from '../support/service.ts';
 import { pending, waitFor } from '../support/wait-for.ts';
-import { cm, reloadedCount, secret, stayQuiet, web } from './fixtures.ts';
+import { cm, reloadedCount, secret, web } from './fixtures.ts';
 import { type InProcessService, startInProcess } from './in-process.ts';
 import { buildNotify, runNotify } from './notify-engine.ts';
 
@@ -233,9 +234,9 @@ describe('the shipped Argo CD notification config', () => {
         (l) =>
           l.msg === 'config change held until the Argo CD sync ends' && String(l.configs).endsWith('/app'),
       );
-      await stayQuiet(1_500, async () =>
-        (await reloadedCount(kube, namespace, 'web')) > 0 ? 'web was reloaded' : undefined,
-      );
+      // Decided: held until the notification of the sync's end (the status says so, nothing else).
+      await expectHeld(svc, `Deployment/${namespace}/web`);
+      expect(await reloadedCount(kube, namespace, 'web'), 'web was reloaded').toBe(0);
       await player.apply(op, [secret('creds', { p: '2' })]);
       await svc.waitForLog(
         'creds held',
@@ -268,10 +269,9 @@ describe('the shipped Argo CD notification config', () => {
       const [again] = await runNotify(bin, [app], { token: TOKEN, url: svc.webhookUrl, send: true });
       expect(again?.sent).toBe(true);
       await svc.waitForLog('duplicate', (l) => l.msg === 'Argo CD notification was a duplicate');
-      await stayQuiet(2_000, async () => {
-        const n = await reloadedCount(kube, namespace, 'web');
-        return n > 1 ? `${n} reloads` : undefined;
-      });
+      // Decided (a duplicate), and nothing under way for web: a second reload would be waited for.
+      await idle(svc, `Deployment/${namespace}/web`);
+      expect(await reloadedCount(kube, namespace, 'web'), 'reloads').toBe(1);
       tracker.stop();
       expect(tracker.newSince(before)).toHaveLength(2);
 
@@ -320,7 +320,7 @@ const acceptedAs = (namespace: string) => (startedAt: string, action: string) =>
 
 /**
  * web (2 replicas, reading ConfigMap app) reloads for app: both pods replaced and Ready, the reload
- * complete, no second reload within a window past the debounce, and each old pod replaced once.
+ * complete, nothing more under way for web (no second reload), and each old pod replaced once.
  */
 async function expectOneReloadOfWeb(
   kube: Kube,
@@ -338,10 +338,9 @@ async function expectOneReloadOfWeb(
     60_000,
   );
   expect(done.replaced).toBe(2);
-  await stayQuiet(2_000, async () => {
-    const n = await reloadedCount(kube, namespace, 'web');
-    return n > 1 ? `${n} reloads` : undefined;
-  });
+  // Nothing more under way for web: a second reload would be waited for, and counted.
+  await idle(svc, `Deployment/${namespace}/web`);
+  expect(await reloadedCount(kube, namespace, 'web'), 'reloads').toBe(1);
   tracker.stop();
   expect(tracker.newSince(before), 'each pod replaced once').toHaveLength(2);
 }
@@ -459,14 +458,15 @@ describe('notifications delivered out of order', () => {
       const lateAt = Date.now();
       const late = await post(svc, notification(namespace, 'Succeeded', t1));
       expect.soft(late).toEqual(accepted(t1, 'ignored: a newer sync already started'));
-      await stayQuiet(3_000, async () => {
-        const started = reloadStarts();
-        if (started.length > 0) {
-          const after = Date.parse(String(started[0]?.time)) - lateAt;
-          return `web's reload started ${after} ms after operation 1's late end was posted, while operation 2 ran`;
-        }
-        return (await reloadedCount(kube, namespace, 'web')) > 0 ? 'web was reloaded' : undefined;
-      });
+      // The gate decided as it answered: what it holds for operation 2 stays held (a release would
+      // show in the status at once, as a batch or a reload), and no reload started.
+      const started = reloadStarts();
+      expect(
+        started,
+        `web's reload started ${Date.parse(String(started[0]?.time)) - lateAt} ms after operation 1's late end was posted, while operation 2 ran`,
+      ).toEqual([]);
+      await expectHeld(svc, `Deployment/${namespace}/web`);
+      expect(await reloadedCount(kube, namespace, 'web'), 'web was reloaded').toBe(0);
 
       // Operation 2 ends: what it changed is released as one batch.
       await player.finishSync(op2);

@@ -10,13 +10,13 @@ import { afterAll, afterEach, beforeAll, describe, expect } from 'vitest';
 import { parse } from 'yaml';
 import { hashConfig, namespaceKey, setDigest } from '../../service/core/config-hash.ts';
 import { configId } from '../../service/core/types.ts';
-import { stayQuiet } from '../argocd/fixtures.ts';
 import {
   createManagedApplication,
   createProject,
   ensureAppProjectCrd,
   IN_CLUSTER,
 } from '../support/app-project.ts';
+import { changeOf, decidedNoReload, idle } from '../support/decisions.ts';
 import { type GitServer, inspect, startGitServer } from '../support/git-server.ts';
 import { adminKubeConfig, it, type Kube } from '../support/kube.ts';
 import { events, livePods, waitForEvent, waitReadyPods } from '../support/observe.ts';
@@ -156,7 +156,7 @@ function expectedHash(key: Buffer, namespace: string, config: string, data: Reco
 async function setCm(kube: Kube, namespace: string, name: string, data: Record<string, string>, labels = {}) {
   const body = configMap(name, data);
   body.metadata = { ...body.metadata, labels };
-  await kube.core.replaceNamespacedConfigMap({ name, namespace, body });
+  return kube.core.replaceNamespacedConfigMap({ name, namespace, body });
 }
 
 async function generationOf(kube: Kube, namespace: string, name: string) {
@@ -208,12 +208,14 @@ describe('git strategy', () => {
     expect(await generationOf(kube, namespace, 'web')).toBe(generation);
 
     // The same content again (an update that leaves the data as it was): nothing to commit.
-    await setCm(kube, namespace, 'web-config', { mode: 'b' }, { touched: 'yes' });
-    await stayQuiet(1_500, async () => {
-      const n = (await inspect.log(bare(repo))).length;
-      const reloaded = (await events(kube, namespace, 'Reloaded', 'web')).length;
-      return n !== 2 || reloaded !== 1 ? `${n} commits and ${reloaded} Reloaded Events` : undefined;
-    });
+    const mark = svc.logs.length;
+    const touched = await setCm(kube, namespace, 'web-config', { mode: 'b' }, { touched: 'yes' });
+    // The service's decision about that update: no reload; and then nothing under way for web.
+    await decidedNoReload(svc, changeOf('ConfigMap', touched), { from: mark });
+    await idle(svc, `Deployment/${namespace}/web`);
+    const n = (await inspect.log(bare(repo))).length;
+    const reloaded = (await events(kube, namespace, 'Reloaded', 'web')).length;
+    expect(`${n} commits and ${reloaded} Reloaded Events`).toBe('2 commits and 1 Reloaded Events');
 
     // CI already committed the value the next change produces: the service finds it and commits nothing.
     const next = expectedHash(key, namespace, 'web-config', { mode: 'c' });

@@ -7,8 +7,8 @@ import path from 'node:path';
 import { type Cluster, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { describe, expect, inject } from 'vitest';
 import { CREDENTIALS_LABEL } from '../../service/hub/cluster-secret.ts';
-import { stayQuiet } from '../argocd/fixtures.ts';
 import { helmTemplate, parseObjects, run } from '../manifests/tools.ts';
+import { idle } from '../support/decisions.ts';
 import {
   adminToken,
   changeSettings,
@@ -113,13 +113,21 @@ describe('hub mode under failure', { timeout: 600_000 }, () => {
     // The reachable clusters reload; the cut one does not, and holds no one else up.
     for (const c of [c0, c2])
       await waitAllReplaced(kube, c.namespace, 'web', before.get(c.name) as PodView[], PODS);
-    await stayQuiet(10_000, async () => {
-      const moved = (trackers.get(c1.name) as PodTracker).newSince(before.get(c1.name) as PodView[]);
-      if (moved.length > 0)
-        return `${c1.name} is cut off, yet pods were replaced: ${moved.map((p) => p.name)}`;
-      const out = outsideTracker.newSince(outsideBefore);
-      return out.length > 0 ? `pods replaced outside every scope: ${out.map((p) => p.name)}` : undefined;
-    });
+    // The reachable clusters' changes, made with the others, are decided and done (nothing under
+    // way for web there). The cut cluster cannot be reached to be changed, and the outside namespace
+    // is watched by no engine: their pods are checked now.
+    const services = replicas.map((r) => r.svc);
+    for (const c of [c0, c2]) await idle(services, `Deployment/${c.namespace}/web`, { cluster: c.name });
+    const moved = (trackers.get(c1.name) as PodTracker).newSince(before.get(c1.name) as PodView[]);
+    expect(
+      moved.map((p) => p.name),
+      `${c1.name} is cut off, yet pods were replaced`,
+    ).toEqual([]);
+    const out = outsideTracker.newSince(outsideBefore);
+    expect(
+      out.map((p) => p.name),
+      'pods replaced outside every scope',
+    ).toEqual([]);
     expect(logs(replicas, 'reload started', c1.name)).toHaveLength(0);
 
     // Back: the change made while it was cut off arrives, once.
@@ -129,15 +137,13 @@ describe('hub mode under failure', { timeout: 600_000 }, () => {
     console.log(
       `[hub failures] ${c1.name} reloaded ${((Date.now() - healedAt) / 1000).toFixed(1)}s after it was reachable again`,
     );
-    await stayQuiet(8_000, async () => {
-      for (const c of clusters) {
-        const fresh = (trackers.get(c.name) as PodTracker).newSince(before.get(c.name) as PodView[]);
-        if (fresh.length > PODS) return `${c.name}: ${fresh.length} new pods for ${PODS}`;
-      }
-      return outsideTracker.newSince(outsideBefore).length > 0
-        ? 'pods replaced outside every scope'
-        : undefined;
-    });
+    // Nothing more under way for web in any cluster: a second reload would be waited for, and counted.
+    for (const c of clusters) {
+      await idle(services, `Deployment/${c.namespace}/web`, { cluster: c.name });
+      const fresh = (trackers.get(c.name) as PodTracker).newSince(before.get(c.name) as PodView[]);
+      expect(fresh, `${c.name}: new pods for ${PODS}`).toHaveLength(PODS);
+    }
+    expect(outsideTracker.newSince(outsideBefore), 'pods replaced outside every scope').toEqual([]);
     for (const c of clusters) {
       const t = trackers.get(c.name) as PodTracker;
       t.stop();
@@ -264,10 +270,12 @@ describe('hub mode under failure', { timeout: 600_000 }, () => {
       scope: [c0.namespace],
     });
     await waitAllReplaced(kube, c0.namespace, 'web', before0, PODS);
-    await stayQuiet(8_000, async () => {
-      const fresh = tracker.newSince(before0);
-      return fresh.length > PODS ? `${fresh.length} new pods for ${PODS}` : undefined;
-    });
+    // Nothing more under way for web there: a second recycle would be waited for, and counted below.
+    await idle(
+      replicas.map((r) => r.svc),
+      `Deployment/${c0.namespace}/web`,
+      { cluster: c0.name },
+    );
     tracker.stop();
     expect(tracker.newSince(before0), 'each pod replaced once').toHaveLength(PODS);
   });

@@ -3,7 +3,7 @@
 // "many cluster Secrets, one API server"). Each replica leads at most its fair share; a replica killed
 // in the middle of a reload hands its clusters over, and every pod is replaced once.
 import { describe, expect } from 'vitest';
-import { stayQuiet } from '../argocd/fixtures.ts';
+import { idle } from '../support/decisions.ts';
 import {
   adminToken,
   changeSettings,
@@ -128,14 +128,14 @@ describe('hub mode sharding', { timeout: 600_000 }, () => {
       60_000,
     );
 
-    // No double recycle: each pod was replaced once, and nothing more is replaced for 10 s after.
-    await stayQuiet(10_000, async () => {
-      for (const c of clusters) {
-        const fresh = (trackers.get(c.name) as PodTracker).newSince(before.get(c.name) as PodView[]);
-        if (fresh.length > PODS) return `${c.name}: ${fresh.length} new pods for ${PODS} replicas`;
-      }
-      return undefined;
-    });
+    // No double recycle: nothing more under way for web in any cluster (a second recycle would be
+    // waited for), and each pod was replaced once.
+    for (const c of clusters)
+      await idle(
+        survivors.map((r) => r.svc),
+        `Deployment/${c.namespace}/web`,
+        { cluster: c.name },
+      );
     for (const c of clusters) {
       const t = trackers.get(c.name) as PodTracker;
       t.stop();

@@ -12,7 +12,7 @@ import type { ArgoCdEndpoints } from '../cluster/argocd.ts';
 import { git } from './git-server.ts';
 import type { Kube } from './kube.ts';
 import { hashKeyFile, type RunningService, serviceArgs, startService } from './service.ts';
-import { pending, waitFor } from './wait-for.ts';
+import { pastTheSecondOf, pending, waitFor } from './wait-for.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -270,6 +270,43 @@ export class ArgoApp {
       },
       setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
     );
+  }
+
+  /**
+   * One more comparison by Argo CD, waited for: asks for a hard refresh and waits until the
+   * application controller has done it. It removes the refresh annotation in the same status patch
+   * that records the comparison (controller/appcontroller.go, persistAppStatus) and stamps
+   * status.reconciledAt. The request is made in a later second than the last reconciledAt (whole
+   * seconds), so the comparison's status differs and is written. Returns the app as compared.
+   */
+  async compared(timeout = 120_000): Promise<Application> {
+    const last = Date.parse((await this.read()).status?.reconciledAt ?? '');
+    if (Number.isFinite(last)) await pastTheSecondOf(last);
+    const asked = Math.floor(Date.now() / 1000) * 1000;
+    await this.refresh();
+    return this.waitFor(
+      `${this.name} compared again after a hard refresh`,
+      (a) =>
+        a.metadata.annotations?.['argocd.argoproj.io/refresh'] === undefined &&
+        Date.parse(a.status?.reconciledAt ?? '') >= asked,
+      timeout,
+    );
+  }
+
+  /**
+   * Argo CD compares the app again `times` times (hard refreshes, each waited for: compared()) and
+   * finds it Synced and Healthy each time, and the watch saw no other state since `since` (ms).
+   * What a window of refreshes showed, as a fixed number of Argo CD's own decisions.
+   */
+  async expectStaysSyncedAndHealthy(since: number, times = 2): Promise<void> {
+    for (let i = 1; i <= times; i++) {
+      const a = await this.compared();
+      const seen = { sync: a.status?.sync?.status, health: a.status?.health?.status };
+      if (seen.sync !== 'Synced' || seen.health !== 'Healthy')
+        throw new Error(`comparison ${i} of ${times} found the app ${JSON.stringify(summary(a))}`);
+    }
+    const bad = this.departuresSince(since);
+    if (bad.length > 0) throw new Error(`the app left Synced/Healthy: ${JSON.stringify(bad)}`);
   }
 
   /** Waits until Argo CD has synced `revision` and the app is Synced and Healthy. */

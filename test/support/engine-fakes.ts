@@ -18,7 +18,7 @@ import type {
   SweepView,
 } from '../../service/engine/strategies-port.ts';
 import { configRecord, workloadRecord } from '../../service/kube/to-record.ts';
-import { silentLogger } from '../../service/log.ts';
+import { createLogger } from '../../service/log.ts';
 import { Reconciler } from '../../service/reconciler.ts';
 import { ClusterState, type TrackedWorkload } from '../../service/state.ts';
 import { fakeTimers } from './fake-timers.ts';
@@ -167,12 +167,15 @@ export function engineWorld(
         },
       },
     });
+  /** Every line the engine logged (debug and up), parsed: what it decided, in order. */
+  const logs: Array<{ level: string; msg: string; [k: string]: unknown }> = [];
+  const log = createLogger('debug', { write: (line: string) => void logs.push(JSON.parse(line)) });
   const deps: ReconcilerDeps = {
     cfg,
     state,
     ledger,
     events: sink,
-    log: silentLogger,
+    log,
     globals,
     hashKey: KEY,
     strategies,
@@ -209,6 +212,7 @@ export function engineWorld(
     state,
     ledger,
     events,
+    logs,
     strategies,
     reconciler,
     /** What the reconciler was given: a new term's reconciler is made from the same. */

@@ -47,6 +47,7 @@ export interface KustomizationObject {
     lastAppliedRevision?: string;
     lastAttemptedRevision?: string;
     observedGeneration?: number;
+    lastHandledReconcileAt?: string;
     inventory?: { entries?: Array<{ id: string; v: string }> };
   };
 }
@@ -114,15 +115,44 @@ async function requestReconcile(
   coords: { group: string; version: string; plural: string },
   namespace: string,
   name: string,
-): Promise<void> {
+): Promise<string> {
+  const token = new Date().toISOString();
   await kube.custom.patchNamespacedCustomObject(
     {
       ...coords,
       namespace,
       name,
-      body: { metadata: { annotations: { 'reconcile.fluxcd.io/requestedAt': new Date().toISOString() } } },
+      body: { metadata: { annotations: { 'reconcile.fluxcd.io/requestedAt': token } } },
     },
     setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+  );
+  return token;
+}
+
+/**
+ * One more reconciliation by a Flux controller, waited for: requests it as `flux reconcile` does
+ * (reconcile.fluxcd.io/requestedAt) and waits until status.lastHandledReconcileAt names the request.
+ * The controllers record it in the status patch at the end of the reconciliation that saw it, so
+ * what that reconciliation found (a Ready condition, a drift) is in the status returned.
+ */
+export async function reconciled<T extends { status?: { lastHandledReconcileAt?: string } }>(
+  kube: Kube,
+  coords: { group: string; version: string; plural: string },
+  namespace: string,
+  name: string,
+  timeout = 120_000,
+): Promise<T> {
+  const token = await requestReconcile(kube, coords, namespace, name);
+  return waitFor(
+    async () => {
+      const o = (await kube.custom.getNamespacedCustomObject({ ...coords, namespace, name })) as T;
+      return o.status?.lastHandledReconcileAt === token ? o : pending(o.status?.lastHandledReconcileAt);
+    },
+    {
+      describe: `${coords.plural} ${namespace}/${name} reconciled at request ${token}`,
+      timeout,
+      interval: 200,
+    },
   );
 }
 
@@ -181,6 +211,11 @@ export class FluxKustomization {
 
   async reconcile(): Promise<void> {
     await requestReconcile(this.kube, KUSTOMIZE, this.namespace, this.name);
+  }
+
+  /** One more reconciliation, requested and waited for (see reconciled()). */
+  async reconciled(timeout = 120_000): Promise<KustomizationObject> {
+    return reconciled<KustomizationObject>(this.kube, KUSTOMIZE, this.namespace, this.name, timeout);
   }
 
   /** Waits until the Kustomization is Ready with `sha` applied. */

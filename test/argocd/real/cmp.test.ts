@@ -9,6 +9,7 @@ import { describe, expect } from 'vitest';
 import { hashConfig, namespaceKey, setDigest } from '../../../service/core/config-hash.ts';
 import { configId } from '../../../service/core/types.ts';
 import { ArgoApp, argocdEndpoints, GitRepo, startReloader, toFiles } from '../../support/argocd.ts';
+import { idle } from '../../support/decisions.ts';
 import { it, type Kube } from '../../support/kube.ts';
 import {
   events,
@@ -18,7 +19,7 @@ import {
   waitReadyPods,
   waitRolledOut,
 } from '../../support/observe.ts';
-import { cm, stayQuiet, web } from '../fixtures.ts';
+import { cm, web } from '../fixtures.ts';
 
 const ANNOTATION = 'gitops-reloader.io/config-hash';
 const PLUGIN = { plugin: { name: 'gitops-reloader-checksum' } };
@@ -112,14 +113,12 @@ describe.concurrent('the CMP under the real argocd-cmp-server', { timeout: 300_0
         notNeeded: true,
       });
       await waitForEvent(kube, namespace, 'ReloadNotNeeded', 'web');
-      // Nothing more for a while: no second rollout, no reload of ours, the app stays Synced/Healthy.
+      // Nothing more: nothing under way for web in the service, the app stays Synced/Healthy while
+      // Argo CD compares twice more, and no second rollout.
       const settled = Date.now();
-      await stayQuiet(10_000, async () => {
-        const bad = app.departuresSince(settled);
-        if (bad.length > 0) return `the app left Synced/Healthy: ${JSON.stringify(bad)}`;
-        const n = (await replicaSets(kube, namespace, 'web')).length;
-        return n !== 2 ? `${n} ReplicaSets` : undefined;
-      });
+      await idle(svc, `Deployment/${namespace}/web`);
+      await app.expectStaysSyncedAndHealthy(settled);
+      expect(await replicaSets(kube, namespace, 'web'), 'ReplicaSets').toHaveLength(2);
       pods.stop();
       expectOneRollout(pods, before, 2);
       expect(await events(kube, namespace, 'Reloaded', 'web')).toEqual([]);
@@ -210,10 +209,7 @@ spec:
       expect(await replicaSets(kube, namespace, 'web')).toHaveLength(2);
       await waitReadyPods(kube, namespace, 'web', 2);
       const settled = Date.now();
-      await stayQuiet(5_000, async () => {
-        const bad = app.departuresSince(settled);
-        return bad.length > 0 ? `the app left Synced/Healthy: ${JSON.stringify(bad)}` : undefined;
-      });
+      await app.expectStaysSyncedAndHealthy(settled);
       pods.stop();
       expectOneRollout(pods, before, 2);
       const final = await app.read();

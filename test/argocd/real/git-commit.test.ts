@@ -23,10 +23,11 @@ import {
   replicaSetCount,
   rolledOut,
 } from '../../support/checksum-commit.ts';
+import { idle } from '../../support/decisions.ts';
 import { it, type Kube } from '../../support/kube.ts';
 import { events, PodTracker, waitForEvent, waitReadyPods } from '../../support/observe.ts';
 import { hashKeyFile } from '../../support/service.ts';
-import { cm, stayQuiet, web } from '../fixtures.ts';
+import { cm, web } from '../fixtures.ts';
 
 function manifests(mode: string): Manifest[] {
   const w = web('web', { configMaps: ['web-config'], replicas: 2 });
@@ -138,20 +139,13 @@ async function roundTrip(
     await waitReadyPods(kube, namespace, 'web', 2);
 
     // Nothing more: no second commit, no second rollout, no restart of ours; the app stays Synced/Healthy.
+    // Decided: nothing under way for web in the service; Argo CD compares twice more and finds the
+    // app Synced and Healthy; then the commits and ReplicaSets are counted.
     const settled = Date.now();
-    let refreshed = settled;
-    await stayQuiet(20_000, async () => {
-      if (Date.now() - refreshed > 8_000) {
-        refreshed = Date.now();
-        await app.refresh();
-      }
-      const bad = app.departuresSince(settled);
-      if (bad.length > 0) return `the app left Synced/Healthy: ${JSON.stringify(bad)}`;
-      const n = (await repo.log()).length;
-      if (n !== 3) return `${n} commits`;
-      const rs = await replicaSetCount(kube, namespace);
-      return rs !== 2 ? `${rs} ReplicaSets` : undefined;
-    });
+    await idle(svc, `Deployment/${namespace}/web`);
+    await app.expectStaysSyncedAndHealthy(settled);
+    expect((await repo.log()).length, 'commits').toBe(3);
+    expect(await replicaSetCount(kube, namespace), 'ReplicaSets').toBe(2);
     pods.stop();
     expect(pods.newSince(before), 'each pod replaced exactly once').toHaveLength(2);
     expect(pods.surgePods(), 'no surge pod: the rollout is the Deployment controller’s').toEqual([]);

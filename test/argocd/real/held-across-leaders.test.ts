@@ -8,12 +8,13 @@ import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { describe, expect } from 'vitest';
 import { ArgoApp, argocdEndpoints, fileOf, GitRepo, type Manifest, toFiles } from '../../support/argocd.ts';
 import { syncApplication } from '../../support/argocd-api.ts';
+import { expectHeld, idle } from '../../support/decisions.ts';
 import { it } from '../../support/kube.ts';
 import { PodTracker, waitAllReplaced, waitForEvent, waitReadyPods } from '../../support/observe.ts';
 import { FAST_LEASE } from '../../support/replicas.ts';
 import { hashKeyFile, type RunningService, serviceArgs, startService } from '../../support/service.ts';
 import { pending, waitFor } from '../../support/wait-for.ts';
-import { cm, postSyncHook, reloadedCount, secret, stayQuiet, web } from '../fixtures.ts';
+import { cm, postSyncHook, reloadedCount, secret, web } from '../fixtures.ts';
 
 function manifests(v: string, extra: Manifest[] = []): Manifest[] {
   return [
@@ -78,17 +79,26 @@ describe('a held reload across leader changes, with the real Argo CD', { timeout
         (l) => l.msg.startsWith('Argo CD sync did not succeed') && Number(l.held) >= 1,
         60_000,
       );
-      const quiet = (who: string) => async () => {
-        if ((await reloadedCount(kube, namespace, 'web')) > 0) return `web was reloaded (${who})`;
+      // Each leader's decision is a hold (its log line, and its status: web waits for a sync and
+      // nothing else); then nothing was reloaded or replaced.
+      const webId = `Deployment/${namespace}/web`;
+      const quiet = async (who: string) => {
+        expect(await reloadedCount(kube, namespace, 'web'), `web was reloaded (${who})`).toBe(0);
         const replaced = [...pods.newSince(before), ...pods.surgePods()];
-        return replaced.length > 0 ? `a pod was replaced (${who})` : undefined;
+        expect(replaced, `a pod was replaced (${who})`).toEqual([]);
       };
-      await stayQuiet(3_000, quiet('first leader'));
+      await expectHeld(a, webId);
+      await quiet('first leader');
 
       // The leader dies; the standby, which saw the failure live, takes over and keeps the hold.
       await a.kill();
       await b.waitForLog('b leads', (l) => l.msg === 'ready', 60_000);
-      await stayQuiet(10_000, quiet('after the first leader change'));
+      await b.waitForLog(
+        'b holds web',
+        (l) => l.msg === 'changed, and held until the Argo CD sync ends' && l.workload === 'Deployment/web',
+      );
+      await expectHeld(b, webId);
+      await quiet('after the first leader change');
 
       // A process started afresh (the chart's rolling update) knows the failure only from the
       // Application's status; it takes over from b and keeps the hold too.
@@ -98,7 +108,8 @@ describe('a held reload across leader changes, with the real Argo CD', { timeout
       await c.waitForLog('c leads', (l) => l.msg === 'ready', 60_000);
       const restored = c.logs.find((l) => l.msg === 'changed, and held until the Argo CD sync ends');
       expect(restored?.workload, 'the new leader names the held reload').toBeDefined();
-      await stayQuiet(10_000, quiet('after the second leader change'));
+      await expectHeld(c, webId);
+      await quiet('after the second leader change');
 
       // The user fixes the app: the failing hook leaves git, its failed Job goes (with the finalizer
       // Argo CD keeps on hooks), and a sync is started by hand, as `argocd app sync` does: git now
@@ -133,9 +144,8 @@ describe('a held reload across leader changes, with the real Argo CD', { timeout
       for (const config of ['ConfigMap/app', 'Secret/creds']) expect(event.message).toContain(config);
       await waitAllReplaced(kube, namespace, 'web', before, 2);
       await c.waitForLog('reload complete', (l) => l.msg === 'reload complete', 60_000);
-      await stayQuiet(5_000, async () =>
-        (await reloadedCount(kube, namespace, 'web')) > 1 ? 'web was reloaded again' : undefined,
-      );
+      // Nothing more under way for web: a second reload would be waited for, and counted below.
+      await idle(c, webId);
       pods.stop();
       expect(await reloadedCount(kube, namespace, 'web')).toBe(1);
       expect(pods.newSince(before), 'each pod replaced exactly once').toHaveLength(2);

@@ -27,12 +27,13 @@ import {
   SUBSCRIBE,
   uninstallNotifications,
 } from '../../support/argocd-notifications.ts';
+import { idle } from '../../support/decisions.ts';
 import { adminKubeConfig, clients, it, type Kube } from '../../support/kube.ts';
 import { PodTracker, waitAllReplaced, waitForEvent, waitReadyPods } from '../../support/observe.ts';
 import { restrictedKubeConfigFile } from '../../support/restricted-service-account.ts';
 import { hashKeyFile, type LogLine, type RunningService, startService } from '../../support/service.ts';
 import { pending, waitFor } from '../../support/wait-for.ts';
-import { cm, postSyncHook, reloadedCount, secret, stayQuiet, web } from '../fixtures.ts';
+import { cm, postSyncHook, reloadedCount, secret, web } from '../fixtures.ts';
 
 afterAll(async () => {
   await uninstallNotifications(clients(adminKubeConfig()));
@@ -124,10 +125,9 @@ async function expectOneReloadFromNotification(
     (l) => l.msg === 'reload complete' && l.workload === 'Deployment/web',
     60_000,
   );
-  await stayQuiet(3_000, async () => {
-    const n = await reloadedCount(kube, namespace, 'web');
-    return n > 1 ? `${n} reloads` : undefined;
-  });
+  // Nothing more under way for web: a second reload would be waited for, and counted.
+  await idle(svc, `Deployment/${namespace}/web`);
+  expect(await reloadedCount(kube, namespace, 'web'), 'reloads').toBe(1);
   pods.stop();
 
   // Held from the moment they were seen, since this app notifies us…
@@ -294,11 +294,9 @@ describe('notifications from the real Argo CD to a service that cannot read Appl
         120_000,
       );
       const notNeeded = await waitForEvent(kube, namespace, 'ReloadNotNeeded', 'web', 120_000);
-      await waitReadyPods(kube, namespace, 'web', 2);
-      await stayQuiet(10_000, async () => {
-        const created = pods.newSince(before);
-        return created.length > 2 ? `${created.length} new pods` : undefined;
-      });
+      await waitAllReplaced(kube, namespace, 'web', before, 2);
+      // Decided (ReloadNotNeeded), nothing more under way for web: a restart would be waited for.
+      await idle(u.svc, `Deployment/${namespace}/web`);
       pods.stop();
 
       // The notification came after the rollout had started: Argo CD notifies only once the app

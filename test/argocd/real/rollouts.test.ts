@@ -3,10 +3,11 @@
 import { describe, expect } from 'vitest';
 import { canonicalJson } from '../../../service/core/canonical-json.ts';
 import { ArgoApp, GitRepo, type Manifest, startReloader, toFiles } from '../../support/argocd.ts';
+import { idle } from '../../support/decisions.ts';
 import { it } from '../../support/kube.ts';
 import { PodTracker, waitAllReplaced, waitForEvent, waitReadyPods } from '../../support/observe.ts';
 import { pending, waitFor } from '../../support/wait-for.ts';
-import { AUTO, cm, reloadedCount, stayQuiet } from '../fixtures.ts';
+import { AUTO, cm, reloadedCount } from '../fixtures.ts';
 
 function rollout(): Manifest {
   return {
@@ -73,11 +74,10 @@ describe('a Rollout synced by the real Argo CD', { timeout: 300_000 }, () => {
       );
       await waitAllReplaced(kube, namespace, 'ro', before, 2);
       await app.waitSynced(sha);
+      // Nothing more under way for the Rollout; Argo CD compares twice more: Synced and Healthy.
       const settledAt = Date.now();
-      await stayQuiet(20_000, async () => {
-        const bad = app.departuresSince(settledAt);
-        return bad.length > 0 ? `the app left Synced/Healthy: ${JSON.stringify(bad)}` : undefined;
-      });
+      await idle(svc, `Rollout/${namespace}/ro`);
+      await app.expectStaysSyncedAndHealthy(settledAt);
       pods.stop();
 
       // Once every pod is replaced and the app is Healthy, the Rollout is Healthy too (it may still

@@ -4,9 +4,10 @@
 // Application's own sync and health status.
 import { describe, expect } from 'vitest';
 import { ArgoApp, GitRepo, startReloader, toFiles } from '../../support/argocd.ts';
+import { idle } from '../../support/decisions.ts';
 import { it, type Kube } from '../../support/kube.ts';
 import { PodTracker, waitAllReplaced, waitForEvent, waitReadyPods } from '../../support/observe.ts';
-import { cm, reloadedCount, secret, stayQuiet, web } from '../fixtures.ts';
+import { cm, reloadedCount, secret, web } from '../fixtures.ts';
 
 const wave = (n: number) => ({ 'argocd.argoproj.io/sync-wave': String(n) });
 
@@ -100,16 +101,10 @@ describe.concurrent('a real Argo CD sync', { timeout: 300_000 }, () => {
           expect(['Healthy', 'Progressing'], JSON.stringify(h)).toContain(h.health);
         }
         // Stays Synced and Healthy: no OutOfSync or Degraded from surge pods or our annotations,
-        // while Argo CD compares again (hard refreshes) for 60 s.
-        let refreshed = settledAt;
-        await stayQuiet(60_000, async () => {
-          if (Date.now() - refreshed > 15_000) {
-            refreshed = Date.now();
-            await app.refresh();
-          }
-          const bad = app.departuresSince(settledAt);
-          return bad.length > 0 ? `the app left Synced/Healthy: ${JSON.stringify(bad)}` : undefined;
-        });
+        // while Argo CD compares again (two hard refreshes, each waited for until it compared), with
+        // nothing under way for web in the service.
+        await idle(svc, `Deployment/${namespace}/web`);
+        await app.expectStaysSyncedAndHealthy(settledAt);
         pods.stop();
 
         expect(await reloadedCount(kube, namespace, 'web')).toBe(1);

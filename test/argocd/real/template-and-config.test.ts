@@ -5,10 +5,11 @@
 import { BatchV1Api } from '@kubernetes/client-node';
 import { describe, expect } from 'vitest';
 import { ArgoApp, GitRepo, type Manifest, startReloader, toFiles } from '../../support/argocd.ts';
+import { idle } from '../../support/decisions.ts';
 import { it } from '../../support/kube.ts';
-import { events, PodTracker, waitForEvent, waitReadyPods } from '../../support/observe.ts';
+import { events, PodTracker, waitAllReplaced, waitForEvent, waitReadyPods } from '../../support/observe.ts';
 import { deployment, statefulSet } from '../../support/workloads.ts';
-import { AUTO, cm, reloadedCount, stayQuiet } from '../fixtures.ts';
+import { AUTO, cm, reloadedCount } from '../fixtures.ts';
 
 const envFrom = { envFrom: [{ configMapRef: { name: 'app' } }] };
 
@@ -80,14 +81,12 @@ describe.concurrent('a real Argo CD sync of config and template together', { tim
         await waitForEvent(kube, namespace, 'ReloadNotNeeded', k.name, 120_000);
         await waitReadyPods(kube, namespace, k.name, k.pods);
       }
-      // Give a second restart the time it would need to show: nothing more is created.
-      await stayQuiet(10_000, async () => {
-        for (const [i, k] of KINDS.entries()) {
-          const created = trackers[i]?.newSince(before.get(k.name) ?? []) ?? [];
-          if (created.length > k.pods) return `${k.kind} ${k.name} created ${created.length} pods`;
-        }
-        return undefined;
-      });
+      // Their controllers' rollouts done, our decision made (ReloadNotNeeded), and nothing more under
+      // way for any of them: a second restart would be waited for, and its pods counted below.
+      for (const k of KINDS) {
+        await waitAllReplaced(kube, namespace, k.name, before.get(k.name) ?? [], k.pods);
+        await idle(svc, `${k.kind}/${namespace}/${k.name}`);
+      }
       for (const t of trackers) t.stop();
 
       for (const [i, k] of KINDS.entries()) {

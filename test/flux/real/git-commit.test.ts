@@ -9,7 +9,7 @@ import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect } from 'vitest';
-import { cm, stayQuiet, web } from '../../argocd/fixtures.ts';
+import { cm, web } from '../../argocd/fixtures.ts';
 import { GitRepo, toFiles } from '../../support/argocd.ts';
 import {
   CONFIG_HASH,
@@ -19,6 +19,7 @@ import {
   replicaSetCount,
   rolledOut,
 } from '../../support/checksum-commit.ts';
+import { idle } from '../../support/decisions.ts';
 import { FluxKustomization, FluxSource, revisionOf, startFluxReloader } from '../../support/flux.ts';
 import { it, type Kube } from '../../support/kube.ts';
 import { events, PodTracker, waitForEvent, waitReadyPods } from '../../support/observe.ts';
@@ -125,19 +126,17 @@ describe('git-commit mode with the real Flux controllers', { timeout: 300_000 },
 
     // Nothing more: no second commit, no second rollout, no restart of ours; asked to reconcile again,
     // Flux applies the same revision and changes nothing (what we wrote is git's).
-    let asked = 0;
-    await stayQuiet(20_000, async () => {
-      if (asked++ % 50 === 0) await app.reconcile();
-      const n = (await repo.log()).length;
-      if (n !== 3) return `${n} commits`;
-      const rs = await replicaSetCount(kube, namespace);
-      if (rs !== 2) return `${rs} ReplicaSets`;
-      const k = await app.read();
-      if (k.status?.lastAppliedRevision !== revisionOf(commit.sha)) {
-        return `the Kustomization applied ${k.status?.lastAppliedRevision}`;
-      }
-      return undefined;
-    });
+    // Decided: nothing under way for web in the service. Then two more reconciliations, each
+    // requested and waited for (lastHandledReconcileAt): each applied the same revision.
+    await idle(svc, `Deployment/${namespace}/web`);
+    for (let i = 0; i < 2; i++) {
+      const k = await app.reconciled();
+      expect(k.status?.lastAppliedRevision, 'the Kustomization applied').toBe(revisionOf(commit.sha));
+      expect(k.status?.conditions?.find((c) => c.type === 'Ready')?.status, 'Ready').toBe('True');
+    }
+    await idle(svc, `Deployment/${namespace}/web`);
+    expect((await repo.log()).length, 'commits').toBe(3);
+    expect(await replicaSetCount(kube, namespace), 'ReplicaSets').toBe(2);
     pods.stop();
     expect(pods.newSince(before), 'each pod replaced exactly once').toHaveLength(2);
     expect(pods.surgePods(), 'no surge pod: the rollout is the Deployment controller’s').toEqual([]);

@@ -9,8 +9,9 @@ import path from 'node:path';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { describe, expect } from 'vitest';
 import { FLUX_WEBHOOK_PATH as PATH } from '../../../service/flux/webhook.ts';
-import { cm, reloadedCount, stayQuiet, web } from '../../argocd/fixtures.ts';
+import { cm, reloadedCount, web } from '../../argocd/fixtures.ts';
 import { GitRepo, toFiles } from '../../support/argocd.ts';
+import { expectHeld, idle } from '../../support/decisions.ts';
 import { FluxKustomization, FluxSource, startFluxReloader, subscribe } from '../../support/flux.ts';
 import { it, type Kube } from '../../support/kube.ts';
 import { waitForEvent, waitReadyPods } from '../../support/observe.ts';
@@ -66,10 +67,8 @@ describe('Flux notifications from the real notification-controller', { timeout: 
     );
     expect(accepted.outcome).toBe('accepted');
     await waitForEvent(kube, namespace, 'Reloaded', 'web', 60_000);
-    await stayQuiet(5_000, async () => {
-      const n = await reloadedCount(kube, namespace, 'web');
-      return n > 1 ? `${n} Reloaded Events` : undefined;
-    });
+    // Nothing more under way for web: a second reload would be waited for, and counted.
+    await idle(svc, `Deployment/${namespace}/web`);
     expect(await reloadedCount(kube, namespace, 'web')).toBe(1);
 
     // The same event delivered twice (notification-controller retries): the second does nothing.
@@ -158,11 +157,9 @@ describe('Flux notifications from the real notification-controller', { timeout: 
         'Flux apply did not succeed; its config changes stay held until it does (--flux-on-failed-apply=hold)',
       60_000,
     );
-    // Held: no reload while the Kustomization stays failed.
-    await stayQuiet(5_000, async () => {
-      const n = await reloadedCount(kube, namespace, 'web');
-      return n > 0 ? `${n} Reloaded Events` : undefined;
-    });
+    // Held: the service's status says web waits for the Kustomization and nothing else; no reload.
+    await expectHeld(svc, `Deployment/${namespace}/web`);
+    expect(await reloadedCount(kube, namespace, 'web'), 'Reloaded Events').toBe(0);
     const live = await kube.core.readNamespacedConfigMap({ namespace, name: 'app' });
     expect(live.data?.k, 'the config was applied before the health check failed').toBe('2');
   });

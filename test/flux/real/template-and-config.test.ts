@@ -2,11 +2,12 @@
 // kustomize-controller: each workload is rolled once, by its own controller, and gitops-reloader
 // restarts nothing on top.
 import { describe, expect } from 'vitest';
-import { AUTO, cm, reloadedCount, stayQuiet } from '../../argocd/fixtures.ts';
+import { AUTO, cm, reloadedCount } from '../../argocd/fixtures.ts';
 import { GitRepo, type Manifest, toFiles } from '../../support/argocd.ts';
+import { idle } from '../../support/decisions.ts';
 import { FluxKustomization, FluxSource, startFluxReloader } from '../../support/flux.ts';
 import { it } from '../../support/kube.ts';
-import { PodTracker, waitForEvent, waitReadyPods } from '../../support/observe.ts';
+import { PodTracker, waitAllReplaced, waitForEvent, waitReadyPods } from '../../support/observe.ts';
 import { deployment, statefulSet } from '../../support/workloads.ts';
 
 const envFrom = { envFrom: [{ configMapRef: { name: 'app' } }] };
@@ -60,14 +61,12 @@ describe('a real Flux reconciliation of config and template together', { timeout
       await waitForEvent(kube, namespace, 'ReloadNotNeeded', w.name, 120_000);
       await waitReadyPods(kube, namespace, w.name, w.pods);
     }
-    // Give a second restart the time it would need to show: nothing more is created.
-    await stayQuiet(10_000, async () => {
-      for (const [i, w] of KINDS.entries()) {
-        const created = trackers[i]?.newSince(before.get(w.name) ?? []) ?? [];
-        if (created.length > w.pods) return `${w.kind} ${w.name} created ${created.length} pods`;
-      }
-      return undefined;
-    });
+    // Their controllers' rollouts done, our decision made (ReloadNotNeeded), and nothing more under
+    // way for any of them: a second restart would be waited for, and its pods counted below.
+    for (const w of KINDS) {
+      await waitAllReplaced(kube, namespace, w.name, before.get(w.name) ?? [], w.pods);
+      await idle(svc, `${w.kind}/${namespace}/${w.name}`);
+    }
     for (const t of trackers) t.stop();
 
     for (const [i, w] of KINDS.entries()) {
