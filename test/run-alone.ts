@@ -6,10 +6,6 @@
 // that is gone.
 export const RUN_ALONE: ReadonlyArray<{ file: string; why: string }> = [
   {
-    file: 'test/argocd/real/notifications.test.ts',
-    why: "installs and removes Argo CD's shared argocd-notifications-cm and argocd-notifications-secret",
-  },
-  {
     file: 'test/engine/bulk.test.ts',
     why: 'measures the API write rate on the wire; a CPU stall from another file bunches writes together',
   },

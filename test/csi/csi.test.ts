@@ -112,6 +112,12 @@ describe('Secrets Store CSI (--enable-csi-integration)', () => {
       node.setVersions('marker', { m: '1' });
       await mounting(kube, namespace, 'marker', 'marker', { 'reloader.stakater.com/auto': 'true' });
       await node.mountAll();
+      // As on a real node, the rotation comes after the service has seen the first mount (the
+      // driver polls every 2 minutes): a rotation within the same moment is absorbed in the baseline.
+      await svc.waitForLog(
+        'marker baseline',
+        (l) => l.msg === 'baseline recorded' && l.workload === 'Deployment/marker',
+      );
       await node.rotate('marker', { m: '2' });
       await waitForEvent(kube, namespace, 'Reloaded', 'marker');
       await svc.waitForLog(
