@@ -16,6 +16,7 @@ import { FluxKustomization, FluxSource, startFluxReloader, subscribe } from '../
 import { it, type Kube } from '../../support/kube.ts';
 import { waitForEvent, waitReadyPods } from '../../support/observe.ts';
 import type { RunningService } from '../../support/service.ts';
+import { pastTheSecondOf } from '../../support/wait-for.ts';
 
 function httpUrl(svc: RunningService): string {
   const line = svc.logs.find((l) => l.msg === 'http listening');
@@ -71,7 +72,9 @@ describe('Flux notifications from the real notification-controller', { timeout: 
     await idle(svc, `Deployment/${namespace}/web`);
     expect(await reloadedCount(kube, namespace, 'web')).toBe(1);
 
-    // The same event delivered twice (notification-controller retries): the second does nothing.
+    // The same event delivered twice (notification-controller retries): the second does nothing. Its
+    // timestamp is a second the controller's own events of this revision cannot have (they are older).
+    await pastTheSecondOf(Date.now());
     const body = JSON.stringify({
       involvedObject: {
         kind: 'Kustomization',
