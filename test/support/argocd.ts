@@ -12,6 +12,7 @@ import type { ArgoCdEndpoints } from '../cluster/argocd.ts';
 import { git } from './git-server.ts';
 import type { Kube } from './kube.ts';
 import { hashKeyFile, type RunningService, serviceArgs, startService } from './service.ts';
+import { TEST_TIMINGS } from './timings.ts';
 import { pastTheSecondOf, pending, waitFor } from './wait-for.ts';
 
 declare module 'vitest' {
@@ -418,8 +419,7 @@ export async function startReloader(
   const svc = startService(
     serviceArgs(namespace, o.keyFile ?? (await hashKeyFile()), [
       `--argocd-namespaces=${argocdEndpoints().namespace}`,
-      '--debounce=1s',
-      '--max-debounce-wait=2s',
+      ...TEST_TIMINGS.argocd,
       ...extra,
     ]),
   );

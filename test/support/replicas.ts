@@ -12,10 +12,11 @@ import { deploymentOf, helmTemplate, type K8sObject, parseObjects, run } from '.
 import { ApiProxy, type ProxiedRequest } from './api-proxy.ts';
 import type { Kube } from './kube.ts';
 import { killAll, type RunningService, startService } from './service.ts';
+import { TEST_TIMINGS } from './timings.ts';
 import { pending, waitFor } from './wait-for.ts';
 
 /** Lease timings short enough for tests (the chart's extraArgs, as a user would set them). */
-export const FAST_LEASE = ['--lease-duration=4s', '--lease-renew-deadline=3s', '--lease-retry-period=500ms'];
+export const FAST_LEASE: string[] = [...TEST_TIMINGS.lease];
 
 export interface Release {
   name: string;

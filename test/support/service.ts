@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { inject } from 'vitest';
 import { repoRoot } from '../cluster/paths.ts';
+import { TEST_TIMINGS } from './timings.ts';
 import { pending, waitFor } from './wait-for.ts';
 
 export interface LogLine {
@@ -119,9 +120,8 @@ export function serviceArgs(namespace: string, keyFile: string, extra: string[] 
     `--release-namespace=${namespace}`,
     `--hash-key-file=${keyFile}`,
     '--log-level=debug',
-    '--min-reload-interval=0s',
     // Progressive reloads are on, as by default; a short settle keeps multi-workload tests quick.
-    '--progressive-settle=2s',
+    ...TEST_TIMINGS.service,
     '--http-address=127.0.0.1:0',
     '--status-address=127.0.0.1:0',
     ...extra,
