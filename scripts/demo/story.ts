@@ -21,7 +21,7 @@ export async function tell(engine: Engine): Promise<void> {
   const startedMs = Date.now();
   const paths = clusterPaths();
   say(bold('gitops-reloader demo'));
-  // Everything the machine must provide, checked in seconds, before a build that can take half an hour.
+  // Everything the machine must provide, checked in seconds, before a first build of 15 to 20 minutes.
   await requirePrerequisites(paths, { modules: modulesFor(engine.needs) });
   say(`1/6 ${engine.environment}`);
   const state = await ensureEnvironment(paths, engine.needs, engine.name);
