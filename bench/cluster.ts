@@ -15,7 +15,7 @@ import {
   VersionApi,
 } from '@kubernetes/client-node';
 import { ensureBinaries } from '../test/cluster/build.ts';
-import { status, up } from '../test/cluster/control-plane.ts';
+import { modulesFor, status, up } from '../test/cluster/control-plane.ts';
 import { clusterPaths } from '../test/cluster/paths.ts';
 import { policyName } from '../test/support/app-health.ts';
 import { ensureCrds, loadCrds } from '../test/support/crds.ts';
@@ -51,8 +51,8 @@ export async function connect(say: (msg: string) => void): Promise<Kube> {
       say(`using the local control plane at ${s.state?.server}`);
     } else {
       say(`local control plane not running (${s.problems.join('; ')}); starting it`);
-      await ensureBinaries(paths, say);
       // The bench measures gitops-reloader alone: no Argo CD processes competing for the cores.
+      await ensureBinaries(paths, say, modulesFor({ argocd: false }));
       await up(paths, say, { argocd: false });
     }
     file = paths.kubeconfig;

@@ -1,6 +1,7 @@
 // npm run demo: gitops-reloader end to end with the real Argo CD, in about a minute once built;
 // `npm run demo -- --flux` tells the same story with the real Flux controllers.
-// Starts the control plane with Argo CD and Flux (test/cluster), pushes examples/demo to a local git
+// Builds and starts what the story runs (test/cluster: the control plane and Argo CD; with --flux,
+// Flux too, which reads from Argo CD's git server), pushes examples/demo to a local git
 // repository, lets the engine deploy it, starts the service, commits a change to the app's ConfigMap
 // and Secret, and shows the engine applying it and the pods being replaced live, then sums up.
 // Cleans up on exit or Ctrl-C. The story is scripts/demo/story.ts; each engine's part is

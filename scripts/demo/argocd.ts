@@ -24,7 +24,7 @@ export const argocdEngine: Engine = {
   name: 'Argo CD',
   environment:
     'control plane and Argo CD (real kube-apiserver, etcd, controllers, Argo CD v3.6; kwok plays the nodes)',
-  // Flux is started too when parts are added or the environment is new (the `up` defaults), but not waited for.
+  // No Flux: neither built nor started for this story (a running environment's Flux is left as it is).
   needs: { flux: false },
   words: {
     deployIt: 'sync it',

@@ -1,11 +1,13 @@
 // The demo's environment: the local control plane of test/cluster, reused when one runs (with the
 // parts the story needs started next to it), else built if needed and started, and stopped again at
-// the end. An environment the demo did not start is never stopped.
+// the end. Only what the story runs is built and started (modulesFor): the Argo CD story needs no
+// Flux, Helm or Lua VM. An environment the demo did not start is never stopped.
 import { ensureBinaries } from '../../test/cluster/build.ts';
 import {
   type ClusterState,
   down,
   missingParts,
+  modulesFor,
   status,
   type UpOptions,
   up,
@@ -37,18 +39,18 @@ export async function ensureEnvironment(
   engineName: string,
 ): Promise<ClusterState> {
   const progress = (m: string) => say(dim(`    ${m}`));
-  const built = await ensureBinaries(paths, progress);
+  const built = await ensureBinaries(paths, progress, modulesFor(needs));
   if (built.built) say(dim(`    built in ${built.seconds.toFixed(0)}s`));
   const current = await settledStatus(paths);
   if (current.running && current.state) {
     // A control plane started without a part the story needs (npm run bench starts no Argo CD): `up`
     // starts what is missing next to it and leaves the rest as it is.
-    if (missingParts(current.state, needs).length > 0) return (await up(paths, progress)).state;
+    if (missingParts(current.state, needs).length > 0) return (await up(paths, progress, needs)).state;
     say(dim(`    reusing the running control plane and ${engineName}`));
     return current.state;
   }
   // Not running: `up` stops what is left of an earlier one and starts a new one.
-  const r = await up(paths, progress);
+  const r = await up(paths, progress, needs);
   // Unless one came up meanwhile (reused: no time taken, or parts added): only a new one is ours to stop.
   if (r.seconds > 0 && !r.added) {
     onCleanUp(() => down(paths));

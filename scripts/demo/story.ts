@@ -2,6 +2,7 @@
 // one commit changing a ConfigMap and a Secret, the engine applying it, the pods replaced once, live,
 // and a summary.
 import { AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import { modulesFor } from '../../test/cluster/control-plane.ts';
 import { clusterPaths } from '../../test/cluster/paths.ts';
 import { requirePrerequisites } from '../../test/cluster/prerequisites.ts';
 import { onCleanUp } from './cleanup.ts';
@@ -20,8 +21,8 @@ export async function tell(engine: Engine): Promise<void> {
   const startedMs = Date.now();
   const paths = clusterPaths();
   say(bold('gitops-reloader demo'));
-  // Everything the machine must provide, checked in seconds, before a build that can take half an hour.
-  await requirePrerequisites(paths);
+  // Everything the machine must provide, checked in seconds, before a first build of 15 to 20 minutes.
+  await requirePrerequisites(paths, { modules: modulesFor(engine.needs) });
   say(`1/6 ${engine.environment}`);
   const state = await ensureEnvironment(paths, engine.needs, engine.name);
   const kc = new KubeConfig();

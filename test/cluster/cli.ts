@@ -1,6 +1,6 @@
 // npm run cluster -- up|down|status|build|spoke : manages the local control plane used by the tests.
 import { ensureBinaries } from './build.ts';
-import { down, status, up } from './control-plane.ts';
+import { down, modulesFor, status, up } from './control-plane.ts';
 import { clusterPaths } from './paths.ts';
 import { requirePrerequisites } from './prerequisites.ts';
 import { spokeProblems, startSpoke, stopSpoke } from './spoke.ts';
@@ -25,9 +25,10 @@ async function main(cmd: string | undefined, flags: string[]): Promise<number> {
     }
     case 'up': {
       await requirePrerequisites(paths);
-      const b = await ensureBinaries(paths, say);
+      const parts = { argocd: !flags.includes('--no-argocd') };
+      const b = await ensureBinaries(paths, say, modulesFor(parts));
       if (b.built) say(`binaries built in ${b.seconds.toFixed(0)}s`);
-      const r = await up(paths, say, { argocd: !flags.includes('--no-argocd') });
+      const r = await up(paths, say, parts);
       if (r.added)
         say(`started ${r.added.join(', ')} next to the running control plane in ${r.seconds.toFixed(1)}s`);
       else if (r.seconds === 0) say(`already running at ${r.state.server}`);

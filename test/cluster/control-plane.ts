@@ -132,6 +132,20 @@ async function addParts(
   }
 }
 
+/**
+ * The Go modules (build.ts `modules()`) whose binaries `up` runs with `options`: the control plane
+ * (etcd, Kubernetes with kubectl, kwok); for Argo CD, Argo CD itself, Argo Rollouts and miniredis
+ * (argocd.ts); for Flux, its controllers. Helm and gopher-lua are not among them: only the manifest
+ * tests, the CMP's Helm sources and the Lua checks run them, so `npm test` builds every module.
+ */
+export function modulesFor(options: UpOptions = {}): string[] {
+  const modules = ['etcd', 'kubernetes', 'kwok'];
+  if (options.argocd === false) return modules;
+  modules.push('argocd', 'rollouts', 'redis');
+  if (options.flux !== false) modules.push('flux');
+  return modules;
+}
+
 export interface UpOptions {
   /** Also start Argo CD, Argo Rollouts and the git server (default true). */
   argocd?: boolean;

@@ -92,22 +92,42 @@ require (
 	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
-	k8s.io/api v0.36.2 // indirect
-	k8s.io/apiextensions-apiserver v0.36.2 // indirect
-	k8s.io/apimachinery v0.36.2 // indirect
-	k8s.io/apiserver v0.36.2 // indirect
-	k8s.io/cli-runtime v0.36.2 // indirect
-	k8s.io/client-go v0.36.2 // indirect
-	k8s.io/component-base v0.36.2 // indirect
+	k8s.io/api v0.36.3 // indirect
+	k8s.io/apiextensions-apiserver v0.36.3 // indirect
+	k8s.io/apimachinery v0.36.3 // indirect
+	k8s.io/apiserver v0.36.3 // indirect
+	k8s.io/cli-runtime v0.36.3 // indirect
+	k8s.io/client-go v0.36.3 // indirect
+	k8s.io/component-base v0.36.3 // indirect
 	k8s.io/klog/v2 v2.140.0 // indirect
 	k8s.io/kube-openapi v0.0.0-20260317180543-43fb72c5454a // indirect
-	k8s.io/kubectl v0.36.2 // indirect
+	k8s.io/kubectl v0.36.3 // indirect
 	k8s.io/utils v0.0.0-20260210185600-b8788abfbbc2 // indirect
 	oras.land/oras-go/v2 v2.6.1 // indirect
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/kustomize/api v0.21.1 // indirect
 	sigs.k8s.io/kustomize/kyaml v0.21.1 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
-	sigs.k8s.io/structured-merge-diff/v6 v6.3.2 // indirect
+	sigs.k8s.io/structured-merge-diff/v6 v6.3.3 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
+)
+
+// The k8s.io modules are required at the release test/cluster/go/kubernetes builds (v0.36.3), and
+// the other modules Helm shares with it are replaced by the versions it builds with, some lower
+// than Helm asks for (it builds with them and renders manifests/chart byte for byte as before).
+// Most k8s.io packages then compile once, for Kubernetes, and Helm reuses them from the Go build
+// cache (README, "The local control plane").
+replace (
+	github.com/Masterminds/semver/v3 => github.com/Masterminds/semver/v3 v3.4.0
+	github.com/cyphar/filepath-securejoin => github.com/cyphar/filepath-securejoin v0.6.1
+	github.com/moby/term => github.com/moby/term v0.5.0
+	github.com/spf13/pflag => github.com/spf13/pflag v1.0.9
+	go.yaml.in/yaml/v2 => go.yaml.in/yaml/v2 v2.4.3
+	golang.org/x/crypto => golang.org/x/crypto v0.47.0
+	golang.org/x/net => golang.org/x/net v0.49.0
+	golang.org/x/oauth2 => golang.org/x/oauth2 v0.34.0
+	golang.org/x/sync => golang.org/x/sync v0.19.0
+	golang.org/x/sys => golang.org/x/sys v0.40.0
+	golang.org/x/term => golang.org/x/term v0.39.0
+	golang.org/x/text => golang.org/x/text v0.33.0
 )

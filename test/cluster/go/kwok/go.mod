@@ -94,22 +94,48 @@ require (
 	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
-	k8s.io/api v0.36.1 // indirect
-	k8s.io/apimachinery v0.36.1 // indirect
-	k8s.io/apiserver v0.36.1 // indirect
-	k8s.io/client-go v0.36.1 // indirect
-	k8s.io/component-base v0.36.1 // indirect
-	k8s.io/cri-api v0.36.1 // indirect
-	k8s.io/cri-client v0.36.1 // indirect
-	k8s.io/cri-streaming v0.36.1 // indirect
+	k8s.io/api v0.36.3 // indirect
+	k8s.io/apimachinery v0.36.3 // indirect
+	k8s.io/apiserver v0.36.3 // indirect
+	k8s.io/client-go v0.36.3 // indirect
+	k8s.io/component-base v0.36.3 // indirect
+	k8s.io/cri-api v0.36.3 // indirect
+	k8s.io/cri-client v0.36.3 // indirect
+	k8s.io/cri-streaming v0.36.3 // indirect
 	k8s.io/klog/v2 v2.140.0 // indirect
 	k8s.io/kube-openapi v0.0.0-20260317180543-43fb72c5454a // indirect
-	k8s.io/streaming v0.36.1 // indirect
+	k8s.io/streaming v0.36.3 // indirect
 	k8s.io/utils v0.0.0-20260210185600-b8788abfbbc2 // indirect
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/kustomize/api v0.21.1 // indirect
 	sigs.k8s.io/kustomize/kyaml v0.21.1 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
-	sigs.k8s.io/structured-merge-diff/v6 v6.3.2 // indirect
+	sigs.k8s.io/structured-merge-diff/v6 v6.3.3 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
+)
+
+// The k8s.io modules are required at the release test/cluster/go/kubernetes builds (v0.36.3), and
+// the other modules kwok shares with it are replaced by the versions it builds with, some lower
+// than kwok asks for (it builds with them and plays the nodes of both demo stories). Most k8s.io
+// packages then compile once, for Kubernetes, and kwok reuses them from the Go build cache (README,
+// "The local control plane").
+replace (
+	github.com/creack/pty => github.com/creack/pty v1.1.18
+	github.com/go-errors/errors => github.com/go-errors/errors v1.4.2
+	github.com/go-openapi/jsonreference => github.com/go-openapi/jsonreference v0.20.2
+	github.com/spf13/pflag => github.com/spf13/pflag v1.0.9
+	go.opentelemetry.io/contrib/instrumentation/github.com/emicklei/go-restful/otelrestful => go.opentelemetry.io/contrib/instrumentation/github.com/emicklei/go-restful/otelrestful v0.65.0
+	go.opentelemetry.io/otel => go.opentelemetry.io/otel v1.41.0
+	go.opentelemetry.io/otel/metric => go.opentelemetry.io/otel/metric v1.41.0
+	go.opentelemetry.io/otel/sdk => go.opentelemetry.io/otel/sdk v1.40.0
+	go.opentelemetry.io/otel/trace => go.opentelemetry.io/otel/trace v1.41.0
+	golang.org/x/crypto => golang.org/x/crypto v0.47.0
+	golang.org/x/net => golang.org/x/net v0.49.0
+	golang.org/x/oauth2 => golang.org/x/oauth2 v0.34.0
+	golang.org/x/sys => golang.org/x/sys v0.40.0
+	golang.org/x/term => golang.org/x/term v0.39.0
+	golang.org/x/text => golang.org/x/text v0.33.0
+	google.golang.org/genproto/googleapis/api => google.golang.org/genproto/googleapis/api v0.0.0-20260128011058-8636f8732409
+	google.golang.org/genproto/googleapis/rpc => google.golang.org/genproto/googleapis/rpc v0.0.0-20260128011058-8636f8732409
+	google.golang.org/grpc => google.golang.org/grpc v1.79.3
 )
