@@ -10,6 +10,10 @@ export const RUN_ALONE: ReadonlyArray<{ file: string; why: string }> = [
     why: "its scenarios need Argo CD's notification to come after the Deployment controller started the rollout (or a later wave's pod to be created before the reload); load from other files reorders them",
   },
   {
+    file: 'test/progressive/brake.test.ts',
+    why: 'sets the brake (SIGTERM) mid-reload; once in three side-by-side runs the braked start-up logged no hold for a reload interrupted 2 s in (cause not yet found; a silent hold of a workload not in the cache now logs)',
+  },
+  {
     file: 'test/engine/bulk.test.ts',
     why: 'measures the API write rate on the wire; a CPU stall from another file bunches writes together',
   },

@@ -36,7 +36,15 @@ export class Brake {
     }
     this.#held.add(a.workload);
     const t = state.workloads.get(a.workload);
-    if (!t) return true;
+    if (!t) {
+      // Not in the cache (yet): held all the same, and said, so the decision is never silent.
+      const [kind, namespace, ...name] = a.workload.split('/');
+      log.warn(
+        { workload: `${kind}/${name.join('/')}`, namespace, configs: a.changed, changeRV: a.changeRV },
+        'reload held by the brake (--brake)',
+      );
+      return true;
+    }
     log.warn(
       { ...fields(t), configs: a.changed, changeRV: a.changeRV },
       'reload held by the brake (--brake)',
