@@ -110,6 +110,10 @@ export async function judgeAtStart(d: ReconcilerDeps, h: StartupHooks): Promise<
     } else if (v.kind === 'none' && base && entry?.pending) {
       // What the pending reload was for is gone again (reverted, or deleted): nothing left to do.
       writes.push([t.id, base]);
+      log.info(
+        { ...fields(t), configs: entry.pending.changed },
+        'pending reload dropped: the configs hold what the ledger records as applied',
+      );
     } else if (v.kind === 'reload') {
       // A workload created while down has no entry: record what its pods read, so that a reload held
       // (a sync running, a config missing) or cut stays due, instead of a later batch baselining it.
