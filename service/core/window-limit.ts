@@ -18,15 +18,10 @@ export class WindowLimit {
 
   /** Reserves a slot: 0 when it is now, else the ms until it. */
   reserve(now: number): number {
-    return this.reserveAt(now) - now;
-  }
-
-  /** Reserves a slot and returns when it is served (`now` or later). */
-  reserveAt(now: number): number {
     const at = this.#next(now);
     this.#times.push(at);
     if (this.#times.length > this.limit) this.#times.shift();
-    return at;
+    return at - now;
   }
 
   /**

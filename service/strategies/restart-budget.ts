@@ -51,7 +51,9 @@ export class RestartBudget {
   ): Promise<() => void> {
     const now = this.#timers.now();
     const ns = this.#namespace(namespace, now);
-    const at = { cluster: this.#cluster?.reserveAt(now), namespace: ns?.reserveAt(now) };
+    // When each slot is served (a reservation's wait from now).
+    const slot = (l: WindowLimit | undefined) => (l ? now + l.reserve(now) : undefined);
+    const at = { cluster: slot(this.#cluster), namespace: slot(ns) };
     const used = () => {
       const t = this.#timers.now();
       if (at.cluster !== undefined) this.#cluster?.used(at.cluster, t);
