@@ -1,7 +1,9 @@
 // The emergency brake driven through the reconciler: fake clock and timers, a ledger in memory.
 import { describe, expect, it } from 'vitest';
 import { engineWorld } from '../../test/support/engine-fakes.ts';
+import type { ReloadAction } from '../core/reload-action.ts';
 import { Reconciler } from '../reconciler.ts';
+import { Brake } from './brake.ts';
 
 async function world(flags: string[]) {
   const w = engineWorld(['--min-reload-interval=0s', ...flags]);
@@ -77,5 +79,21 @@ describe('the brake', () => {
     await w.time.advance(w.time.clock.now + 1_000);
     await w.settle();
     expect(w.strategies.runs.map((r) => r.req.action.changed)).toEqual([['request']]);
+  });
+
+  it('holds a reload of a workload the cache does not hold (yet), and says so', () => {
+    const w = engineWorld(['--brake']);
+    const brake = new Brake(w.deps);
+    const a = { workload: 'Deployment/a/gone', changed: ['ConfigMap/a/cm'], changeRV: '7' } as ReloadAction;
+    expect(brake.holds(a)).toBe(true);
+    expect([...brake.held()]).toEqual(['Deployment/a/gone']);
+    expect(w.logs.filter((l) => l.msg === 'reload held by the brake (--brake)')).toEqual([
+      expect.objectContaining({
+        workload: 'Deployment/gone',
+        namespace: 'a',
+        configs: ['ConfigMap/a/cm'],
+        changeRV: '7',
+      }),
+    ]);
   });
 });

@@ -8,7 +8,6 @@ import { effectiveCutoff } from '../core/cutoff.ts';
 import type { LedgerEntry } from '../core/ledger-entry.ts';
 import { watchedSet } from '../core/plan.ts';
 import type { ReloadAction } from '../core/reload-action.ts';
-import { silentLogger } from '../log.ts';
 import type { ReconcilerDeps } from './deps.ts';
 import { judgeAtStart } from './startup.ts';
 
@@ -50,7 +49,7 @@ function setup(o: {
     state: w.state,
     ledger,
     events: { async emit() {} },
-    log: silentLogger,
+    log: w.deps.log,
     globals: w.globals,
     hashKey: Buffer.alloc(32, 7),
     strategies: w.strategies,
@@ -107,6 +106,22 @@ describe('judgeAtStart', () => {
     await s.run();
     expect(s.asked).toEqual([[CM]]);
     expect(s.submitted).toEqual([]);
+  });
+
+  it('a pending reload whose configs hold what the ledger records as applied is dropped, and says so', async () => {
+    const s = setup({ data: { k: '3' }, entry: { configs: {} }, catchUp: { kind: 'none', deleted: [] } });
+    const applied = s.set();
+    s.ledger.map.set(ID, { configs: applied, pending: pending({ [CM]: 'd2' }) });
+    await s.run();
+    expect(s.submitted).toEqual([]);
+    expect(s.ledger.get(ID)).toEqual({ configs: applied });
+    expect(s.w.logs.filter((l) => l.msg.startsWith('pending reload dropped'))).toEqual([
+      expect.objectContaining({
+        workload: 'Deployment/web',
+        configs: [CM],
+        msg: 'pending reload dropped: the configs hold what the ledger records as applied',
+      }),
+    ]);
   });
 
   it('a pending reload whose target is what the configs hold resumes with its cutoff and pods', async () => {
