@@ -573,6 +573,17 @@ describe('Reconciler: every decision not to reload a change names it', () => {
     ]);
   });
 
+  it('a reload names the change it was planned for (changeRV), so a wait for one change cannot take an earlier reload', async () => {
+    const w = await world([]);
+    const rec = w.change('a', 'cm', { k: '2' });
+    await w.time.advance(w.time.clock.now + 1000);
+    await w.settle();
+    expect(w.strategies.runs).toHaveLength(1);
+    expect(named(w, 'reload started')).toEqual([
+      expect.objectContaining({ workload: 'Deployment/web', changeRV: rec.resourceVersion }),
+    ]);
+  });
+
   it('a change of a config the workload reads but does not reload on: a line naming it', async () => {
     const w = engineWorld([]);
     w.state.putConfig(w.putConfigMap('a', 'cm', { k: '1' }));
