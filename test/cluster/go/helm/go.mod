@@ -1,10 +1,21 @@
 // Pins Helm, used only by the tests to render the chart in manifests/chart (helm template) and keep
 // manifests/install.yaml in sync with it.
+//
+// kwok and Helm compile no k8s.io package again after the Kubernetes build: every module the three
+// share resolves to one version in all of them, none replaced by another version (Go keys a package
+// by its module's selected version). So the three require the highest version any of them selects,
+// with no replacement of their own; test/smoke/shared-modules.test.ts checks it and says what to
+// raise where (README, "The local control plane").
 module gitops-reloader/test/cluster/helm
 
 go 1.26.0
 
 require helm.sh/helm/v3 v3.21.4
+
+require (
+	github.com/clipperhouse/stringish v0.1.1 // indirect
+	github.com/clipperhouse/uax29/v2 v2.3.0 // indirect
+)
 
 require (
 	dario.cat/mergo v1.0.1 // indirect
@@ -21,7 +32,8 @@ require (
 	github.com/blang/semver/v4 v4.0.0 // indirect
 	github.com/chai2010/gettext-go v1.0.2 // indirect
 	github.com/cloudflare/circl v1.6.3 // indirect
-	github.com/cpuguy83/go-md2man/v2 v2.0.6 // indirect
+	github.com/cpuguy83/go-md2man/v2 v2.0.7 // indirect
+	github.com/creack/pty v1.1.24 // indirect
 	github.com/cyphar/filepath-securejoin v0.7.0 // indirect
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
 	github.com/emicklei/go-restful/v3 v3.13.0 // indirect
@@ -29,11 +41,11 @@ require (
 	github.com/exponent-io/jsonpath v0.0.0-20210407135951-1de76d718b3f // indirect
 	github.com/fatih/color v1.13.0 // indirect
 	github.com/fxamacker/cbor/v2 v2.9.0 // indirect
-	github.com/go-errors/errors v1.4.2 // indirect
+	github.com/go-errors/errors v1.5.1 // indirect
 	github.com/go-gorp/gorp/v3 v3.1.0 // indirect
 	github.com/go-logr/logr v1.4.3 // indirect
 	github.com/go-openapi/jsonpointer v0.21.0 // indirect
-	github.com/go-openapi/jsonreference v0.20.2 // indirect
+	github.com/go-openapi/jsonreference v0.21.0 // indirect
 	github.com/go-openapi/swag v0.23.0 // indirect
 	github.com/gobwas/glob v0.2.3 // indirect
 	github.com/gofrs/flock v0.13.0 // indirect
@@ -54,8 +66,8 @@ require (
 	github.com/liggitt/tabwriter v0.0.0-20181228230101-89fcab3d43de // indirect
 	github.com/mailru/easyjson v0.7.7 // indirect
 	github.com/mattn/go-colorable v0.1.13 // indirect
-	github.com/mattn/go-isatty v0.0.17 // indirect
-	github.com/mattn/go-runewidth v0.0.9 // indirect
+	github.com/mattn/go-isatty v0.0.20 // indirect
+	github.com/mattn/go-runewidth v0.0.19 // indirect
 	github.com/mitchellh/copystructure v1.2.0 // indirect
 	github.com/mitchellh/go-wordwrap v1.0.1 // indirect
 	github.com/mitchellh/reflectwalk v1.0.2 // indirect
@@ -78,6 +90,8 @@ require (
 	github.com/spf13/pflag v1.0.10 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	github.com/xlab/treeprint v1.2.0 // indirect
+	go.opentelemetry.io/otel/exporters/stdout/stdouttrace v1.44.0 // indirect
+	go.opentelemetry.io/otel/sdk v1.44.0 // indirect
 	go.yaml.in/yaml/v2 v2.4.4 // indirect
 	go.yaml.in/yaml/v3 v3.0.4 // indirect
 	golang.org/x/crypto v0.54.0 // indirect
@@ -110,24 +124,4 @@ require (
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.3.3 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
-)
-
-// The k8s.io modules are required at the release test/cluster/go/kubernetes builds (v0.36.3), and
-// the other modules Helm shares with it are replaced by the versions it builds with, some lower
-// than Helm asks for (it builds with them and renders manifests/chart byte for byte as before).
-// Most k8s.io packages then compile once, for Kubernetes, and Helm reuses them from the Go build
-// cache (README, "The local control plane").
-replace (
-	github.com/Masterminds/semver/v3 => github.com/Masterminds/semver/v3 v3.4.0
-	github.com/cyphar/filepath-securejoin => github.com/cyphar/filepath-securejoin v0.6.1
-	github.com/moby/term => github.com/moby/term v0.5.0
-	github.com/spf13/pflag => github.com/spf13/pflag v1.0.9
-	go.yaml.in/yaml/v2 => go.yaml.in/yaml/v2 v2.4.3
-	golang.org/x/crypto => golang.org/x/crypto v0.47.0
-	golang.org/x/net => golang.org/x/net v0.49.0
-	golang.org/x/oauth2 => golang.org/x/oauth2 v0.34.0
-	golang.org/x/sync => golang.org/x/sync v0.19.0
-	golang.org/x/sys => golang.org/x/sys v0.40.0
-	golang.org/x/term => golang.org/x/term v0.39.0
-	golang.org/x/text => golang.org/x/text v0.33.0
 )
