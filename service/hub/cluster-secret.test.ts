@@ -54,9 +54,22 @@ function served(r: ClusterSecretReading): ServedCluster {
   return r.served;
 }
 
+/** Why the Secret, or its credentials (the cluster then served only through ours), are refused. */
+function refusalOf(r: ClusterSecretReading): string | undefined {
+  if ('refused' in r) return r.refused;
+  if ('served' in r && 'refused' in r.served.credentials) return r.served.credentials.refused;
+  return undefined;
+}
+
 function refusal(r: ClusterSecretReading): string {
-  if (!('refused' in r)) throw new Error(`expected a refusal, got ${JSON.stringify(r)}`);
-  return r.refused;
+  const why = refusalOf(r);
+  if (why === undefined) throw new Error(`expected a refusal, got ${JSON.stringify(r)}`);
+  return why;
+}
+
+function usable(c: ServedCluster) {
+  if ('refused' in c.credentials) throw new Error(`credentials refused: ${c.credentials.refused}`);
+  return c.credentials;
 }
 
 describe('readClusterSecret: served clusters', () => {
@@ -72,7 +85,7 @@ describe('readClusterSecret: served clusters', () => {
       name: 'spoke',
       namespaces: [],
     });
-    expect(c.credentials).toEqual({ bearerToken: TOKEN, ca: Buffer.from(CA_PEM), insecure: false });
+    expect(usable(c).credentials).toEqual({ bearerToken: TOKEN, ca: Buffer.from(CA_PEM), insecure: false });
   });
 
   it('serves a TLS client certificate and key, with serverName and insecure', () => {
@@ -92,7 +105,7 @@ describe('readClusterSecret: served clusters', () => {
         }),
       ),
     );
-    expect(c.credentials).toEqual({
+    expect(usable(c).credentials).toEqual({
       cert: Buffer.from(CERT_PEM),
       key: Buffer.from(KEY_PEM),
       serverName: 'api.spoke.internal',
@@ -110,7 +123,7 @@ describe('readClusterSecret: served clusters', () => {
         }),
       ),
     );
-    expect(c.credentials).toEqual({ username: 'admin', password: PASSWORD, insecure: false });
+    expect(usable(c).credentials).toEqual({ username: 'admin', password: PASSWORD, insecure: false });
   });
 
   it.each([
@@ -211,7 +224,7 @@ const refusals: Array<[string, SecretFields, RegExp]> = [
       server: 'https://spoke.example',
       config: { bearerToken: TOKEN, execProviderConfig: { command: 'argocd-k8s-auth', args: [TOKEN] } },
     },
-    /execProviderConfig runs a program that --hub-exec-commands does not list/,
+    /execProviderConfig is accepted only in a credentials Secret of ours/,
   ],
   [
     'awsAuthConfig credentials',
@@ -319,15 +332,58 @@ describe('readClusterSecret: refusals', () => {
     for (const m of [...MATERIAL, ...FRAGMENTS]) expect(returned).not.toContain(m);
   });
 
+  it('serves a cluster whose credentials it refuses, with its scope, and without credentials (ours may serve it)', () => {
+    const c = served(
+      readClusterSecret(
+        clusterSecret({
+          server: 'https://Spoke.example/',
+          name: 'spoke',
+          namespaces: 'team-a',
+          config: { bearerToken: TOKEN, execProviderConfig: { command: '/bin/cp', args: ['/a', '/b'] } },
+        }),
+      ),
+    );
+    expect(c).toMatchObject({ server: 'https://spoke.example', name: 'spoke', namespaces: ['team-a'] });
+    expect(c.credentials).toEqual({ refused: expect.stringContaining('never in a cluster Secret') });
+  });
+
+  it('never takes an exec plugin from a cluster Secret, whatever its fields (property)', () => {
+    const str = fc.string({ maxLength: 12 });
+    const exec = fc.record(
+      {
+        command: fc.oneof(fc.constantFrom('/bin/cp', '/usr/bin/aws', 'cp', ''), str),
+        args: fc.oneof(fc.array(str), str),
+        env: fc.oneof(fc.dictionary(str, str), str),
+        apiVersion: fc.constantFrom('client.authentication.k8s.io/v1', 'x', undefined),
+      },
+      { requiredKeys: [] },
+    );
+    fc.assert(
+      fc.property(exec, fc.boolean(), (execProviderConfig, withToken) => {
+        const r = readClusterSecret(
+          clusterSecret({
+            server: 'https://spoke.example',
+            name: 'spoke',
+            config: { ...(withToken ? { bearerToken: TOKEN } : {}), execProviderConfig },
+          }),
+        );
+        expect(refusalOf(r)).toBeDefined();
+        expect(JSON.stringify(r)).not.toContain('"exec"');
+      }),
+      { numRuns: 500 },
+    );
+  });
+
   it('returns the name, and the server once read, with a refusal (for destination.name to count it)', () => {
     const r = readClusterSecret(
       clusterSecret({
         server: 'https://Spoke.example/',
         name: 'spoke',
-        config: { awsAuthConfig: { clusterName: 'x' } },
+        namespaces: 'Team_B',
+        config: tokenConfig,
       }),
     );
-    expect(r).toMatchObject({ name: 'spoke', server: 'https://spoke.example' });
+    expect(r).toMatchObject({ refused: expect.any(String), name: 'spoke', server: 'https://spoke.example' });
   });
 
   it('never returns a credential value it refuses (property: generated configs)', () => {
@@ -359,7 +415,7 @@ describe('readClusterSecret: refusals', () => {
         const r = readClusterSecret(
           clusterSecret({ server: 'https://spoke.example', name: 'spoke', config }),
         );
-        if ('refused' in r) expect(JSON.stringify(r)).not.toContain(v);
+        if (refusalOf(r) !== undefined) expect(JSON.stringify(r)).not.toContain(v);
       }),
       { numRuns: 1000 },
     );
@@ -368,7 +424,7 @@ describe('readClusterSecret: refusals', () => {
 
 describe('readClusterSecret: credentialsDigest', () => {
   const digest = (f: SecretFields) =>
-    served(readClusterSecret(clusterSecret({ server: 'https://spoke.example', name: 'spoke', ...f })))
+    usable(served(readClusterSecret(clusterSecret({ server: 'https://spoke.example', name: 'spoke', ...f }))))
       .credentialsDigest;
 
   it('changes when the token is rotated', () => {

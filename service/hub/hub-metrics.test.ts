@@ -42,4 +42,24 @@ describe('HubMetrics', () => {
       'gitops_reloader_leader{cluster="spoke-a"} 1',
     );
   });
+
+  it('counts clusters held and credentials Secrets refused, with no label', async () => {
+    const process = new Metrics({ defaultMetrics: false });
+    const hub = new HubMetrics(process, {});
+    let held = 2;
+    hub.countHeld(
+      () => held,
+      () => 3,
+    );
+    expect(lines(await hub.text(), 'gitops_reloader_hub_clusters_held')).toEqual([
+      'gitops_reloader_hub_clusters_held 2',
+    ]);
+    expect(lines(await hub.text(), 'gitops_reloader_hub_credentials_refused')).toEqual([
+      'gitops_reloader_hub_credentials_refused 3',
+    ]);
+    held = 0;
+    expect(lines(await hub.text(), 'gitops_reloader_hub_clusters_held')).toEqual([
+      'gitops_reloader_hub_clusters_held 0',
+    ]);
+  });
 });

@@ -2,7 +2,7 @@
 // served cluster's engine families with a `cluster` label, merged into one exposition. Every engine
 // counts into a Metrics of its own, whose registry labels all its series with the cluster's name, so
 // "reloads in cluster X" is a label away, and one metric family is exported once.
-import { AggregatorRegistry } from 'prom-client';
+import { AggregatorRegistry, Gauge } from 'prom-client';
 import { Metrics, type MetricsOptions } from '../metrics.ts';
 
 export class HubMetrics {
@@ -13,6 +13,36 @@ export class HubMetrics {
   constructor(process: Metrics, options: MetricsOptions) {
     this.#process = process;
     this.#options = options;
+  }
+
+  /**
+   * The hub's own gauges of refused credentials: served clusters held (no credentials used), and
+   * credentials Secrets of ours refused now. Counts only: no Secret or cluster name in a label.
+   */
+  countHeld(held: () => number, refused: () => number): void {
+    const registers = [this.#process.registry];
+    for (const [name, help, count] of [
+      [
+        'gitops_reloader_hub_clusters_held',
+        'Served clusters held because their credentials are refused (no credentials are used for them)',
+        held,
+      ],
+      [
+        'gitops_reloader_hub_credentials_refused',
+        'Credentials Secrets of ours refused now (each holds its cluster, or keeps its last good credentials)',
+        refused,
+      ],
+    ] as const) {
+      this.#process.registry.removeSingleMetric(name);
+      new Gauge({
+        name,
+        help,
+        registers,
+        collect() {
+          this.set(count());
+        },
+      });
+    }
   }
 
   /** The Metrics of one served cluster's engine (a new one when it is served again). */

@@ -31,6 +31,7 @@ import {
   registration,
   type ServedCluster,
 } from './cluster-secret.ts';
+import { carryServer, chooseCredentials, nextStep } from './credentials-choice.ts';
 import { ClusterDirectory } from './directory.ts';
 import { HubMetrics } from './hub-metrics.ts';
 import { closeSeat, clusterConfig, openSeat, type Seat, scopeOf } from './seat.ts';
@@ -184,40 +185,59 @@ export async function serveHub(
   roster?.start();
 
   // Our own credentials Secrets (the least-privilege alternative to Argo CD's), by Secret: for their
-  // server, they are used instead of the cluster Secret's credentials.
+  // server, they are used instead of the cluster Secret's credentials; refused, they hold it
+  // (credentials-choice.ts): Argo CD's credentials are never used for a server one of ours names.
   const overrides = new Map<string, CredentialsReading>();
-  const credentialsOf = (c: ServedCluster) => {
-    const mine = [...overrides]
-      .sort(([a], [b]) => a.localeCompare(b))
-      .map(([, r]) => r)
-      .find((r) => 'server' in r && r.server === c.server);
-    return mine && 'server' in mine
-      ? {
-          credentials: mine.credentials,
-          digest: mine.credentialsDigest,
-          from: `credentials Secret ${mine.secret}`,
-        }
-      : { credentials: c.credentials, digest: c.credentialsDigest, from: `cluster Secret ${c.secret}` };
-  };
-  /** Rotates a seat's access to the credentials it should use now, if they changed. */
+  const credentialsOf = (c: ServedCluster) => chooseCredentials(c, overrides);
+  /** Applies to a seat's access the credentials it should use now, if they changed. */
   const useCredentials = (seat: Seat) => {
-    const now = credentialsOf(seat.cluster);
-    if (now.digest === seat.digest) return;
-    seat.access.rotate(now.credentials);
-    seat.digest = now.digest;
-    log.info(
-      { cluster: seat.cluster.name, server: seat.cluster.server, credentials: now.from },
-      'cluster credentials rotated',
-    );
+    const choice = credentialsOf(seat.cluster);
+    const step = nextStep(seat.using, choice);
+    const where = { cluster: seat.cluster.name, server: seat.cluster.server };
+    if (step.step === 'rotate') {
+      seat.access.rotate(step.to.use);
+      seat.using = { digest: step.to.digest, from: step.to.from, ours: step.to.ours };
+      log.info({ ...where, credentials: step.to.from }, 'cluster credentials rotated');
+    } else if (step.step === 'keep') {
+      log.error(
+        {
+          ...where,
+          secret: step.secret,
+          reason: step.reason,
+          credentials: (seat.using as { from: string }).from,
+        },
+        'cluster keeps its last good credentials: a credentials Secret of ours for it is refused',
+      );
+    } else if (step.step === 'hold') {
+      seat.access.hold(`${step.secret}: ${step.reason}`);
+      seat.using = { held: step.reason };
+      log.error(
+        { ...where, secret: step.secret, reason: step.reason },
+        'cluster held: its credentials are refused, and no others are used for it',
+      );
+    }
+    held.set(seat, 'held' in seat.using);
   };
+  /** The seats held for refused credentials (the gauge gitops_reloader_hub_clusters_held). */
+  const held = new Map<Seat, boolean>();
+  hubMetrics.countHeld(
+    () => [...held.values()].filter(Boolean).length,
+    () => [...overrides.values()].filter((r) => 'refused' in r).length,
+  );
 
   /** A seat for the cluster: its engine starts once the cluster answers (service/hub/seat.ts). */
   const open = (cluster: ServedCluster): Seat => {
     const using = credentialsOf(cluster);
-    return openSeat(cluster, using, {
+    if ('hold' in using) {
+      log.error(
+        { cluster: cluster.name, server: cluster.server, secret: using.secret, reason: using.hold },
+        'cluster held: its credentials are refused, and no others are used for it',
+      );
+    }
+    const seat = openSeat(cluster, using, {
       cfg: clusterConfig(cfg, cluster, identity),
       log: log.child({ cluster: cluster.name || cluster.server }),
-      credentialsFrom: (seat) => credentialsOf(seat.cluster).from,
+      credentialsFrom: (seat) => ('from' in seat.using ? seat.using.from : 'none (held)'),
       engine: async (seat, clusterCfg, clusterLog) => {
         const name = cluster.name || cluster.server;
         const clusterMetrics = hubMetrics.forCluster(name);
@@ -230,8 +250,13 @@ export async function serveHub(
         });
       },
     });
+    held.set(seat, 'held' in seat.using);
+    return seat;
   };
-  const close = (seat: Seat, why: string) => closeSeat(seat, why, log);
+  const close = (seat: Seat, why: string) => {
+    held.delete(seat);
+    return closeSeat(seat, why, log);
+  };
 
   // The cluster Secrets, served or not (an Application's destination.name resolves through them all).
   // Changes are applied one at a time, in order, so a seat is never opened twice.
@@ -292,7 +317,7 @@ export async function serveHub(
   const secretsSynced = new Promise<void>((r) => (secretsDone = r));
   const entryOf = (raw: Parameters<typeof readClusterSecret>[0]): SecretEntry => {
     const { name, server } = registration(raw);
-    return { name, server, reading: readClusterSecret(raw, { execCommands: cfg.hubExecCommands }) };
+    return { name, server, reading: readClusterSecret(raw) };
   };
   watches.push(
     startBeating<SecretEntry>({
@@ -309,10 +334,13 @@ export async function serveHub(
     }) as Watch<unknown>,
   );
   const applyCredentials = (secret: string, raw: CredentialsReading | undefined) => {
-    // At once: a cluster opened after this uses them; open ones rotate in turn.
-    if (raw) overrides.set(secret, raw);
+    // At once: a cluster opened after this uses them; open ones rotate (or hold) in turn.
+    const reading = raw && carryServer(overrides.get(secret), raw);
+    if (reading) overrides.set(secret, reading);
     else overrides.delete(secret);
-    if (raw && 'refused' in raw) log.warn({ secret, reason: raw.refused }, 'credentials Secret refused');
+    if (reading && 'refused' in reading) {
+      log.error({ secret, server: reading.server, reason: reading.refused }, 'credentials Secret refused');
+    }
     applying = applying.then(() => {
       for (const seat of seats.values()) useCredentials(seat);
     });

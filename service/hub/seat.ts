@@ -7,15 +7,16 @@ import { getJson } from '../kube/watch-http.ts';
 import type { Logger } from '../log.ts';
 import type { RunningService } from '../serve.ts';
 import { ClusterSecretAccess } from './cluster-access.ts';
-import type { ClusterCredentials, ServedCluster } from './cluster-secret.ts';
+import type { ServedCluster } from './cluster-secret.ts';
+import type { CredentialsChoice, SeatUsing } from './credentials-choice.ts';
 
 /** Between attempts to start a cluster's engine (unreachable, refused): doubling to this cap. */
 const RETRY_MAX_MS = 60_000;
 
 export interface Seat {
   cluster: ServedCluster;
-  /** The digest of the credentials its access uses now. */
-  digest: string;
+  /** What its access uses now (credentials-choice.ts): credentials by digest, or nothing (held). */
+  using: SeatUsing;
   /** When this replica last chose to compete for the cluster's Lease (it counts against its share until it leads). */
   claimedAt?: number;
   access: ClusterSecretAccess;
@@ -63,23 +64,25 @@ export interface SeatDeps {
 
 const delay = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => {
+    const done = () => {
       clearTimeout(t);
+      signal.removeEventListener('abort', done);
       resolve();
-    });
+    };
+    const t = setTimeout(done, ms);
+    signal.addEventListener('abort', done);
   });
 
 /** Opens a seat; its engine starts once the cluster answers, retried with back-off until the seat closes. */
-export function openSeat(
-  cluster: ServedCluster,
-  using: { credentials: ClusterCredentials; digest: string },
-  d: SeatDeps,
-): Seat {
+export function openSeat(cluster: ServedCluster, using: CredentialsChoice, d: SeatDeps): Seat {
   const seat: Seat = {
     cluster,
-    access: new ClusterSecretAccess(cluster.server, using.credentials),
-    digest: using.digest,
+    access: new ClusterSecretAccess(
+      cluster.server,
+      'use' in using ? using.use : { held: `${using.secret}: ${using.hold}` },
+    ),
+    using:
+      'use' in using ? { digest: using.digest, from: using.from, ours: using.ours } : { held: using.hold },
     abort: new AbortController(),
     started: Promise.resolve(),
   };
@@ -87,6 +90,12 @@ export function openSeat(
     const signal = seat.abort.signal;
     for (let attempt = 0; !signal.aborted; attempt++) {
       try {
+        // Held (refused credentials): nothing is sent to the cluster until credentials are given.
+        if (seat.access.held !== undefined) {
+          await Promise.race([seat.access.usable(), delay(RETRY_MAX_MS, signal)]);
+          attempt = -1;
+          continue;
+        }
         // Discovery in serve() needs an answer: do not start against a cluster that gives none.
         await getJson(seat.access, '/version', signal, 10_000);
         if (signal.aborted) return;
