@@ -460,12 +460,12 @@ describe('clusterId', () => {
   const idOf = (name: string, server: string) =>
     served(readClusterSecret(clusterSecret({ server, name, config: tokenConfig }))).id;
 
-  it('is a DNS label of at most 40 characters, readable from the server', () => {
+  it('is a DNS label of at most 53 characters, readable from the server, with 128 bits of digest', () => {
     const id = idOf('Prod EU-West (primary)', 'https://API.Prod.example:6443/k8s/clusters/c-1');
     expect(id).toMatch(DNS_LABEL);
-    expect(id.length).toBeLessThanOrEqual(40);
-    expect(id).toMatch(/^api-prod-example-6443-k8s-clus-[0-9a-f]{8}$/);
-    expect(idOf('spoke', 'https://[::1]:6443')).toMatch(/^1-6443-[0-9a-f]{8}$/);
+    expect(id.length).toBeLessThanOrEqual(53);
+    expect(id).toMatch(/^api-prod-example-644-[0-9a-f]{32}$/);
+    expect(idOf('spoke', 'https://[::1]:6443')).toMatch(/^1-6443-[0-9a-f]{32}$/);
   });
 
   it('is stable: the same cluster gives the same id, read after read', () => {
@@ -488,17 +488,18 @@ describe('clusterId', () => {
     for (const name of ['!!!', '---', '', '🚀🚀', 'a'.repeat(200)]) {
       expect(idOf(name, 'https://spoke.example'), name).toBe(idOf('spoke', 'https://spoke.example'));
     }
-    const long = idOf('spoke', `https://${'x'.repeat(29)}-${'y'.repeat(20)}.example`);
+    const long = idOf('spoke', `https://${'x'.repeat(19)}-${'y'.repeat(20)}.example`);
     expect(long).toMatch(DNS_LABEL);
-    expect(long).toMatch(/^x{29}-[0-9a-f]{8}$/);
+    expect(long).toMatch(/^x{19}-[0-9a-f]{32}$/);
   });
 
-  it('is a DNS label of at most 40 characters for any server (property)', () => {
+  it('is a DNS label of at most 53 characters for any server (property)', () => {
     fc.assert(
       fc.property(fc.oneof(fc.string({ maxLength: 300 }), fc.webUrl()), (server) => {
         const id = clusterId(server);
         expect(id).toMatch(DNS_LABEL);
-        expect(id.length).toBeLessThanOrEqual(40);
+        expect(id.length).toBeLessThanOrEqual(53);
+        expect(id).toMatch(/-[0-9a-f]{32}$/);
       }),
       { numRuns: 2000 },
     );

@@ -73,7 +73,7 @@ export interface ServedCluster {
    * cluster is served only through a credentials Secret of ours, and held until there is one.
    */
   credentials: UsableCredentials | { refused: string };
-  /** DNS-label-safe, from the server alone (clusterId): names its Lease, ledger and records in the hub. */
+  /** A DNS label from the server alone (clusterId, 128 bits of digest): names its Lease, ledger and records in the hub. */
   id: string;
 }
 
@@ -99,10 +99,11 @@ const decode = (b64: string | undefined): string | undefined =>
 const NAMESPACE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
 /**
- * A DNS label (≤ 40 characters) from the cluster's canonical server, Argo CD's key for it: its host
- * and port, readable, and a digest of the whole server, so two servers never share one. Not from the
- * cluster's `name`: a rename would move the cluster's Lease and ledger, and a replica started after
- * it would lead the cluster next to one started before it.
+ * A DNS label (≤ 53 characters) from the cluster's canonical server, Argo CD's key for it: its host
+ * and port, readable, and 128 bits of a digest of the whole server, so that no one can make two servers
+ * share one (a crafted server that did would share the other cluster's Lease and ledger; issue 35,
+ * finding 4). Not from the cluster's `name`: a rename would move the cluster's Lease and ledger, and a
+ * replica started after it would lead the cluster next to one started before it.
  */
 export function clusterId(server: string): string {
   // The slug is for people reading Lease names; the digest is what tells servers apart.
@@ -111,11 +112,14 @@ export function clusterId(server: string): string {
     .replace(/[^a-z0-9-]+/g, '-')
     .replace(/^https?-+/, '')
     .replace(/^-+|-+$/g, '')
-    .slice(0, 30)
+    .slice(0, 20)
     .replace(/-+$/, '');
-  const digest = createHash('sha256').update(server).digest('hex').slice(0, 8);
+  const digest = createHash('sha256').update(server).digest('hex').slice(0, CLUSTER_ID_DIGEST_HEX);
   return slug ? `${slug}-${digest}` : `c-${digest}`;
 }
+
+/** Hex digits of SHA-256 in a cluster id: 128 bits. */
+export const CLUSTER_ID_DIGEST_HEX = 32;
 
 function bytes(v: unknown, field: string): Buffer | undefined {
   if (v === undefined || v === null || v === '') return undefined;

@@ -34,7 +34,7 @@ import {
 import { carryServer, chooseCredentials, nextStep } from './credentials-choice.ts';
 import { ClusterDirectory } from './directory.ts';
 import { HubMetrics } from './hub-metrics.ts';
-import { closeSeat, clusterConfig, openSeat, type Seat, scopeOf } from './seat.ts';
+import { admit, closeSeat, clusterConfig, openSeat, type Seat, scopeOf } from './seat.ts';
 import { fairShare, ReplicaRoster } from './shares.ts';
 
 interface SecretEntry {
@@ -67,7 +67,7 @@ export async function serveHub(
     ...buildInfo(),
     countByNamespace: cfg.metricsCountByNamespace,
   });
-  // One identity for all of this process's Leases, so its clusters are seen as one replica's.
+  // The replica's identity: its roster Lease's; each seat elects as `<identity>/<cluster id>`.
   const identity = cfg.leaderIdentity ?? defaultIdentity();
   const releaseNamespace = cfg.releaseNamespace as string;
   const abort = new AbortController();
@@ -301,10 +301,23 @@ export async function serveHub(
         await close(seat, wanted ? 'its cluster Secret changed server or namespaces' : 'no longer opted in');
       }
       if (wanted) {
-        const other = seats.get(wanted.server);
-        if (other) {
+        const may = admit(
+          [...seats.values()].map((s) => s.cluster),
+          wanted,
+        );
+        if ('sameId' in may) {
+          // Two servers with one id would share a Lease and a ledger: neither is served (with 128
+          // bits of digest, only a crafted collision gets here).
+          const clash = seats.get(may.server) as Seat;
+          seats.delete(may.server);
+          await close(clash, 'another cluster Secret names a server with the same cluster id');
+          log.error(
+            { secret, server: wanted.server, id: wanted.id, other: may.sameId },
+            'two cluster Secrets name servers with one cluster id; neither is served',
+          );
+        } else if ('sameServer' in may) {
           log.warn(
-            { secret, server: wanted.server, servedFrom: other.cluster.secret },
+            { secret, server: wanted.server, servedFrom: may.sameServer },
             'another cluster Secret already serves this server; this one is not served',
           );
         } else seats.set(wanted.server, open(wanted));

@@ -35,8 +35,9 @@ export function clusterConfig(cfg: Config, cluster: ServedCluster, identity: str
     ...cfg,
     // Its ledger, Lease and records: <release>-<cluster id>-…, in the hub's release namespace.
     releaseName: `${cfg.releaseName}-${cluster.id}`,
-    // One identity for all of the process's Leases: its clusters are seen as one replica's.
-    leaderIdentity: identity,
+    // Each seat elects as itself: two seats that ever shared one Lease would contend for it, not both
+    // hold it (issue 35, finding 4). The replica part before the `/` says whose seat it is.
+    leaderIdentity: seatIdentity(identity, cluster.id),
     namespaces: scopeOf(cfg.namespaces, cluster.namespaces) ?? [],
     // The hub receives notifications and watches Applications; Flux is not served in hub mode.
     webhookTokenFile: undefined,
@@ -44,6 +45,28 @@ export function clusterConfig(cfg: Config, cluster: ServedCluster, identity: str
     fluxWebhookTokenFile: undefined,
   };
 }
+
+/**
+ * Whether a cluster may get a seat next to the open ones: not when its server is served already (one
+ * seat per server), nor when another server has its id (they would share a Lease and a ledger: that
+ * one is closed too, so which came first decides nothing).
+ */
+export function admit(
+  open: Iterable<Pick<ServedCluster, 'server' | 'id' | 'secret'>>,
+  wanted: Pick<ServedCluster, 'server' | 'id'>,
+): { admit: true } | { sameServer: string } | { sameId: string; server: string } {
+  for (const c of open) {
+    if (c.server === wanted.server) return { sameServer: c.secret };
+    if (c.id === wanted.id) return { sameId: c.secret, server: c.server };
+  }
+  return { admit: true };
+}
+
+/** The identity one seat elects with: `<replica identity>/<cluster id>`. */
+export const seatIdentity = (replica: string, clusterId: string) => `${replica}/${clusterId}`;
+
+/** The replica a seat's Lease holder belongs to (what precedes its `/<cluster id>`). */
+export const replicaOf = (holder: string) => holder.replace(/\/[^/]*$/, '');
 
 /** The namespaces to watch in a cluster: the flags' and the cluster Secret's; undefined when they share none. */
 export function scopeOf(flags: readonly string[], secret: readonly string[]): string[] | undefined {

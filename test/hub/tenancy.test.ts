@@ -10,12 +10,14 @@
 //   run, even for a command the platform team allowed: `/bin/cp` told to copy a file the hub can read
 //   to a path the Secret chose. An allowed plugin in a Secret of ours runs, and its token reaches
 //   only the server that Secret names.
+// - Finding 4: each seat elects as `<replica>/<cluster id>`, the id with 128 bits of digest.
 //
 // Measured: 1 file, 2 tests, about 40 s on the 2-core machine beside other files.
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { CoordinationV1Api } from '@kubernetes/client-node';
 import { describe, expect } from 'vitest';
 import { CREDENTIALS_LABEL } from '../../service/hub/cluster-secret.ts';
 import { bearerCredential } from '../support/api-proxy.ts';
@@ -158,6 +160,22 @@ describe('hub mode: tenants and broken Secrets never borrow the service’s righ
     expect(await metric(r, 'gitops_reloader_hub_clusters_held')).toBe(0);
     expect(credentialsOf(c1)).toEqual(new Set([bearerCredential(mine)]));
     expect(credentialsOf(c0)).not.toContain(bearerCredential(argo));
+
+    // Finding 4: each seat of the replica elects as itself, `<replica>/<cluster id>` (128-bit ids).
+    const leases = kube.kc.makeApiClient(CoordinationV1Api);
+    for (const c of [c0, c1]) {
+      expect(c.id).toMatch(/-[0-9a-f]{32}$/);
+      await waitFor(
+        async () => {
+          const l = await leases
+            .readNamespacedLease({ name: `${release.fullname}-${c.id}-leader`, namespace })
+            .catch(() => undefined);
+          const holder = l?.spec?.holderIdentity ?? '';
+          return holder === `hub-t/${c.id}` ? true : pending(holder || 'no Lease');
+        },
+        { describe: `${c.name}'s Lease held by its seat`, timeout: 30_000 },
+      );
+    }
   });
 
   it('an exec block in a cluster Secret is never run, even for an allowed command; the cluster is held', async ({
