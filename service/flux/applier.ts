@@ -185,3 +185,16 @@ export function sourceFromObject(
   if (!name || !namespace) return undefined;
   return { key: `${kind}/${namespace}/${name}`, revision: str(o.status?.artifact?.revision) };
 }
+
+/**
+ * The dependencies an applier may be grouped with (--flux-depends-on-as-one): those in its own
+ * namespace. The dependent writes its dependsOn; naming another team's Kustomization must not join its
+ * group and hold that team's reloads (issue 35, finding 5). Flux still waits for every dependency.
+ */
+export function groupableDependsOn(a: Applier): { trusted: ApplierKey[]; foreign: ApplierKey[] } {
+  const own = `${a.ref.kind}/${a.ref.namespace}/`;
+  const trusted: ApplierKey[] = [];
+  const foreign: ApplierKey[] = [];
+  for (const d of a.dependsOn) (d.startsWith(own) ? trusted : foreign).push(d);
+  return { trusted, foreign };
+}

@@ -19,7 +19,7 @@ import { datingChange, realTimers } from '../core/batcher.ts';
 import { type ConfigRecord, compareResourceVersions } from '../core/records.ts';
 import { configId } from '../core/types.ts';
 import type { Logger } from '../log.ts';
-import type { Applier, ApplierKey } from './applier.ts';
+import { type Applier, type ApplierKey, groupableDependsOn } from './applier.ts';
 
 /** How long changes wait for a busy applier before they are released anyway (a controller down). */
 export const FLUX_MAX_HOLD_MS = 10 * 60_000;
@@ -171,10 +171,20 @@ export class FluxGate implements ChangeGate {
     }
     if (prev) for (const c of prev.configs) if (!a.configs.has(c)) this.#unindex(c, a.key);
     if (prev) this.#unlinkDependsOn(prev);
-    for (const d of a.dependsOn) {
+    const { trusted, foreign } = groupableDependsOn(a);
+    for (const d of trusted) {
       const set = this.#dependents.get(d) ?? new Set<ApplierKey>();
       set.add(a.key);
       this.#dependents.set(d, set);
+    }
+    if (this.#o.dependsOnAsOne && foreign.length > 0) {
+      const before = prev ? groupableDependsOn(prev).foreign.join() : '';
+      if (foreign.join() !== before) {
+        this.#o.log.info(
+          { applier: a.key, dependsOn: foreign },
+          'dependsOn in another namespace is not grouped (--flux-depends-on-as-one groups one namespace only)',
+        );
+      }
     }
     for (const c of a.configs) {
       const set = this.#owners.get(c) ?? new Set<ApplierKey>();
@@ -285,7 +295,8 @@ export class FluxGate implements ChangeGate {
     // Edges both ways: what it depends on, and what depends on it (the reverse index).
     while (todo.length > 0) {
       const k = todo.pop() as ApplierKey;
-      const next = [...(this.#appliers.get(k)?.dependsOn ?? []), ...(this.#dependents.get(k) ?? [])];
+      const own = this.#appliers.get(k);
+      const next = [...(own ? groupableDependsOn(own).trusted : []), ...(this.#dependents.get(k) ?? [])];
       for (const n of next) {
         if (seen.has(n) || !this.#appliers.has(n)) continue;
         seen.add(n);
