@@ -34,7 +34,7 @@ import {
 import { carryServer, chooseCredentials, nextStep } from './credentials-choice.ts';
 import { ClusterDirectory } from './directory.ts';
 import { HubMetrics } from './hub-metrics.ts';
-import { admit, closeSeat, clusterConfig, openSeat, type Seat, scopeOf } from './seat.ts';
+import { admit, closeSeat, clusterConfig, openSeat, promotions, type Seat, scopeOf } from './seat.ts';
 import { fairShare, ReplicaRoster } from './shares.ts';
 
 interface SecretEntry {
@@ -272,6 +272,8 @@ export async function serveHub(
         log.error({ secret, err: err.message }, 'could not apply a cluster Secret change');
       });
   };
+  /** Each cluster Secret that wants its cluster served (opted in, read, in scope), served or not. */
+  const wanting = new Map<string, ServedCluster>();
   const servedFrom = (secret: string): Seat | undefined => {
     for (const s of seats.values()) if (s.cluster.secret === secret) return s;
     return undefined;
@@ -292,6 +294,8 @@ export async function serveHub(
       );
     }
     const wanted = scope !== undefined ? served : undefined;
+    if (wanted) wanting.set(secret, wanted);
+    else wanting.delete(secret);
     if (seat && wanted && seat.cluster.server === wanted.server && sameScope(seat.cluster, wanted)) {
       seat.cluster = wanted;
       useCredentials(seat);
@@ -322,6 +326,13 @@ export async function serveHub(
           );
         } else seats.set(wanted.server, open(wanted));
       }
+    }
+    // A server left without a seat (its Secret deleted, changed, or a clash gone) is served from the
+    // next Secret that wants it.
+    for (const next of promotions(wanting, (server) => seats.has(server))) {
+      const c = wanting.get(next) as ServedCluster;
+      log.info({ secret: next, server: c.server }, 'cluster Secret now serves its cluster');
+      seats.set(c.server, open(c));
     }
     if (moved) apps.reroute();
   };

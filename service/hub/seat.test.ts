@@ -1,7 +1,7 @@
 // scopeOf: the namespaces hub mode watches in a served cluster are those both --namespaces and the
 // cluster Secret's `namespaces` allow; an empty list allows every namespace.
 import { describe, expect, it } from 'vitest';
-import { admit, replicaOf, scopeOf, seatIdentity } from './seat.ts';
+import { admit, promotions, replicaOf, scopeOf, seatIdentity } from './seat.ts';
 
 describe('scopeOf', () => {
   it('is every namespace when neither the flags nor the cluster Secret limit it', () => {
@@ -66,5 +66,23 @@ describe('seat identities', () => {
 
   it('gives two clusters of one replica two identities', () => {
     expect(seatIdentity('r', 'a-1')).not.toBe(seatIdentity('r', 'b-2'));
+  });
+});
+
+describe('promotions', () => {
+  const want = (...cs: Array<[string, string, string]>) =>
+    new Map(cs.map(([secret, server, id]) => [secret, { server, id }]));
+
+  it('serves a duplicate Secret once the one serving its server is gone (the first by name)', () => {
+    const wanting = want(['argocd/new-b', 'https://a', 'a-1'], ['argocd/new-a', 'https://a', 'a-1']);
+    expect(promotions(wanting, () => false)).toEqual(['argocd/new-a']);
+    expect(promotions(wanting, (s) => s === 'https://a')).toEqual([]);
+  });
+
+  it('serves neither of two servers with one id, and the other once one goes', () => {
+    const both = want(['argocd/victim', 'https://v', 'x-1'], ['argocd/crafted', 'https://c', 'x-1']);
+    expect(promotions(both, () => false)).toEqual([]);
+    both.delete('argocd/crafted');
+    expect(promotions(both, () => false)).toEqual(['argocd/victim']);
   });
 });

@@ -62,6 +62,27 @@ export function admit(
   return { admit: true };
 }
 
+/**
+ * The clusters to serve now that no seat serves their server: for each such server, the first cluster
+ * Secret (by namespace/name) that wants it, unless another server wanting service has the same id. A
+ * duplicate Secret (the new one created, then the old one deleted) is served once the old one goes.
+ */
+export function promotions(
+  wanting: ReadonlyMap<string, Pick<ServedCluster, 'server' | 'id'>>,
+  served: (server: string) => boolean,
+): string[] {
+  const bySecret = [...wanting].sort(([a], [b]) => a.localeCompare(b));
+  const out: string[] = [];
+  const taken = new Set<string>();
+  for (const [secret, c] of bySecret) {
+    if (served(c.server) || taken.has(c.server)) continue;
+    if (bySecret.some(([, o]) => o.server !== c.server && o.id === c.id)) continue;
+    taken.add(c.server);
+    out.push(secret);
+  }
+  return out;
+}
+
 /** The identity one seat elects with: `<replica identity>/<cluster id>`. */
 export const seatIdentity = (replica: string, clusterId: string) => `${replica}/${clusterId}`;
 

@@ -11,8 +11,9 @@
 //   to a path the Secret chose. An allowed plugin in a Secret of ours runs, and its token reaches
 //   only the server that Secret names.
 // - Finding 4: each seat elects as `<replica>/<cluster id>`, the id with 128 bits of digest.
+// - Finding 6: a duplicate cluster Secret is served as soon as the one serving its server goes.
 //
-// Measured: 1 file, 2 tests, about 40 s on the 2-core machine beside other files.
+// Measured: 1 file, 3 tests, about 40 s on the 2-core machine beside other files.
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -237,5 +238,45 @@ describe('hub mode: tenants and broken Secrets never borrow the service’s righ
     expect(outcome).toContain('never in a cluster Secret');
     await expect(stat(stolen), 'the copy exists').rejects.toThrow();
     expect(c0.proxy.requests, 'nothing was sent to the server the Secret names').toEqual([]);
+  });
+
+  it('a duplicate cluster Secret (the new one created, then the old one deleted) serves the cluster at once', async ({
+    kube,
+    namespace,
+    onTestFinished,
+  }) => {
+    const token = await adminToken(kube, namespace, 'dup-manager');
+    onTestFinished(() => removeAdminToken(kube, namespace, 'dup-manager'));
+    const [c0] = (await proxiedClusters(kube, namespace, 1, token, onTestFinished)) as [ProxiedCluster];
+    const release = await hubRelease(namespace);
+    const r = await startReplica(kube, release, 'hub-d');
+    onTestFinished(async () => {
+      await r.svc.stop();
+      await r.proxy.close();
+    });
+    await r.svc.waitForLog('c0 served', (l) => l.msg === 'serving cluster' && l.cluster === c0.name, 60_000);
+    // A platform team moves the cluster to a new Secret: the new one first, then the old one goes.
+    const old = await kube.core.readNamespacedSecret({ name: c0.secret, namespace });
+    await kube.core.createNamespacedSecret({
+      namespace,
+      body: { metadata: { name: `${c0.secret}-new`, labels: old.metadata?.labels }, data: old.data },
+    });
+    await r.svc.waitForLog(
+      'the new Secret waits',
+      (l) =>
+        l.msg === 'another cluster Secret already serves this server; this one is not served' &&
+        l.secret === `${namespace}/${c0.secret}-new`,
+      30_000,
+    );
+    await kube.core.deleteNamespacedSecret({ name: c0.secret, namespace });
+    const again = await r.svc.waitForLog(
+      'c0 served from the new Secret',
+      (l) =>
+        l.msg === 'serving cluster' &&
+        l.cluster === c0.name &&
+        l.credentials === `cluster Secret ${namespace}/${c0.secret}-new`,
+      30_000,
+    );
+    expect(again.server).toBe(c0.proxy.url);
   });
 });
