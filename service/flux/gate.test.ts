@@ -455,6 +455,38 @@ describe('the Flux gate', () => {
     expect(released).toHaveLength(1);
   });
 
+  it("holds as long as the applier's spec.timeout allows its reconciliation to run, plus a minute, when that is longer than the cap", async () => {
+    const { gate, released, t } = world({ maxHoldMs: 60_000 });
+    const slow = applierFromObject('Kustomization', {
+      metadata: { name: 'app', namespace: NS, generation: 1 },
+      spec: { sourceRef: { kind: 'GitRepository', name: 'repo' }, interval: '1h', timeout: '30m' },
+      status: {
+        observedGeneration: 1,
+        conditions: [
+          { type: 'Reconciling', status: 'True', reason: 'Progressing' },
+          { type: 'Ready', status: 'Unknown' },
+        ],
+        inventory: { entries: [{ id: `${NS}_a__ConfigMap`, v: 'v1' }] },
+      },
+    }) as Applier;
+    expect(slow.timeoutMs).toBe(30 * 60_000);
+    gate.observe(slow);
+    gate.hold(change('ConfigMap/shop/a'), config('a'));
+    await t.advance(31 * 60_000 - 1);
+    expect(released, 'released while the reconciliation may still run').toEqual([]);
+    await t.advance(31 * 60_000);
+    expect(released).toHaveLength(1);
+  });
+
+  it('reads the reconciliation timeout from spec.timeout, else a Kustomization’s spec.interval', () => {
+    const k = (spec: Record<string, unknown>, kind: 'Kustomization' | 'HelmRelease' = 'Kustomization') =>
+      applierFromObject(kind, { metadata: { name: 'x', namespace: NS }, spec })?.timeoutMs;
+    expect(k({ timeout: '1m30s', interval: '10m' })).toBe(90_000);
+    expect(k({ interval: '10m' })).toBe(600_000);
+    expect(k({ interval: '10m' }, 'HelmRelease')).toBeUndefined();
+    expect(k({ timeout: 'soon' })).toBeUndefined();
+  });
+
   it('names a HelmRelease’s chart revision (it records only the attempted one) when it releases', () => {
     const { gate, released } = world();
     const hr = (phase: 'progressing' | 'ready') =>

@@ -23,6 +23,8 @@ import { type Applier, type ApplierKey, groupableDependsOn } from './applier.ts'
 
 /** How long changes wait for a busy applier before they are released anyway (a controller down). */
 export const FLUX_MAX_HOLD_MS = 10 * 60_000;
+/** Beyond an applier's spec.timeout, for its controller to write the status that ends the hold. */
+export const FLUX_HOLD_MARGIN_MS = 60_000;
 /** Appliers with held changes, at most. */
 export const FLUX_HELD_LIMIT = 10_000;
 
@@ -272,19 +274,31 @@ export class FluxGate implements ChangeGate {
         const oldest = this.#held.keys().next().value;
         if (oldest !== undefined) this.#release(oldest, 'too many appliers held at once');
       }
+      const afterMs = this.#holdCapMs(key);
       const timer = this.#timers.set(() => {
         this.#o.log.warn(
-          { applier: key, afterMs: this.#o.maxHoldMs ?? FLUX_MAX_HOLD_MS },
+          { applier: key, afterMs },
           'the Flux reconciliation did not end in time; releasing held config changes',
         );
         this.#release(key, 'no end in time');
-      }, this.#o.maxHoldMs ?? FLUX_MAX_HOLD_MS);
+      }, afterMs);
       held = { changes: new Map(), timer };
       this.#held.set(key, held);
     }
     const id = `${change.workload}\u0000${change.config}`;
     held.changes.set(id, datingChange(held.changes.get(id), change));
     return held;
+  }
+
+  /**
+   * How long changes wait for the applier (its group): the cap, or longer when a member's
+   * reconciliation may run longer (spec.timeout), with a minute to write its status (issue 35).
+   */
+  #holdCapMs(key: ApplierKey): number {
+    const cap = this.#o.maxHoldMs ?? FLUX_MAX_HOLD_MS;
+    const a = this.#appliers.get(key);
+    const longest = Math.max(0, ...(a ? this.#group(a) : []).map((m) => m.timeoutMs ?? 0));
+    return Math.max(cap, longest > 0 ? longest + FLUX_HOLD_MARGIN_MS : 0);
   }
 
   /** The appliers counted with this one: itself, or its dependsOn component. */
