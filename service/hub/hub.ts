@@ -239,9 +239,8 @@ export async function serveHub(
       log: log.child({ cluster: cluster.name || cluster.server }),
       credentialsFrom: (seat) => ('from' in seat.using ? seat.using.from : 'none (held)'),
       engine: async (seat, clusterCfg, clusterLog) => {
-        const name = cluster.name || cluster.server;
-        const clusterMetrics = hubMetrics.forCluster(name);
-        seat.dropMetrics = () => hubMetrics.drop(name, clusterMetrics);
+        const clusterMetrics = hubMetrics.forCluster(cluster);
+        seat.dropMetrics = () => hubMetrics.drop(cluster.id, clusterMetrics);
         return serve(clusterCfg, seat.access, clusterLog, clusterMetrics, {
           home: kc,
           hashKey: key,
@@ -430,8 +429,16 @@ export async function serveHub(
       hub: true,
       clusters: Object.fromEntries(
         [...seats.values()].map((s) => [
-          s.cluster.name || s.cluster.server,
-          s.running ? s.running.status() : { starting: true },
+          s.cluster.id,
+          {
+            name: s.cluster.name,
+            server: s.cluster.server,
+            ...(s.running
+              ? (s.running.status() as Record<string, unknown>)
+              : 'held' in s.using
+                ? { starting: true, held: s.using.held }
+                : { starting: true }),
+          },
         ]),
       ),
     }),
