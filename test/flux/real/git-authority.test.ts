@@ -74,11 +74,12 @@ describe('Flux git mode: the source written to is the one the inventory came fro
     const b = await team(kube, teamB);
     const bHead = await b.repo.head();
 
-    // The platform trusts both teams' namespaces for Flux, and holds credentials for both repositories.
+    // The platform trusts both teams' namespaces for Flux (startFluxReloader adds the test's; list
+    // flags collect), and holds credentials for both repositories.
     const svc = await startFluxReloader(
       namespace,
       [
-        `--flux-namespaces=${namespace},${teamB}`,
+        `--flux-namespaces=${teamB}`,
         '--git-allow-insecure-http',
         `--git-credentials-dir=${await credentialsDir()}`,
         `--git-credentials-urls=${a.repo.url},${b.repo.url}`,
