@@ -12,6 +12,7 @@ import { argocdWebhookRouter } from '../argocd/webhook.ts';
 import { buildInfo } from '../build-info.ts';
 import type { Config } from '../config/config.ts';
 import { FlagError } from '../config/flags.ts';
+import { clusterKey } from '../core/config-hash.ts';
 import { WatchProgress } from '../http.ts';
 import type { ClusterAccess } from '../kube/access.ts';
 import { coreApi, leaseRosterApi } from '../kube/api.ts';
@@ -243,7 +244,8 @@ export async function serveHub(
         seat.dropMetrics = () => hubMetrics.drop(cluster.id, clusterMetrics);
         return serve(clusterCfg, seat.access, clusterLog, clusterMetrics, {
           home: kc,
-          hashKey: key,
+          // Its own key: a namespace key of one cluster computes nothing in another.
+          hashKey: clusterKey(key, cluster.server),
           argocd: (state) => argocdOf(seat, clusterLog, state),
           mayLead: () => mayLead(seat),
         });
