@@ -7,7 +7,7 @@
 // refuses (rule source-namespace) and B's repository receives 0 pushes, counted at the git server by
 // a pre-receive hook that records every push it is sent.
 //
-// Measured: 1 file, 1 test, about 35 s on the 2-core machine beside other files.
+// Measured on the 2-core machine: 7.4 s (15 s with the run's set-up, alone).
 import { chmod, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
