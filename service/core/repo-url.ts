@@ -368,11 +368,18 @@ function identity(
  */
 export function apiRequestURL(server: string, pathAndQuery: string): URL {
   const url = new URL(server.replace(/\/+$/, '') + pathAndQuery);
-  const canonical = canonicalServerURL(server);
-  if (canonical !== undefined) {
-    const host = /^https?:\/\/([^/]*)/.exec(canonical)?.[1] as string;
-    if (url.host !== host)
-      throw new RepoURLError(`the API server ${canonical} would be reached as ${url.host}`);
+  let host = canonicalHosts.get(server);
+  if (host === undefined) {
+    const canonical = canonicalServerURL(server);
+    host = canonical === undefined ? '' : (/^https?:\/\/([^/]*)/.exec(canonical)?.[1] as string);
+    // Servers are few (this process's own, and the clusters a hub serves): kept, not parsed per request.
+    if (canonicalHosts.size < 10_000) canonicalHosts.set(server, host);
+  }
+  if (host !== '' && url.host !== host) {
+    throw new RepoURLError(`the API server ${server} would be reached as ${url.host}, not ${host}`);
   }
   return url;
 }
+
+/** Server as given → the host the canonical parser reads ('' when it reads none). */
+const canonicalHosts = new Map<string, string>();
