@@ -6,7 +6,8 @@
 // --flux-on-failed-apply=hold). Now only dependsOn within one namespace groups: the victim's reload
 // goes out once its own Kustomization applied, while the tenant's is still reconciling.
 //
-// Measured on the 2-core machine: 13.1 s (17.8 s with the run's set-up, alone; shared control plane).
+// Measured on the 2-core machine: 8.2 s and 13.1 s in two runs (12 s and 18 s with the run's set-up,
+// alone on the shared control plane).
 import { describe, expect } from 'vitest';
 import { cm, web } from '../../argocd/fixtures.ts';
 import { GitRepo, toFiles } from '../../support/argocd.ts';
