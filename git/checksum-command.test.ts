@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 import { DEFAULT_GLOBALS, parseWorkloadPolicy } from '../service/core/annotations.ts';
-import { keyFingerprint, namespaceKey, setDigest } from '../service/core/config-hash.ts';
+import { clusterKey, keyFingerprint, namespaceKey, setDigest } from '../service/core/config-hash.ts';
 import { type ConfigLookup, watchedSet } from '../service/core/plan.ts';
 import { formatTenantKey, parseTenantKey, tenantKeys } from '../service/core/tenant-key.ts';
 import { configId } from '../service/core/types.ts';
@@ -153,6 +153,32 @@ describe('a namespace key (gitops-reloader tenant-key), without the service key'
     const paymentsKey = parseTenantKey(formatTenantKey(KEY, 'payments')).key;
     expect(paymentsKey.equals(shopKey.key)).toBe(false);
     expect(shopKey.key.includes(KEY)).toBe(false);
+  });
+
+  it('hub mode: --cluster-server gives the key of that served cluster, whose values are that engine’s and no other cluster’s', async () => {
+    const keyOf = (args: string[]) => {
+      const c = capture();
+      expect(tenantKey(['--namespace', 'shop', '--key-file', keyFile, ...args], {}, c.write, c.write)).toBe(
+        0,
+      );
+      return parseTenantKey(c.out.join('').trim()).key;
+    };
+    const a = keyOf(['--cluster-server', 'https://A.example:443/']);
+    // The canonical server: spellings of one server are one cluster.
+    expect(a.equals(keyOf(['--cluster-server', 'https://a.example']))).toBe(true);
+    const engineA = namespaceKey(clusterKey(KEY, 'https://a.example'), 'shop');
+    expect(a.equals(engineA)).toBe(true);
+    expect(a.equals(keyOf(['--cluster-server', 'https://b.example']))).toBe(false);
+    expect(a.equals(keyOf([]))).toBe(false);
+    const bad = capture();
+    expect(
+      tenantKey(
+        ['--namespace', 'shop', '--key-file', keyFile, '--cluster-server', 'https://0x7f.1'],
+        {},
+        bad.write,
+        bad.write,
+      ),
+    ).toBe(2);
   });
 
   it('runs as checksum --namespace-key-file: --check passes on what --in-place wrote, confined to its namespace', async () => {

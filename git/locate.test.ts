@@ -32,6 +32,33 @@ afterEach(async () => {
 });
 
 describe('locateWorkload: plain directories', () => {
+  it('with namespaceRequired, matches only a manifest that names the namespace itself (a Flux Kustomization without targetNamespace)', async () => {
+    await files({ 'apps/a.yaml': deploy('web'), 'apps/b.yaml': deploy('web', 'team-b') });
+    await expect(
+      locateWorkload(root, 'apps', target({ name: 'web', namespace: 'team-a', namespaceRequired: true })),
+    ).rejects.toThrow(/not defined in any manifest/);
+    await files({ 'apps/c.yaml': deploy('web', 'team-a') });
+    expect(
+      await locateWorkload(
+        root,
+        'apps',
+        target({ name: 'web', namespace: 'team-a', namespaceRequired: true }),
+      ),
+    ).toMatchObject({ file: 'apps/c.yaml', select: { namespace: 'team-a', namespaceRequired: true } });
+  });
+
+  it('with namespaceRequired, a Kustomize namespace above the manifest still gives it its namespace', async () => {
+    await files({
+      'k/kustomization.yaml': 'namespace: team-a\nresources:\n- web.yaml\n',
+      'k/web.yaml': deploy('web'),
+      'j/kustomization.yaml': 'resources:\n- web.yaml\n',
+      'j/web.yaml': deploy('web'),
+    });
+    const t = target({ name: 'web', namespace: 'team-a', namespaceRequired: true });
+    expect(await locateWorkload(root, 'k', t)).toMatchObject({ file: 'k/web.yaml' });
+    await expect(locateWorkload(root, 'j', t)).rejects.toThrow(/not defined by the kustomization/);
+  });
+
   it('finds a workload in a nested multi-document file', async () => {
     await files({
       'apps/web/svc.yaml': 'apiVersion: v1\nkind: Service\nmetadata: {name: web}\n',

@@ -259,7 +259,9 @@ async function scanKustomization(
   const select = (n: string): WorkloadSelector => ({
     kind: target.kind,
     name: n,
-    ...(fixed || target.namespace === undefined ? {} : { namespace: target.namespace }),
+    ...(fixed || target.namespace === undefined
+      ? {}
+      : { namespace: target.namespace, ...(target.namespaceRequired ? { namespaceRequired: true } : {}) }),
   });
 
   if (fits && nsOk) {
@@ -412,6 +414,7 @@ const strip = (t: LocateTarget): WorkloadSelector => ({
   kind: t.kind,
   name: t.name,
   ...(t.namespace === undefined ? {} : { namespace: t.namespace }),
+  ...(t.namespaceRequired ? { namespaceRequired: true } : {}),
 });
 
 function describe(t: WorkloadSelector): string {

@@ -24,6 +24,12 @@ export interface WorkloadSelector {
   kind: string;
   name: string;
   namespace?: string;
+  /**
+   * The document must name `namespace` itself: nothing else gives it one (a Flux Kustomization
+   * without targetNamespace, no Kustomize namespace above it). Without it, a document that names no
+   * namespace matches too.
+   */
+  namespaceRequired?: boolean;
 }
 
 export interface EditResult {
@@ -67,8 +73,10 @@ export function documentMatches(doc: unknown, sel: WorkloadSelector): boolean {
   const d = doc as { kind?: unknown; metadata?: { name?: unknown; namespace?: unknown } | null };
   if (d.kind !== sel.kind || d.metadata?.name !== sel.name) return false;
   const ns = d.metadata?.namespace;
-  // A manifest without a namespace gets one from Argo CD's destination or Kustomize: it can be anywhere.
-  return sel.namespace === undefined || ns === undefined || ns === null || ns === '' || ns === sel.namespace;
+  if (sel.namespace === undefined || ns === sel.namespace) return true;
+  // A manifest without a namespace gets one from Argo CD's destination or Kustomize: it can be
+  // anywhere, unless nothing gives it one (then it is not this workload's).
+  return !sel.namespaceRequired && (ns === undefined || ns === null || ns === '');
 }
 
 /**

@@ -27,6 +27,8 @@ export interface ChecksumWorkload {
   kind: WorkloadKind;
   name: string;
   namespace?: string;
+  /** The manifest must name `namespace` itself (a Flux Kustomization without targetNamespace). */
+  namespaceRequired?: boolean;
   /** The workload's config hash (setDigest of its watched set). */
   hash: string;
   /** Helm only: the values map for pod annotations (gitops-reloader.io/git-values-path). Default podAnnotations. */
@@ -354,6 +356,7 @@ function targetOf(w: ChecksumWorkload, annotationKey: string): ChecksumTarget {
     kind: w.kind,
     name: w.name,
     ...(w.namespace === undefined ? {} : { namespace: w.namespace }),
+    ...(w.namespaceRequired ? { namespaceRequired: true } : {}),
     hash: w.hash,
     annotationKey,
     ...(w.valuesPath === undefined ? {} : { valuesPath: w.valuesPath }),

@@ -15,7 +15,6 @@ const MODULE = 'service/core/repo-url.ts';
 const ALLOWED: Record<string, string> = {
   'service/build-info.ts':
     "resolves the process's own files (package.json, build-info.json) by import.meta.url",
-  'service/kube/watch-http.ts': "the API server URL from the service's own kubeconfig",
   'service/strategies/reload-webhook.ts': 'redacts the operator-set --reload-webhook URL for messages',
   'service/config/config.ts': 'validates the operator-set --webhook-url flag',
   'git/write-error.ts': 'removes userinfo from error text (redaction, not parsing)',

@@ -80,7 +80,11 @@ export const WATCH_UNREADY_AFTER_MS = 60_000;
 /** Hub mode's status: each served cluster's, by its name (or server). */
 export interface HubStatus {
   hub: true;
-  clusters: Record<string, unknown>;
+  /**
+   * By cluster id (names are not unique in Argo CD): its name and server, and its engine's status as
+   * this replica sees it.
+   */
+  clusters: Record<string, { name: string; server: string } & Record<string, unknown>>;
 }
 
 export interface RunningService {

@@ -61,13 +61,20 @@ export async function status(
 
 /** Hub mode: each served cluster's engine, as this replica sees it (docs/hub-mode.md). */
 export function formatHubStatus(h: HubStatus): string {
-  const names = Object.keys(h.clusters).sort();
-  if (names.length === 0) return 'hub mode: no cluster served\n';
-  return names
-    .map((name) => {
-      const s = h.clusters[name] as ReloadStatus | { leader: false } | { starting: true };
-      const body = 'starting' in s ? 'starting: waiting for the cluster to answer\n' : formatStatus(s);
-      return `== cluster ${name}\n${body}`;
+  const clusters = Object.entries(h.clusters).sort(
+    ([a, x], [b, y]) => x.name.localeCompare(y.name) || a.localeCompare(b),
+  );
+  if (clusters.length === 0) return 'hub mode: no cluster served\n';
+  return clusters
+    .map(([id, c]) => {
+      const s = c as unknown as ReloadStatus | { leader: false } | { starting: true; held?: string };
+      const body =
+        'starting' in s
+          ? s.held
+            ? `held: its credentials are refused (${s.held})\n`
+            : 'starting: waiting for the cluster to answer\n'
+          : formatStatus(s);
+      return `== cluster ${c.name || c.server} (${c.server}, id ${id})\n${body}`;
     })
     .join('\n');
 }

@@ -44,8 +44,33 @@ function fill(id, rows) {
     body.appendChild(tr);
   });
 }
+function hub(h) {
+  // Hub mode: one engine per cluster, each led here or by another replica (clusters keyed by id).
+  var ids = Object.keys(h.clusters).sort(function (a, b) {
+    var x = h.clusters[a], y = h.clusters[b];
+    return x.name < y.name ? -1 : x.name > y.name ? 1 : a < b ? -1 : a > b ? 1 : 0;
+  });
+  var merged = { leader: true, brake: false, halted: [], running: [], waiting: [], done: [] };
+  var lines = ids.map(function (id) {
+    var c = h.clusters[id];
+    var label = (c.name || c.server) + ' (' + c.server + ')';
+    if (c.starting) return label + ': ' + (c.held ? 'held, its credentials are refused' : 'starting');
+    if (!c.leader) return label + ': led by another replica';
+    var tag = function (x) { var y = Object.assign({}, x); y.workload = (c.name || c.server) + ': ' + x.workload; return y; };
+    merged.brake = merged.brake || c.brake;
+    ['halted', 'running', 'waiting', 'done'].forEach(function (k) { merged[k] = merged[k].concat(c[k].map(tag)); });
+    return label + ': led here';
+  });
+  return { merged: merged, text: ids.length ? 'hub mode · ' + lines.join(' · ') : 'hub mode: no cluster served' };
+}
 function show(s) {
   var summary = document.getElementById('summary');
+  if (s.hub) {
+    var h = hub(s);
+    show(h.merged);
+    summary.textContent = h.text + ' · ' + summary.textContent;
+    return;
+  }
   if (!s.leader) {
     summary.textContent = 'This replica is not the leader: port-forward to the one that holds the Lease.';
     return;

@@ -1,13 +1,29 @@
 // The status endpoint (--status-address): GET /status answers what the engine does now as JSON
 // (engine/status.ts), and GET / is a small page that shows it (status-page.ts). Its own listener, loopback by default, so that it is reached by port-forward
 // and never through the Service that carries the Argo CD webhook: it names workloads and configs of
-// every namespace, which no tenant should read. Nothing here writes.
+// every namespace, which no tenant should read. Nothing here writes. A request whose Host is a DNS
+// name other than localhost is refused (DNS rebinding).
 
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parseHttpAddress } from './http.ts';
 import type { Logger } from './log.ts';
 import { STATUS_HTML, STATUS_JS, STATUS_PAGE_CSP } from './status-page.ts';
+
+/**
+ * Whether a request's Host header names this listener by address: `localhost` or an IP literal, with
+ * or without a port. A DNS name is refused: a page of an attacker's domain that resolves to 127.0.0.1
+ * (DNS rebinding through a `kubectl port-forward`) would otherwise read the status with the browser of
+ * whoever forwarded it. Pure.
+ */
+export function hostAllowed(host: string | undefined): boolean {
+  if (host === undefined) return false;
+  const h = host.trim().toLowerCase();
+  if (h.startsWith('[')) return /^\[[0-9a-f:.]+\](:\d{1,5})?$/.test(h);
+  const m = /^([^:]*)(:\d{1,5})?$/.exec(h);
+  const name = m?.[1] ?? '';
+  return name === 'localhost' || /^\d{1,3}(\.\d{1,3}){3}$/.test(name);
+}
 
 export interface StatusServer {
   url: string;
@@ -22,6 +38,12 @@ export async function startStatusServer(
   const { host, port } = parseHttpAddress(address);
   const server = createServer((req, res) => {
     const path = (req.url ?? '').split('?')[0];
+    if (!hostAllowed(req.headers.host)) {
+      res
+        .writeHead(421, { 'Content-Type': 'text/plain' })
+        .end('misdirected request: reach the status by localhost or an IP address\n');
+      return;
+    }
     if (req.method !== 'GET') {
       res.writeHead(405, { 'Content-Type': 'text/plain', Allow: 'GET' }).end('method not allowed\n');
       return;

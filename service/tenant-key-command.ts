@@ -6,7 +6,8 @@
 
 import { FlagError, type FlagSpec, parseFlags, usage } from './config/flags.ts';
 import { readKeyFile } from './config/hash-key.ts';
-import { keyFingerprint } from './core/config-hash.ts';
+import { clusterKey, keyFingerprint } from './core/config-hash.ts';
+import { canonicalServerURL } from './core/repo-url.ts';
 import { checkNamespaceName, formatTenantKey } from './core/tenant-key.ts';
 
 export const tenantKeyFlags: readonly FlagSpec[] = [
@@ -25,12 +26,17 @@ export const tenantKeyFlags: readonly FlagSpec[] = [
     type: 'string',
     help: 'Print a Secret of this name in each namespace (data key `key`) instead of bare key lines.',
   },
+  {
+    name: 'cluster-server',
+    type: 'string',
+    help: 'Hub mode: the server of the served cluster the namespace is in (as in its Argo CD cluster Secret); each served cluster has a key of its own.',
+  },
 ];
 
 /** The annotation on a --secret: the fingerprint of the service key the namespace key was derived from. */
 export const SERVICE_KEY_ANNOTATION = 'gitops-reloader.io/service-key-fingerprint';
 
-export const TENANT_KEY_USAGE = `Usage: gitops-reloader tenant-key --namespace NS[,NS…] [--key-file F] [--secret NAME]
+export const TENANT_KEY_USAGE = `Usage: gitops-reloader tenant-key --namespace NS[,NS…] [--key-file F] [--secret NAME] [--cluster-server URL]
 
 Prints the key of each namespace: one line a team's CI passes to
 gitops-reloader checksum --namespace-key-file. It computes that namespace's checksums and no other
@@ -59,6 +65,12 @@ export function tenantKey(
     if (secret !== undefined && checkNamespaceName(secret)) {
       throw new FlagError(`invalid value ${JSON.stringify(secret)} for --secret: not a Secret name`);
     }
+    const server = values['cluster-server'] as string | undefined;
+    if (server !== undefined && canonicalServerURL(server) === undefined) {
+      throw new FlagError(
+        `invalid value ${JSON.stringify(server)} for --cluster-server: not an http(s) server URL`,
+      );
+    }
   } catch (e) {
     if (!(e instanceof FlagError)) throw e;
     err(`gitops-reloader tenant-key: ${e.message}\n\n${TENANT_KEY_USAGE}`);
@@ -70,7 +82,11 @@ export function tenantKey(
     return 2;
   }
   try {
-    const key = readKeyFile(keyFile, '--key-file');
+    const serviceKey = readKeyFile(keyFile, '--key-file');
+    const server = values['cluster-server'] as string | undefined;
+    // Hub mode: the served cluster's own key (the engine of that cluster uses it).
+    const key =
+      server === undefined ? serviceKey : clusterKey(serviceKey, canonicalServerURL(server) as string);
     const secret = values.secret as string | undefined;
     const docs = (values.namespace as string[]).map((ns) => {
       const line = formatTenantKey(key, ns);

@@ -26,6 +26,7 @@ import path from 'node:path';
 import { RbacAuthorizationV1Api, type V1Deployment } from '@kubernetes/client-node';
 import { canonicalServerURL } from '../../service/core/repo-url.ts';
 import { CLUSTER_SECRET_TYPE_LABEL, clusterId, HUB_SERVE_LABEL } from '../../service/hub/cluster-secret.ts';
+import { replicaOf } from '../../service/hub/seat.ts';
 import { pending, waitFor } from '../../test/support/wait-for.ts';
 import { forEachBounded } from '../bounded.ts';
 import { createNamespaces, createNodes } from '../cluster.ts';
@@ -469,7 +470,7 @@ async function failoverOf(
     Promise.all(
       leaseNames.map(async (name) => {
         const l = await ctx.kube.coordination.readNamespacedLease({ name, namespace: sysNs });
-        return l.spec?.holderIdentity ?? '';
+        return replicaOf(l.spec?.holderIdentity ?? '');
       }),
     );
   const before = await holders();

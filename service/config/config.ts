@@ -288,7 +288,7 @@ export const serveFlags: readonly FlagSpec[] = [
   {
     name: 'hub-exec-commands',
     type: 'list',
-    help: "Hub mode: the exec credential plugins (absolute paths, comma list) a cluster Secret's execProviderConfig may run. Empty: none is run, and such a cluster is refused.",
+    help: "Hub mode: the exec credential plugins (absolute paths, comma list) that the execProviderConfig of a credentials Secret of ours (release namespace) may run; a cluster Secret's is never run. Empty: none is run.",
     default: '',
   },
   {

@@ -183,6 +183,29 @@ export function keyFingerprint(key: Buffer): string {
 }
 const DIGEST_SCHEME = 2;
 
+const CLUSTER_KEY_TAG = 'gitops-reloader/cluster-key/v1';
+const clusterKeys = new WeakMap<Buffer, Map<string, Buffer>>();
+
+/**
+ * The key of one cluster a hub serves: HMAC-SHA256(service key, tag + canonical server). Each served
+ * cluster's engine uses it as its service key, so a namespace key made for `shop` in one cluster
+ * computes nothing of `shop` in another (issue 35). Single-cluster mode uses the service key itself.
+ */
+export function clusterKey(key: Buffer, server: string): Buffer {
+  assertUsableKey(key);
+  let perKey = clusterKeys.get(key);
+  if (!perKey) {
+    perKey = new Map();
+    clusterKeys.set(key, perKey);
+  }
+  let k = perKey.get(server);
+  if (!k) {
+    k = createHmac('sha256', secretKey(key)).update(`${CLUSTER_KEY_TAG}\n${server}`, 'utf8').digest();
+    perKey.set(server, k);
+  }
+  return k;
+}
+
 const NAMESPACE_KEY_TAG = 'gitops-reloader/namespace-key/v1';
 const namespaceKeys = new WeakMap<Buffer, Map<string, Buffer>>();
 

@@ -1,5 +1,7 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
+  apiRequestURL,
   canonicalRepoPattern,
   canonicalServerURL,
   contactURL,
@@ -128,5 +130,54 @@ describe('prefixes, patterns and servers', () => {
     ]) {
       expect(canonicalServerURL(bad), bad).toBeUndefined();
     }
+  });
+});
+
+describe('numeric hosts: one address, one identity (issue 35)', () => {
+  it.each([
+    'https://0x7f.1',
+    'https://0x7f000001:6443',
+    'https://2130706433',
+    'https://127.000.0.1',
+    'https://127.1',
+    'https://0177.0.0.1',
+    'https://256.0.0.1',
+    'https://a.b.0x10',
+  ])('refuses %s, which WHATWG URL reads as another spelling of an IPv4 address', (server) => {
+    expect(canonicalServerURL(server)).toBeUndefined();
+    expect(() => parseRepoURL(`${server}/org/repo`)).toThrow(/four decimal octets/);
+  });
+
+  it.each([
+    ['https://127.0.0.1:6443', 'https://127.0.0.1:6443'],
+    ['https://10.0.0.255', 'https://10.0.0.255'],
+    ['https://k8s-1.example', 'https://k8s-1.example'],
+    ['https://1password.example', 'https://1password.example'],
+  ])('reads %s as %s', (server, canonical) => {
+    expect(canonicalServerURL(server)).toBe(canonical);
+  });
+
+  it('apiRequestURL reaches the host the canonical parser reads, with the path prefix kept', () => {
+    const u = apiRequestURL('https://Rancher.example/k8s/clusters/c-1/', '/api/v1/pods?watch=1');
+    expect(u.host).toBe('rancher.example');
+    expect(u.pathname + u.search).toBe('/k8s/clusters/c-1/api/v1/pods?watch=1');
+    expect(apiRequestURL('https://127.0.0.1:6443', '/version').host).toBe('127.0.0.1:6443');
+  });
+
+  it('canonical servers and the HTTP client agree on the host (property)', () => {
+    const label = fc.stringMatching(/^[a-z0-9x]{1,6}$/);
+    fc.assert(
+      fc.property(
+        fc.array(label, { minLength: 1, maxLength: 4 }),
+        fc.option(fc.integer({ min: 1, max: 65535 })),
+        (labels, port) => {
+          const server = `https://${labels.join('.')}${port ? `:${port}` : ''}`;
+          const canonical = canonicalServerURL(server);
+          if (canonical === undefined) return;
+          expect(() => apiRequestURL(canonical, '/version')).not.toThrow();
+        },
+      ),
+      { numRuns: 2000 },
+    );
   });
 });

@@ -271,6 +271,15 @@ function checkHost(raw: string): string {
   if (host === '') return host;
   if (!HOST_NAME.test(host) && !IPV6.test(host))
     throw new RepoURLError('its host is not a host name or IP address');
+  // A host whose last label is a number is an IPv4 address to WHATWG URL, curl and the resolver,
+  // which read `0x7f.1`, `2130706433` and `127.000.0.1` as 127.0.0.1: only the dotted-decimal
+  // spelling is read, so that one address has one identity (issue 35).
+  const labels = host.split('.');
+  if (/^(0x[0-9a-f]*|[0-9]+)$/.test(labels.at(-1) as string)) {
+    const octet = /^(0|[1-9][0-9]{0,2})$/;
+    if (labels.length !== 4 || !labels.every((l) => octet.test(l) && Number(l) <= 255))
+      throw new RepoURLError('its host is a numeric address not written as four decimal octets');
+  }
   return host;
 }
 
@@ -351,3 +360,26 @@ function identity(
     gitSuffix: path.gitSuffix,
   };
 }
+
+/**
+ * The URL of a request to the API server at `server` (a path prefix kept: API proxies such as
+ * Rancher's serve under one), for the HTTP client. A server the canonical parser reads must come out
+ * with the host it reads: one address, one identity (issue 35).
+ */
+export function apiRequestURL(server: string, pathAndQuery: string): URL {
+  const url = new URL(server.replace(/\/+$/, '') + pathAndQuery);
+  let host = canonicalHosts.get(server);
+  if (host === undefined) {
+    const canonical = canonicalServerURL(server);
+    host = canonical === undefined ? '' : (/^https?:\/\/([^/]*)/.exec(canonical)?.[1] as string);
+    // Servers are few (this process's own, and the clusters a hub serves): kept, not parsed per request.
+    if (canonicalHosts.size < 10_000) canonicalHosts.set(server, host);
+  }
+  if (host !== '' && url.host !== host) {
+    throw new RepoURLError(`the API server ${server} would be reached as ${url.host}, not ${host}`);
+  }
+  return url;
+}
+
+/** Server as given → the host the canonical parser reads ('' when it reads none). */
+const canonicalHosts = new Map<string, string>();

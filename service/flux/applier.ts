@@ -8,6 +8,7 @@
 //    Reconciling's reason ProgressingWithRetry (failed, retried later) or Stalled=True (given up);
 //  - a Kustomization whose dependsOn is not ready has Ready=False, reason DependencyNotReady: it waits;
 //  - status.inventory.entries[].id is `<namespace>_<name>_<group>_<kind>` of every object it applied.
+import { parseDuration } from '../core/duration.ts';
 import { type ConfigKind, configId } from '../core/types.ts';
 
 export type ApplierKind = 'Kustomization' | 'HelmRelease';
@@ -45,6 +46,11 @@ export interface Applier {
   readonly source?: string;
   /** The appliers it depends on (same kind), as keys. */
   readonly dependsOn: readonly ApplierKey[];
+  /**
+   * How long one reconciliation may run: spec.timeout, else (a Kustomization) spec.interval, as
+   * kustomize-controller defaults it. Undefined when neither is a duration.
+   */
+  readonly timeoutMs?: number;
   /** The ConfigMaps and Secrets its inventory lists, as config ids (`ConfigMap/ns/name`). */
   readonly configs: ReadonlySet<string>;
 }
@@ -64,6 +70,8 @@ interface RawApplier {
     suspend?: unknown;
     sourceRef?: { kind?: unknown; name?: unknown; namespace?: unknown };
     dependsOn?: unknown;
+    timeout?: unknown;
+    interval?: unknown;
   };
   status?: {
     observedGeneration?: unknown;
@@ -154,6 +162,8 @@ export function applierFromObject(kind: ApplierKind, raw: unknown): Applier | un
     kind === 'Kustomization' && srcKind && srcName
       ? `${srcKind}/${str(src?.namespace) ?? namespace}/${srcName}`
       : undefined;
+  const timeoutText = str(o.spec?.timeout) ?? (kind === 'Kustomization' ? str(o.spec?.interval) : undefined);
+  const timeoutMs = timeoutText === undefined ? undefined : parseDuration(timeoutText);
   const resourceVersion = str(o.metadata?.resourceVersion);
   const lastApplied = str(o.status?.lastAppliedRevision);
   const lastAttempted = str(o.status?.lastAttemptedRevision);
@@ -167,6 +177,7 @@ export function applierFromObject(kind: ApplierKind, raw: unknown): Applier | un
     ...(lastAttempted ? { lastAttemptedRevision: lastAttempted } : {}),
     ...(source ? { source } : {}),
     dependsOn: Object.freeze(dependsOn),
+    ...(timeoutMs !== undefined ? { timeoutMs } : {}),
     configs,
   });
 }
@@ -184,4 +195,17 @@ export function sourceFromObject(
   const namespace = str(o.metadata?.namespace);
   if (!name || !namespace) return undefined;
   return { key: `${kind}/${namespace}/${name}`, revision: str(o.status?.artifact?.revision) };
+}
+
+/**
+ * The dependencies an applier may be grouped with (--flux-depends-on-as-one): those in its own
+ * namespace. The dependent writes its dependsOn; naming another team's Kustomization must not join its
+ * group and hold that team's reloads (issue 35, finding 5). Flux still waits for every dependency.
+ */
+export function groupableDependsOn(a: Applier): { trusted: ApplierKey[]; foreign: ApplierKey[] } {
+  const own = `${a.ref.kind}/${a.ref.namespace}/`;
+  const trusted: ApplierKey[] = [];
+  const foreign: ApplierKey[] = [];
+  for (const d of a.dependsOn) (d.startsWith(own) ? trusted : foreign).push(d);
+  return { trusted, foreign };
 }

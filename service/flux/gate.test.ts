@@ -3,7 +3,13 @@ import { fakeTimers } from '../../test/support/fake-timers.ts';
 import type { Change } from '../core/batcher.ts';
 import type { ConfigRecord } from '../core/records.ts';
 import { createLogger, silentLogger } from '../log.ts';
-import { type Applier, applierFromObject, configOfInventoryId, phaseOf } from './applier.ts';
+import {
+  type Applier,
+  applierFromObject,
+  configOfInventoryId,
+  groupableDependsOn,
+  phaseOf,
+} from './applier.ts';
 import { FluxGate, type FluxGateOptions } from './gate.ts';
 
 const NS = 'shop';
@@ -266,6 +272,45 @@ describe('the Flux gate', () => {
       }
     });
 
+    it("with it, a Kustomization in another namespace that names this one in its dependsOn does not join its group (a tenant cannot hold another team's reloads)", () => {
+      const { gate, released } = world({ dependsOnAsOne: true });
+      gate.observeSource('GitRepository/shop/repo', rev(2));
+      gate.observe(kustomization('configs', 'ready', { configs: ['a'], attempted: 2, applied: 2 }));
+      // The tenant's Kustomization, in its own namespace, depends on the victim's and never finishes.
+      gate.observe(
+        applierFromObject('Kustomization', {
+          metadata: { name: 'evil', namespace: 'tenant', generation: 1 },
+          spec: {
+            sourceRef: { kind: 'GitRepository', name: 'r' },
+            dependsOn: [{ name: 'configs', namespace: NS }],
+          },
+          status: {
+            observedGeneration: 1,
+            conditions: [
+              { type: 'Reconciling', status: 'True', reason: 'Progressing' },
+              { type: 'Ready', status: 'Unknown' },
+            ],
+          },
+        }) as Applier,
+      );
+      // The victim's change is not held for the tenant's reconciliation.
+      expect(gate.hold(change('ConfigMap/shop/a'), config('a'))).toBe(false);
+      expect(released).toEqual([]);
+    });
+
+    it('groupableDependsOn keeps the dependencies in the applier’s own namespace only', () => {
+      const a = applierFromObject('Kustomization', {
+        metadata: { name: 'app', namespace: 'team-a' },
+        spec: {
+          dependsOn: [{ name: 'x' }, { name: 'y', namespace: 'team-a' }, { name: 'z', namespace: 'team-b' }],
+        },
+      }) as Applier;
+      expect(groupableDependsOn(a)).toEqual({
+        trusted: ['Kustomization/team-a/x', 'Kustomization/team-a/y'],
+        foreign: ['Kustomization/team-b/z'],
+      });
+    });
+
     it('without it, each Kustomization releases its own changes when it is done', () => {
       const { gate, released } = world();
       gate.observeSource('GitRepository/shop/repo', rev(2));
@@ -408,6 +453,38 @@ describe('the Flux gate', () => {
     expect(released).toEqual([]);
     await t.advance(60_000);
     expect(released).toHaveLength(1);
+  });
+
+  it("holds as long as the applier's spec.timeout allows its reconciliation to run, plus a minute, when that is longer than the cap", async () => {
+    const { gate, released, t } = world({ maxHoldMs: 60_000 });
+    const slow = applierFromObject('Kustomization', {
+      metadata: { name: 'app', namespace: NS, generation: 1 },
+      spec: { sourceRef: { kind: 'GitRepository', name: 'repo' }, interval: '1h', timeout: '30m' },
+      status: {
+        observedGeneration: 1,
+        conditions: [
+          { type: 'Reconciling', status: 'True', reason: 'Progressing' },
+          { type: 'Ready', status: 'Unknown' },
+        ],
+        inventory: { entries: [{ id: `${NS}_a__ConfigMap`, v: 'v1' }] },
+      },
+    }) as Applier;
+    expect(slow.timeoutMs).toBe(30 * 60_000);
+    gate.observe(slow);
+    gate.hold(change('ConfigMap/shop/a'), config('a'));
+    await t.advance(31 * 60_000 - 1);
+    expect(released, 'released while the reconciliation may still run').toEqual([]);
+    await t.advance(31 * 60_000);
+    expect(released).toHaveLength(1);
+  });
+
+  it('reads the reconciliation timeout from spec.timeout, else a Kustomization’s spec.interval', () => {
+    const k = (spec: Record<string, unknown>, kind: 'Kustomization' | 'HelmRelease' = 'Kustomization') =>
+      applierFromObject(kind, { metadata: { name: 'x', namespace: NS }, spec })?.timeoutMs;
+    expect(k({ timeout: '1m30s', interval: '10m' })).toBe(90_000);
+    expect(k({ interval: '10m' })).toBe(600_000);
+    expect(k({ interval: '10m' }, 'HelmRelease')).toBeUndefined();
+    expect(k({ timeout: 'soon' })).toBeUndefined();
   });
 
   it('names a HelmRelease’s chart revision (it records only the attempted one) when it releases', () => {

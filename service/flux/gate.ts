@@ -19,10 +19,12 @@ import { datingChange, realTimers } from '../core/batcher.ts';
 import { type ConfigRecord, compareResourceVersions } from '../core/records.ts';
 import { configId } from '../core/types.ts';
 import type { Logger } from '../log.ts';
-import type { Applier, ApplierKey } from './applier.ts';
+import { type Applier, type ApplierKey, groupableDependsOn } from './applier.ts';
 
 /** How long changes wait for a busy applier before they are released anyway (a controller down). */
 export const FLUX_MAX_HOLD_MS = 10 * 60_000;
+/** Beyond an applier's spec.timeout, for its controller to write the status that ends the hold. */
+export const FLUX_HOLD_MARGIN_MS = 60_000;
 /** Appliers with held changes, at most. */
 export const FLUX_HELD_LIMIT = 10_000;
 
@@ -171,10 +173,20 @@ export class FluxGate implements ChangeGate {
     }
     if (prev) for (const c of prev.configs) if (!a.configs.has(c)) this.#unindex(c, a.key);
     if (prev) this.#unlinkDependsOn(prev);
-    for (const d of a.dependsOn) {
+    const { trusted, foreign } = groupableDependsOn(a);
+    for (const d of trusted) {
       const set = this.#dependents.get(d) ?? new Set<ApplierKey>();
       set.add(a.key);
       this.#dependents.set(d, set);
+    }
+    if (this.#o.dependsOnAsOne && foreign.length > 0) {
+      const before = prev ? groupableDependsOn(prev).foreign.join() : '';
+      if (foreign.join() !== before) {
+        this.#o.log.info(
+          { applier: a.key, dependsOn: foreign },
+          'dependsOn in another namespace is not grouped (--flux-depends-on-as-one groups one namespace only)',
+        );
+      }
     }
     for (const c of a.configs) {
       const set = this.#owners.get(c) ?? new Set<ApplierKey>();
@@ -262,19 +274,31 @@ export class FluxGate implements ChangeGate {
         const oldest = this.#held.keys().next().value;
         if (oldest !== undefined) this.#release(oldest, 'too many appliers held at once');
       }
+      const afterMs = this.#holdCapMs(key);
       const timer = this.#timers.set(() => {
         this.#o.log.warn(
-          { applier: key, afterMs: this.#o.maxHoldMs ?? FLUX_MAX_HOLD_MS },
+          { applier: key, afterMs },
           'the Flux reconciliation did not end in time; releasing held config changes',
         );
         this.#release(key, 'no end in time');
-      }, this.#o.maxHoldMs ?? FLUX_MAX_HOLD_MS);
+      }, afterMs);
       held = { changes: new Map(), timer };
       this.#held.set(key, held);
     }
     const id = `${change.workload}\u0000${change.config}`;
     held.changes.set(id, datingChange(held.changes.get(id), change));
     return held;
+  }
+
+  /**
+   * How long changes wait for the applier (its group): the cap, or longer when a member's
+   * reconciliation may run longer (spec.timeout), with a minute to write its status (issue 35).
+   */
+  #holdCapMs(key: ApplierKey): number {
+    const cap = this.#o.maxHoldMs ?? FLUX_MAX_HOLD_MS;
+    const a = this.#appliers.get(key);
+    const longest = Math.max(0, ...(a ? this.#group(a) : []).map((m) => m.timeoutMs ?? 0));
+    return Math.max(cap, longest > 0 ? longest + FLUX_HOLD_MARGIN_MS : 0);
   }
 
   /** The appliers counted with this one: itself, or its dependsOn component. */
@@ -285,7 +309,8 @@ export class FluxGate implements ChangeGate {
     // Edges both ways: what it depends on, and what depends on it (the reverse index).
     while (todo.length > 0) {
       const k = todo.pop() as ApplierKey;
-      const next = [...(this.#appliers.get(k)?.dependsOn ?? []), ...(this.#dependents.get(k) ?? [])];
+      const own = this.#appliers.get(k);
+      const next = [...(own ? groupableDependsOn(own).trusted : []), ...(this.#dependents.get(k) ?? [])];
       for (const n of next) {
         if (seen.has(n) || !this.#appliers.has(n)) continue;
         seen.add(n);

@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { customAnswers as api, forbidden } from '../../test/support/custom-answers.ts';
 import { parseRepoURL } from '../core/repo-url.ts';
@@ -14,13 +15,30 @@ import {
 const workload = { group: 'apps', kind: 'Deployment', namespace: 'shop', name: 'web' };
 const ks = { namespace: 'flux-system', name: 'apps' };
 
-const kustomization = (o: { path?: string; sourceRef?: Record<string, string>; ids?: string[] } = {}) => ({
-  metadata: { name: 'apps', namespace: 'flux-system' },
+const REVISION = 'main@sha1:0123456789abcdef0123456789abcdef01234567';
+
+const kustomization = (
+  o: {
+    path?: string;
+    sourceRef?: Record<string, string>;
+    ids?: string[];
+    generation?: number;
+    observedGeneration?: number;
+    ready?: string;
+    lastAppliedRevision?: string;
+    targetNamespace?: string;
+  } = {},
+) => ({
+  metadata: { name: 'apps', namespace: 'flux-system', generation: o.generation ?? 3 },
   spec: {
     path: o.path ?? './apps/shop',
     sourceRef: o.sourceRef ?? { kind: 'GitRepository', name: 'fleet' },
+    ...(o.targetNamespace !== undefined ? { targetNamespace: o.targetNamespace } : {}),
   },
   status: {
+    observedGeneration: o.observedGeneration ?? 3,
+    lastAppliedRevision: o.lastAppliedRevision ?? REVISION,
+    conditions: [{ type: 'Ready', status: o.ready ?? 'True', reason: 'ReconciliationSucceeded' }],
     inventory: {
       entries: (o.ids ?? ['shop_web_apps_Deployment', 'shop_web-config__ConfigMap']).map((id) => ({
         id,
@@ -30,9 +48,10 @@ const kustomization = (o: { path?: string; sourceRef?: Record<string, string>; i
   },
 });
 
-const gitRepository = (spec: Record<string, unknown> = {}) => ({
+const gitRepository = (spec: Record<string, unknown> = {}, revision = REVISION) => ({
   metadata: { name: 'fleet', namespace: 'flux-system' },
   spec: { url: 'https://git.example.com/fleet.git', ref: { branch: 'main' }, ...spec },
+  status: { artifact: { revision } },
 });
 
 describe('fluxClaim', () => {
@@ -111,7 +130,12 @@ describe('fluxGitSourceOf', () => {
       repoURL: 'https://git.example.com/fleet.git',
       targetRevision: 'main',
       path: 'apps/shop',
+      namespaceRequired: true,
     });
+    // With targetNamespace, Flux puts every object there: a manifest needs no namespace of its own.
+    expect(
+      fluxGitSourceOf(kustomization({ targetNamespace: 'shop' }), gitRepository(), ks),
+    ).not.toHaveProperty('namespaceRequired');
   });
 
   it.each([
@@ -170,15 +194,89 @@ describe('authorizedFluxGitSource', () => {
     expect(custom.reads).toEqual(['kustomizations/flux-system/apps']);
   });
 
-  it('refuses a GitRepository outside --flux-namespaces (a cross-namespace sourceRef)', async () => {
+  it('refuses a GitRepository in another namespace (a cross-namespace sourceRef), even one of --flux-namespaces, before reading it', async () => {
+    for (const namespace of ['team-b', 'flux-other']) {
+      const custom = api({
+        kustomizations: kustomization({ sourceRef: { kind: 'GitRepository', name: 'x', namespace } }),
+        gitrepositories: gitRepository(),
+      });
+      await expect(
+        authorizedFluxGitSource(custom, ks, workload, { fluxNamespaces: ['flux-system', 'flux-other'] }),
+      ).rejects.toMatchObject({ rule: 'source-namespace' });
+      expect(custom.reads).toEqual(['kustomizations/flux-system/apps']);
+    }
+  });
+
+  it.each([
+    [
+      'its current spec not yet applied (a repointed sourceRef or path)',
+      { generation: 4, observedGeneration: 3 },
+    ],
+    ['not Ready', { ready: 'False' }],
+    ['Ready unknown (reconciling)', { ready: 'Unknown' }],
+    ['its last applied revision not its source artifact', { lastAppliedRevision: 'main@sha1:ffff' }],
+  ])('refuses a Kustomization whose inventory may not come from its source: %s', async (_, fields) => {
+    const custom = api({ kustomizations: kustomization(fields), gitrepositories: gitRepository() });
+    await expect(authorizedFluxGitSource(custom, ks, workload, o)).rejects.toMatchObject({
+      rule: 'not-applied',
+    });
+  });
+
+  it('refuses a GitRepository without an artifact yet', async () => {
     const custom = api({
-      kustomizations: kustomization({ sourceRef: { kind: 'GitRepository', name: 'x', namespace: 'team-b' } }),
+      kustomizations: kustomization(),
+      gitrepositories: { ...gitRepository(), status: {} },
+    });
+    await expect(authorizedFluxGitSource(custom, ks, workload, o)).rejects.toMatchObject({
+      rule: 'not-applied',
+    });
+  });
+
+  it("refuses a Kustomization whose targetNamespace is not the workload's", async () => {
+    const custom = api({
+      kustomizations: kustomization({ targetNamespace: 'team-b' }),
       gitrepositories: gitRepository(),
     });
     await expect(authorizedFluxGitSource(custom, ks, workload, o)).rejects.toMatchObject({
-      rule: 'app-namespace',
+      rule: 'not-managed',
     });
-    expect(custom.reads).toEqual(['kustomizations/flux-system/apps']);
+    const same = api({
+      kustomizations: kustomization({ targetNamespace: 'shop' }),
+      gitrepositories: gitRepository(),
+    });
+    await expect(authorizedFluxGitSource(same, ks, workload, o)).resolves.toMatchObject({
+      path: 'apps/shop',
+    });
+  });
+
+  it('accepts only a Kustomization Ready at its source artifact with its spec observed (property)', async () => {
+    const gen = fc.record({
+      generation: fc.integer({ min: 1, max: 3 }),
+      observedGeneration: fc.integer({ min: 1, max: 3 }),
+      ready: fc.constantFrom('True', 'False', 'Unknown'),
+      lastAppliedRevision: fc.constantFrom(REVISION, 'main@sha1:other', ''),
+      artifact: fc.constantFrom(REVISION, 'main@sha1:other'),
+      targetNamespace: fc.constantFrom(undefined, 'shop', 'team-b'),
+    });
+    await fc.assert(
+      fc.asyncProperty(gen, async (k) => {
+        const custom = api({
+          kustomizations: kustomization(k),
+          gitrepositories: gitRepository({}, k.artifact),
+        });
+        const ok = await authorizedFluxGitSource(custom, ks, workload, o).then(
+          () => true,
+          () => false,
+        );
+        expect(ok).toBe(
+          k.generation === k.observedGeneration &&
+            k.ready === 'True' &&
+            k.lastAppliedRevision === k.artifact &&
+            k.targetNamespace !== 'team-b',
+        );
+      }),
+      { numRuns: 300 },
+    );
   });
 
   it('says a Kustomization that reads an OCIRepository or a Bucket has no git source', async () => {

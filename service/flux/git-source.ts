@@ -6,7 +6,16 @@
 // write any label. The Kustomization is used only when
 //  1. it sits in one of --flux-namespaces (where the platform team keeps its Flux objects);
 //  2. its status.inventory lists this exact workload (written by kustomize-controller alone);
-//  3. its sourceRef is a GitRepository, also in --flux-namespaces, that follows a branch.
+//  3. its sourceRef is a GitRepository in the Kustomization's own namespace (the tenant edits its
+//     spec.sourceRef: pointed at another team's GitRepository, it would choose that team's repository
+//     and credentials), that follows a branch;
+//  4. the inventory came from that source, at that path: the Kustomization is Ready, has observed
+//     its current spec (status.observedGeneration = metadata.generation, so sourceRef and path are
+//     the ones last applied), and applied the GitRepository's current artifact
+//     (status.lastAppliedRevision = the GitRepository's status.artifact.revision);
+//  5. its spec.targetNamespace, when set, is the workload's namespace (every object it applies is put
+//     there); when not set, the manifest written must name the workload's namespace itself.
+// (issue 35, finding 2)
 // The repository URL is parsed once by service/core/repo-url.ts (the canonical identity Argo CD's
 // git mode uses), and the credentials are chosen by the same rules (service/gitops/credentials.ts).
 //
@@ -87,6 +96,56 @@ export function repoPathOf(ks: unknown, name: string): string {
 }
 
 /**
+ * Rules 3 to 5 over the Kustomization and its GitRepository as read: a refusal when the inventory
+ * cannot be shown to come from that source, at that path, into the workload's namespace. Pure.
+ */
+export function appliedFromSource(
+  ks: unknown,
+  gitRepository: unknown,
+  key: AppKey,
+  workload: WorkloadId,
+): GitRefused | undefined {
+  const name = `Kustomization ${key.namespace}/${key.name}`;
+  const k = obj(ks);
+  const status = obj(k?.status);
+  const generation = obj(k?.metadata)?.generation;
+  if (typeof generation !== 'number' || status?.observedGeneration !== generation) {
+    return new GitRefused(
+      'not-applied',
+      `git write refused for ${name}: Flux has not applied its current spec yet (observedGeneration is not its generation), so its inventory may come from another source or path`,
+    );
+  }
+  const conditions = Array.isArray(status?.conditions) ? status.conditions : [];
+  const ready = conditions.map(obj).find((c) => c?.type === 'Ready');
+  if (ready?.status !== 'True') {
+    return new GitRefused(
+      'not-applied',
+      `git write refused for ${name}: it is not Ready, so its inventory may not come from its source`,
+    );
+  }
+  const applied = str(status?.lastAppliedRevision);
+  const artifact = str(obj(obj(obj(gitRepository)?.status)?.artifact)?.revision);
+  if (applied === undefined || applied !== artifact) {
+    return new GitRefused(
+      'not-applied',
+      `git write refused for ${name}: its last applied revision is not its GitRepository's current artifact`,
+    );
+  }
+  const target = str(obj(k?.spec)?.targetNamespace);
+  if (target !== undefined && target !== workload.namespace) {
+    return new GitRefused(
+      'not-managed',
+      `git write refused for ${name}: its targetNamespace is not ${workload.namespace}`,
+    );
+  }
+  return undefined;
+}
+
+/** The namespace the Kustomization puts every object it applies in, when it sets one. */
+export const targetNamespaceOf = (ks: unknown): string | undefined =>
+  str(obj(obj(ks)?.spec)?.targetNamespace);
+
+/**
  * The git source of a Kustomization and the GitRepository it reads (objects as the API returns
  * them). Pure: the caller has checked the Kustomization's authority.
  */
@@ -105,6 +164,8 @@ export function fluxGitSourceOf(ks: unknown, gitRepository: unknown, key: AppKey
     repoURL: contactURL(repo),
     targetRevision: branchOf(gitRepository, sourceName),
     path: repoPathOf(ks, name),
+    // Without targetNamespace, Flux gives a manifest no namespace of the workload's (rule 5).
+    ...(targetNamespaceOf(ks) === undefined ? { namespaceRequired: true } : {}),
   };
 }
 
@@ -155,10 +216,10 @@ export async function authorizedFluxGitSource(
   }
   const sourceNamespace = str(ref.namespace) ?? ks.namespace;
   const sourceName = str(ref.name) ?? '';
-  if (!o.fluxNamespaces.includes(sourceNamespace)) {
+  if (sourceNamespace !== ks.namespace) {
     throw new GitRefused(
-      'app-namespace',
-      `git write refused for ${name}: its GitRepository is in namespace ${sourceNamespace}, which is not one of --flux-namespaces`,
+      'source-namespace',
+      `git write refused for ${name}: its sourceRef names a GitRepository in another namespace; the git strategy writes only to a GitRepository in the Kustomization's own namespace`,
     );
   }
   const repo = await read(custom, GIT_REPOSITORIES, sourceNamespace, sourceName).catch((err: unknown) => {
@@ -167,6 +228,8 @@ export async function authorizedFluxGitSource(
       `git write refused for ${name}: cannot read its GitRepository (${why(err)}); ${RBAC_HINT}`,
     );
   });
+  const refused = appliedFromSource(raw, repo, ks, workload);
+  if (refused) throw refused;
   return fluxGitSourceOf(raw, repo, ks);
 }
 

@@ -39,6 +39,11 @@ export interface GitSource {
   path: string;
   /** Helm: the values file to edit, relative to `path`: the last of helm.valueFiles (the one that wins). */
   valuesFile?: string;
+  /**
+   * A manifest is the workload only when it names the workload's namespace itself: nothing else gives
+   * it one (a Flux Kustomization without targetNamespace).
+   */
+  namespaceRequired?: boolean;
 }
 
 /** The Application cannot give the git strategy a source to write to; the message says why. */

@@ -15,6 +15,13 @@ export const REFUSAL_RULES = [
   'insecure-transport',
   /** No credential is bound to the repository URL: none would be sent, so nothing is tried. */
   'credentials-unbound',
+  /** Flux: the Kustomization's sourceRef names a GitRepository outside its own namespace. */
+  'source-namespace',
+  /**
+   * Flux: the inventory cannot be shown to come from the Kustomization's current source and path (not
+   * Ready, its current spec not yet applied, or its last applied revision not its source's artifact).
+   */
+  'not-applied',
 ] as const;
 export type RefusalRule = (typeof REFUSAL_RULES)[number];
 

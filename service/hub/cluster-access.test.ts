@@ -88,4 +88,22 @@ describe('ClusterSecretAccess', () => {
     expect(certOnly).toMatchObject({ cert: Buffer.from('cert'), key: Buffer.from('key') });
     expect(certOnly.ca).toBeUndefined();
   });
+
+  it('held: sends nothing, every request fails with the reason, until credentials are given', async () => {
+    const access = new ClusterSecretAccess(SERVER, { held: 'gr/c0: config is not a JSON object' });
+    expect(access.held).toContain('config is not a JSON object');
+    await expect(optionsFor(access)).rejects.toThrow(/cluster held.*config is not a JSON object/);
+    let usable = false;
+    void access.usable().then(() => (usable = true));
+    await Promise.resolve();
+    expect(usable).toBe(false);
+    access.rotate({ bearerToken: 'ours', insecure: false });
+    await access.usable();
+    expect((await optionsFor(access)).headers).toEqual({ Authorization: 'Bearer ours' });
+    // Held again from credentials: the old token is not sent.
+    access.hold('refused');
+    const opts: https.RequestOptions = {};
+    await expect(access.applyToHTTPSOptions(opts)).rejects.toThrow('refused');
+    expect(opts.headers).toBeUndefined();
+  });
 });

@@ -54,9 +54,22 @@ function served(r: ClusterSecretReading): ServedCluster {
   return r.served;
 }
 
+/** Why the Secret, or its credentials (the cluster then served only through ours), are refused. */
+function refusalOf(r: ClusterSecretReading): string | undefined {
+  if ('refused' in r) return r.refused;
+  if ('served' in r && 'refused' in r.served.credentials) return r.served.credentials.refused;
+  return undefined;
+}
+
 function refusal(r: ClusterSecretReading): string {
-  if (!('refused' in r)) throw new Error(`expected a refusal, got ${JSON.stringify(r)}`);
-  return r.refused;
+  const why = refusalOf(r);
+  if (why === undefined) throw new Error(`expected a refusal, got ${JSON.stringify(r)}`);
+  return why;
+}
+
+function usable(c: ServedCluster) {
+  if ('refused' in c.credentials) throw new Error(`credentials refused: ${c.credentials.refused}`);
+  return c.credentials;
 }
 
 describe('readClusterSecret: served clusters', () => {
@@ -72,7 +85,7 @@ describe('readClusterSecret: served clusters', () => {
       name: 'spoke',
       namespaces: [],
     });
-    expect(c.credentials).toEqual({ bearerToken: TOKEN, ca: Buffer.from(CA_PEM), insecure: false });
+    expect(usable(c).credentials).toEqual({ bearerToken: TOKEN, ca: Buffer.from(CA_PEM), insecure: false });
   });
 
   it('serves a TLS client certificate and key, with serverName and insecure', () => {
@@ -92,7 +105,7 @@ describe('readClusterSecret: served clusters', () => {
         }),
       ),
     );
-    expect(c.credentials).toEqual({
+    expect(usable(c).credentials).toEqual({
       cert: Buffer.from(CERT_PEM),
       key: Buffer.from(KEY_PEM),
       serverName: 'api.spoke.internal',
@@ -110,7 +123,7 @@ describe('readClusterSecret: served clusters', () => {
         }),
       ),
     );
-    expect(c.credentials).toEqual({ username: 'admin', password: PASSWORD, insecure: false });
+    expect(usable(c).credentials).toEqual({ username: 'admin', password: PASSWORD, insecure: false });
   });
 
   it.each([
@@ -211,7 +224,7 @@ const refusals: Array<[string, SecretFields, RegExp]> = [
       server: 'https://spoke.example',
       config: { bearerToken: TOKEN, execProviderConfig: { command: 'argocd-k8s-auth', args: [TOKEN] } },
     },
-    /execProviderConfig runs a program that --hub-exec-commands does not list/,
+    /execProviderConfig is accepted only in a credentials Secret of ours/,
   ],
   [
     'awsAuthConfig credentials',
@@ -319,15 +332,58 @@ describe('readClusterSecret: refusals', () => {
     for (const m of [...MATERIAL, ...FRAGMENTS]) expect(returned).not.toContain(m);
   });
 
+  it('serves a cluster whose credentials it refuses, with its scope, and without credentials (ours may serve it)', () => {
+    const c = served(
+      readClusterSecret(
+        clusterSecret({
+          server: 'https://Spoke.example/',
+          name: 'spoke',
+          namespaces: 'team-a',
+          config: { bearerToken: TOKEN, execProviderConfig: { command: '/bin/cp', args: ['/a', '/b'] } },
+        }),
+      ),
+    );
+    expect(c).toMatchObject({ server: 'https://spoke.example', name: 'spoke', namespaces: ['team-a'] });
+    expect(c.credentials).toEqual({ refused: expect.stringContaining('never in a cluster Secret') });
+  });
+
+  it('never takes an exec plugin from a cluster Secret, whatever its fields (property)', () => {
+    const str = fc.string({ maxLength: 12 });
+    const exec = fc.record(
+      {
+        command: fc.oneof(fc.constantFrom('/bin/cp', '/usr/bin/aws', 'cp', ''), str),
+        args: fc.oneof(fc.array(str), str),
+        env: fc.oneof(fc.dictionary(str, str), str),
+        apiVersion: fc.constantFrom('client.authentication.k8s.io/v1', 'x', undefined),
+      },
+      { requiredKeys: [] },
+    );
+    fc.assert(
+      fc.property(exec, fc.boolean(), (execProviderConfig, withToken) => {
+        const r = readClusterSecret(
+          clusterSecret({
+            server: 'https://spoke.example',
+            name: 'spoke',
+            config: { ...(withToken ? { bearerToken: TOKEN } : {}), execProviderConfig },
+          }),
+        );
+        expect(refusalOf(r)).toBeDefined();
+        expect(JSON.stringify(r)).not.toContain('"exec"');
+      }),
+      { numRuns: 500 },
+    );
+  });
+
   it('returns the name, and the server once read, with a refusal (for destination.name to count it)', () => {
     const r = readClusterSecret(
       clusterSecret({
         server: 'https://Spoke.example/',
         name: 'spoke',
-        config: { awsAuthConfig: { clusterName: 'x' } },
+        namespaces: 'Team_B',
+        config: tokenConfig,
       }),
     );
-    expect(r).toMatchObject({ name: 'spoke', server: 'https://spoke.example' });
+    expect(r).toMatchObject({ refused: expect.any(String), name: 'spoke', server: 'https://spoke.example' });
   });
 
   it('never returns a credential value it refuses (property: generated configs)', () => {
@@ -359,7 +415,7 @@ describe('readClusterSecret: refusals', () => {
         const r = readClusterSecret(
           clusterSecret({ server: 'https://spoke.example', name: 'spoke', config }),
         );
-        if ('refused' in r) expect(JSON.stringify(r)).not.toContain(v);
+        if (refusalOf(r) !== undefined) expect(JSON.stringify(r)).not.toContain(v);
       }),
       { numRuns: 1000 },
     );
@@ -368,7 +424,7 @@ describe('readClusterSecret: refusals', () => {
 
 describe('readClusterSecret: credentialsDigest', () => {
   const digest = (f: SecretFields) =>
-    served(readClusterSecret(clusterSecret({ server: 'https://spoke.example', name: 'spoke', ...f })))
+    usable(served(readClusterSecret(clusterSecret({ server: 'https://spoke.example', name: 'spoke', ...f }))))
       .credentialsDigest;
 
   it('changes when the token is rotated', () => {
@@ -404,12 +460,12 @@ describe('clusterId', () => {
   const idOf = (name: string, server: string) =>
     served(readClusterSecret(clusterSecret({ server, name, config: tokenConfig }))).id;
 
-  it('is a DNS label of at most 40 characters, readable from the server', () => {
+  it('is a DNS label of at most 53 characters, readable from the server, with 128 bits of digest', () => {
     const id = idOf('Prod EU-West (primary)', 'https://API.Prod.example:6443/k8s/clusters/c-1');
     expect(id).toMatch(DNS_LABEL);
-    expect(id.length).toBeLessThanOrEqual(40);
-    expect(id).toMatch(/^api-prod-example-6443-k8s-clus-[0-9a-f]{8}$/);
-    expect(idOf('spoke', 'https://[::1]:6443')).toMatch(/^1-6443-[0-9a-f]{8}$/);
+    expect(id.length).toBeLessThanOrEqual(53);
+    expect(id).toMatch(/^api-prod-example-644-[0-9a-f]{32}$/);
+    expect(idOf('spoke', 'https://[::1]:6443')).toMatch(/^1-6443-[0-9a-f]{32}$/);
   });
 
   it('is stable: the same cluster gives the same id, read after read', () => {
@@ -432,17 +488,18 @@ describe('clusterId', () => {
     for (const name of ['!!!', '---', '', '🚀🚀', 'a'.repeat(200)]) {
       expect(idOf(name, 'https://spoke.example'), name).toBe(idOf('spoke', 'https://spoke.example'));
     }
-    const long = idOf('spoke', `https://${'x'.repeat(29)}-${'y'.repeat(20)}.example`);
+    const long = idOf('spoke', `https://${'x'.repeat(19)}-${'y'.repeat(20)}.example`);
     expect(long).toMatch(DNS_LABEL);
-    expect(long).toMatch(/^x{29}-[0-9a-f]{8}$/);
+    expect(long).toMatch(/^x{19}-[0-9a-f]{32}$/);
   });
 
-  it('is a DNS label of at most 40 characters for any server (property)', () => {
+  it('is a DNS label of at most 53 characters for any server (property)', () => {
     fc.assert(
       fc.property(fc.oneof(fc.string({ maxLength: 300 }), fc.webUrl()), (server) => {
         const id = clusterId(server);
         expect(id).toMatch(DNS_LABEL);
-        expect(id.length).toBeLessThanOrEqual(40);
+        expect(id.length).toBeLessThanOrEqual(53);
+        expect(id).toMatch(/-[0-9a-f]{32}$/);
       }),
       { numRuns: 2000 },
     );

@@ -7,8 +7,13 @@
 // `namespaces` a comma list, `config` the JSON of ClusterConfig whose byte fields are base64.
 //
 // Credentials served: a bearer token, a TLS client certificate, basic auth, CA data, serverName,
-// insecure. An exec provider or awsAuthConfig runs a program or a cloud login: refused with the reason
-// (docs/hub-mode.md), never run.
+// insecure. An exec provider runs a program: accepted only in a credentials Secret of ours (in the
+// release namespace, which tenants cannot write) and only for a command the platform team lists; in
+// a cluster Secret, which an Argo CD project admin can write, it is refused and never run (ADR
+// 0037-exec-only-from-our-own-secrets). awsAuthConfig is refused everywhere.
+//
+// A cluster Secret whose credentials are refused still names a served cluster: it is served only
+// through a credentials Secret of ours, and held until one exists (hub.ts, credentials-choice.ts).
 
 import { createHash } from 'node:crypto';
 import { canonicalServerURL } from '../core/repo-url.ts';
@@ -16,6 +21,12 @@ import { canonicalServerURL } from '../core/repo-url.ts';
 export const CLUSTER_SECRET_TYPE_LABEL = 'argocd.argoproj.io/secret-type';
 /** The opt-in: a cluster Secret with this label set to "true" is served; nothing is by default. */
 export const HUB_SERVE_LABEL = 'gitops-reloader.io/serve';
+/**
+ * The label of a Secret of our own, in the hub's release namespace, that holds the credentials hub
+ * mode uses for one server instead of Argo CD's (its `server` and `config`, as a cluster Secret has
+ * them): the least-privilege alternative to Argo CD's usually cluster-admin credentials.
+ */
+export const CREDENTIALS_LABEL = 'gitops-reloader.io/cluster-credentials';
 
 export interface ClusterCredentials {
   bearerToken?: string;
@@ -26,7 +37,10 @@ export interface ClusterCredentials {
   key?: Buffer;
   insecure: boolean;
   serverName?: string;
-  /** A client-go exec credential plugin, run only when its command is in --hub-exec-commands. */
+  /**
+   * A client-go exec credential plugin: only ever read from a credentials Secret of ours, and run
+   * only when its command is in --hub-exec-commands.
+   */
   exec?: ExecPlugin;
 }
 
@@ -40,7 +54,7 @@ export interface ExecPlugin {
 /** The exec credential API versions a plugin may speak (client.authentication.k8s.io). */
 export const EXEC_API_VERSIONS = ['client.authentication.k8s.io/v1', 'client.authentication.k8s.io/v1beta1'];
 
-/** What the hub allows: the exec plugins (absolute paths) the platform team listed. */
+/** What the hub allows in its own credentials Secrets: the exec plugins (absolute paths) the platform team listed. */
 export interface ReadOptions {
   execCommands?: readonly string[];
 }
@@ -54,11 +68,19 @@ export interface ServedCluster {
   name: string;
   /** The namespaces it is scoped to; empty: every namespace. */
   namespaces: string[];
+  /**
+   * The cluster Secret's own credentials, or why they are not used (never their values): then the
+   * cluster is served only through a credentials Secret of ours, and held until there is one.
+   */
+  credentials: UsableCredentials | { refused: string };
+  /** A DNS label from the server alone (clusterId, 128 bits of digest): names its Lease, ledger and records in the hub. */
+  id: string;
+}
+
+export interface UsableCredentials {
   credentials: ClusterCredentials;
   /** A digest of the credentials (never the credentials): a change means they were rotated. */
   credentialsDigest: string;
-  /** DNS-label-safe, from the server alone (clusterId): names its Lease, ledger and records in the hub. */
-  id: string;
 }
 
 export type ClusterSecretReading =
@@ -77,10 +99,11 @@ const decode = (b64: string | undefined): string | undefined =>
 const NAMESPACE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
 /**
- * A DNS label (≤ 40 characters) from the cluster's canonical server, Argo CD's key for it: its host
- * and port, readable, and a digest of the whole server, so two servers never share one. Not from the
- * cluster's `name`: a rename would move the cluster's Lease and ledger, and a replica started after
- * it would lead the cluster next to one started before it.
+ * A DNS label (≤ 53 characters) from the cluster's canonical server, Argo CD's key for it: its host
+ * and port, readable, and 128 bits of a digest of the whole server, so that no one can make two servers
+ * share one (a crafted server that did would share the other cluster's Lease and ledger; issue 35,
+ * finding 4). Not from the cluster's `name`: a rename would move the cluster's Lease and ledger, and a
+ * replica started after it would lead the cluster next to one started before it.
  */
 export function clusterId(server: string): string {
   // The slug is for people reading Lease names; the digest is what tells servers apart.
@@ -89,11 +112,14 @@ export function clusterId(server: string): string {
     .replace(/[^a-z0-9-]+/g, '-')
     .replace(/^https?-+/, '')
     .replace(/^-+|-+$/g, '')
-    .slice(0, 30)
+    .slice(0, 20)
     .replace(/-+$/, '');
-  const digest = createHash('sha256').update(server).digest('hex').slice(0, 8);
+  const digest = createHash('sha256').update(server).digest('hex').slice(0, CLUSTER_ID_DIGEST_HEX);
   return slug ? `${slug}-${digest}` : `c-${digest}`;
 }
+
+/** Hex digits of SHA-256 in a cluster id: 128 bits. */
+export const CLUSTER_ID_DIGEST_HEX = 32;
 
 function bytes(v: unknown, field: string): Buffer | undefined {
   if (v === undefined || v === null || v === '') return undefined;
@@ -113,8 +139,12 @@ export function registration(raw: RawSecret): { name: string; server: string; ra
   return { name: decode(data.name) ?? '', server: canonicalServerURL(rawServer) ?? rawServer, rawServer };
 }
 
-/** Reads one cluster Secret. Secret data never appears in what it returns as a reason. */
-export function readClusterSecret(raw: RawSecret, o: ReadOptions = {}): ClusterSecretReading {
+/**
+ * Reads one cluster Secret. Secret data never appears in what it returns as a reason. An exec plugin
+ * is never taken from it: an Argo CD project admin can write one (a project-scoped cluster), and would
+ * choose the program's arguments, its environment and the server its output is sent to.
+ */
+export function readClusterSecret(raw: RawSecret): ClusterSecretReading {
   const labels = raw.metadata?.labels ?? {};
   const secret = `${raw.metadata?.namespace ?? ''}/${raw.metadata?.name ?? ''}`;
   if (labels[CLUSTER_SECRET_TYPE_LABEL] !== 'cluster') return { notServed: 'not an Argo CD cluster Secret' };
@@ -140,20 +170,16 @@ export function readClusterSecret(raw: RawSecret, o: ReadOptions = {}): ClusterS
       server,
     };
   }
-  const read = readConfig(decode(data.config), `cluster Secret ${secret}`, o);
-  if ('refused' in read) return { refused: read.refused, name, server };
-  const { credentials, credentialsDigest } = read;
-  return {
-    served: { secret, server, name, namespaces, credentials, credentialsDigest, id: clusterId(server) },
-  };
+  const credentials = readConfig(decode(data.config), `cluster Secret ${secret}`, { exec: 'refused' });
+  return { served: { secret, server, name, namespaces, credentials, id: clusterId(server) } };
 }
 
 /** The `config` JSON of a cluster Secret (Argo CD's ClusterConfig): the credentials it holds, or why not. */
 function readConfig(
   text: string | undefined,
   what: string,
-  o: ReadOptions,
-): { credentials: ClusterCredentials; credentialsDigest: string } | { refused: string } {
+  o: { exec: 'refused' } | ReadOptions,
+): UsableCredentials | { refused: string } {
   let config: Record<string, unknown>;
   try {
     config = text ? (JSON.parse(text) as Record<string, unknown>) : {};
@@ -164,6 +190,11 @@ function readConfig(
   }
   let exec: ExecPlugin | undefined;
   if (config.execProviderConfig !== undefined && config.execProviderConfig !== null) {
+    if ('exec' in o) {
+      return {
+        refused: `${what}: execProviderConfig is accepted only in a credentials Secret of ours in the release namespace (label ${CREDENTIALS_LABEL}), never in a cluster Secret; its command is not run (docs/hub-mode.md)`,
+      };
+    }
     const read = readExec(config.execProviderConfig, o);
     if (typeof read === 'string') return { refused: `${what}: ${read}` };
     exec = read;
@@ -223,16 +254,10 @@ function readConfig(
   return { credentials, credentialsDigest };
 }
 
-/**
- * The label of a Secret of our own, in the hub's release namespace, that holds the credentials hub
- * mode uses for one server instead of Argo CD's (its `server` and `config`, as a cluster Secret has
- * them): the least-privilege alternative to Argo CD's usually cluster-admin credentials.
- */
-export const CREDENTIALS_LABEL = 'gitops-reloader.io/cluster-credentials';
-
 export type CredentialsReading =
-  | { server: string; credentials: ClusterCredentials; credentialsDigest: string; secret: string }
-  | { refused: string };
+  | ({ server: string; secret: string } & UsableCredentials)
+  /** Refused: `server` when it could be read (the cluster it holds), never a credential value. */
+  | { refused: string; secret: string; server?: string };
 
 /** Reads one credentials Secret of ours (CREDENTIALS_LABEL=true). Secret data never appears in a reason. */
 export function readCredentialsSecret(raw: RawSecret, o: ReadOptions = {}): CredentialsReading {
@@ -240,9 +265,9 @@ export function readCredentialsSecret(raw: RawSecret, o: ReadOptions = {}): Cred
   const data = raw.data ?? {};
   const server = canonicalServerURL(decode(data.server) ?? '');
   if (server === undefined)
-    return { refused: `credentials Secret ${secret}: server is not an http(s) URL we accept` };
+    return { refused: `credentials Secret ${secret}: server is not an http(s) URL we accept`, secret };
   const read = readConfig(decode(data.config), `credentials Secret ${secret}`, o);
-  return 'refused' in read ? read : { server, secret, ...read };
+  return 'refused' in read ? { refused: read.refused, secret, server } : { server, secret, ...read };
 }
 
 /** Argo CD's execProviderConfig, when its command is allowed; else why not (never its env values). */

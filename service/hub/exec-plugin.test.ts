@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ClusterSecretAccess } from './cluster-access.ts';
-import { readClusterSecret } from './cluster-secret.ts';
+import { readClusterSecret, readCredentialsSecret } from './cluster-secret.ts';
 import { ExecCredentialSource, ExecPluginError, parseExecCredential } from './exec-plugin.ts';
 
 const V1 = 'client.authentication.k8s.io/v1';
@@ -80,8 +80,10 @@ describe('exec credential plugins', () => {
     ).toThrow('expirationTimestamp');
   });
 
-  it('a cluster Secret with execProviderConfig is served only when --hub-exec-commands lists its command', () => {
-    const secret = (exec: object) => ({
+  it('an execProviderConfig is read only from a credentials Secret of ours, and only for a listed command; never from a cluster Secret', () => {
+    const config = (exec: object) =>
+      Buffer.from(JSON.stringify({ execProviderConfig: exec })).toString('base64');
+    const clusterSecret = (exec: object) => ({
       metadata: {
         namespace: 'argocd',
         name: 'c',
@@ -90,31 +92,45 @@ describe('exec credential plugins', () => {
       data: {
         name: Buffer.from('c').toString('base64'),
         server: Buffer.from('https://c.example').toString('base64'),
-        config: Buffer.from(JSON.stringify({ execProviderConfig: exec })).toString('base64'),
+        config: config(exec),
       },
     });
+    const ours = (exec: object) => ({
+      metadata: { namespace: 'gitops-reloader', name: 'c-credentials' },
+      data: { server: Buffer.from('https://c.example').toString('base64'), config: config(exec) },
+    });
     const exec = { command: '/usr/local/bin/login', args: ['--x'], env: { A: 'secret-env' }, apiVersion: V1 };
-    const refused = readClusterSecret(secret(exec));
-    expect(refused).toEqual({
+    // A cluster Secret: served, its credentials refused (the cluster is served only through ours).
+    const fromCluster = readClusterSecret(clusterSecret(exec));
+    expect(fromCluster).toMatchObject({
+      served: {
+        server: 'https://c.example',
+        credentials: { refused: expect.stringContaining('never in a cluster Secret') },
+      },
+    });
+    expect(JSON.stringify(fromCluster)).not.toContain('secret-env');
+    // Ours: refused when the command is not listed, read when it is.
+    const notListed = readCredentialsSecret(ours(exec));
+    expect(notListed).toEqual({
       refused: expect.stringContaining('--hub-exec-commands does not list'),
-      name: 'c',
+      secret: 'gitops-reloader/c-credentials',
       server: 'https://c.example',
     });
-    expect(JSON.stringify(refused)).not.toContain('secret-env');
-    const served = readClusterSecret(secret(exec), { execCommands: ['/usr/local/bin/login'] });
-    expect('served' in served && served.served.credentials.exec).toEqual(exec);
+    expect(JSON.stringify(notListed)).not.toContain('secret-env');
+    const listed = readCredentialsSecret(ours(exec), { execCommands: ['/usr/local/bin/login'] });
+    expect('credentials' in listed && listed.credentials.exec).toEqual(exec);
     // The default API version, and malformed fields.
-    const noVersion = readClusterSecret(secret({ command: '/usr/local/bin/login' }), {
+    const noVersion = readCredentialsSecret(ours({ command: '/usr/local/bin/login' }), {
       execCommands: ['/usr/local/bin/login'],
     });
-    expect('served' in noVersion && noVersion.served.credentials.exec?.apiVersion).toBe(V1);
+    expect('credentials' in noVersion && noVersion.credentials.exec?.apiVersion).toBe(V1);
     for (const bad of [
       { command: '/usr/local/bin/login', args: 'x' },
       { command: '/usr/local/bin/login', env: { A: 1 } },
       { command: '/usr/local/bin/login', apiVersion: 'v9' },
       { command: '' },
     ]) {
-      expect(readClusterSecret(secret(bad), { execCommands: ['/usr/local/bin/login'] })).toHaveProperty(
+      expect(readCredentialsSecret(ours(bad), { execCommands: ['/usr/local/bin/login'] })).toHaveProperty(
         'refused',
       );
     }

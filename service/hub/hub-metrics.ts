@@ -1,8 +1,8 @@
 // Hub mode's /metrics: the process's own families (CPU, memory, the webhook, API requests) and each
-// served cluster's engine families with a `cluster` label, merged into one exposition. Every engine
-// counts into a Metrics of its own, whose registry labels all its series with the cluster's name, so
+// served cluster's engine families with `cluster` (its name), `cluster_id` and `server` labels, merged
+// into one exposition. Every engine counts into a Metrics of its own, whose registry labels its series so
 // "reloads in cluster X" is a label away, and one metric family is exported once.
-import { AggregatorRegistry } from 'prom-client';
+import { AggregatorRegistry, Gauge } from 'prom-client';
 import { Metrics, type MetricsOptions } from '../metrics.ts';
 
 export class HubMetrics {
@@ -15,17 +15,51 @@ export class HubMetrics {
     this.#options = options;
   }
 
-  /** The Metrics of one served cluster's engine (a new one when it is served again). */
-  forCluster(name: string): Metrics {
+  /**
+   * The hub's own gauges of refused credentials: served clusters held (no credentials used), and
+   * credentials Secrets of ours refused now. Counts only: no Secret or cluster name in a label.
+   */
+  countHeld(held: () => number, refused: () => number): void {
+    const registers = [this.#process.registry];
+    for (const [name, help, count] of [
+      [
+        'gitops_reloader_hub_clusters_held',
+        'Served clusters held because their credentials are refused (no credentials are used for them)',
+        held,
+      ],
+      [
+        'gitops_reloader_hub_credentials_refused',
+        'Credentials Secrets of ours refused now (each holds its cluster, or keeps its last good credentials)',
+        refused,
+      ],
+    ] as const) {
+      this.#process.registry.removeSingleMetric(name);
+      new Gauge({
+        name,
+        help,
+        registers,
+        collect() {
+          this.set(count());
+        },
+      });
+    }
+  }
+
+  /**
+   * The Metrics of one served cluster's engine (a new one when it is served again), keyed by its id:
+   * two clusters Argo CD names alike keep their own series (labels `cluster` its name, `cluster_id`,
+   * `server`).
+   */
+  forCluster(c: { id: string; name: string; server: string }): Metrics {
     const m = new Metrics({ ...this.#options, defaultMetrics: false });
-    m.registry.setDefaultLabels({ cluster: name });
-    this.#clusters.set(name, m);
+    m.registry.setDefaultLabels({ cluster: c.name || c.server, cluster_id: c.id, server: c.server });
+    this.#clusters.set(c.id, m);
     return m;
   }
 
   /** A cluster no longer served: its series leave /metrics. */
-  drop(name: string, m: Metrics): void {
-    if (this.#clusters.get(name) === m) this.#clusters.delete(name);
+  drop(id: string, m: Metrics): void {
+    if (this.#clusters.get(id) === m) this.#clusters.delete(id);
   }
 
   get contentType(): string {

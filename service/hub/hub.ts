@@ -12,6 +12,7 @@ import { argocdWebhookRouter } from '../argocd/webhook.ts';
 import { buildInfo } from '../build-info.ts';
 import type { Config } from '../config/config.ts';
 import { FlagError } from '../config/flags.ts';
+import { clusterKey } from '../core/config-hash.ts';
 import { WatchProgress } from '../http.ts';
 import type { ClusterAccess } from '../kube/access.ts';
 import { coreApi, leaseRosterApi } from '../kube/api.ts';
@@ -31,9 +32,10 @@ import {
   registration,
   type ServedCluster,
 } from './cluster-secret.ts';
+import { carryServer, chooseCredentials, nextStep } from './credentials-choice.ts';
 import { ClusterDirectory } from './directory.ts';
 import { HubMetrics } from './hub-metrics.ts';
-import { closeSeat, clusterConfig, openSeat, type Seat, scopeOf } from './seat.ts';
+import { admit, closeSeat, clusterConfig, openSeat, promotions, type Seat, scopeOf } from './seat.ts';
 import { fairShare, ReplicaRoster } from './shares.ts';
 
 interface SecretEntry {
@@ -66,7 +68,7 @@ export async function serveHub(
     ...buildInfo(),
     countByNamespace: cfg.metricsCountByNamespace,
   });
-  // One identity for all of this process's Leases, so its clusters are seen as one replica's.
+  // The replica's identity: its roster Lease's; each seat elects as `<identity>/<cluster id>`.
   const identity = cfg.leaderIdentity ?? defaultIdentity();
   const releaseNamespace = cfg.releaseNamespace as string;
   const abort = new AbortController();
@@ -184,54 +186,78 @@ export async function serveHub(
   roster?.start();
 
   // Our own credentials Secrets (the least-privilege alternative to Argo CD's), by Secret: for their
-  // server, they are used instead of the cluster Secret's credentials.
+  // server, they are used instead of the cluster Secret's credentials; refused, they hold it
+  // (credentials-choice.ts): Argo CD's credentials are never used for a server one of ours names.
   const overrides = new Map<string, CredentialsReading>();
-  const credentialsOf = (c: ServedCluster) => {
-    const mine = [...overrides]
-      .sort(([a], [b]) => a.localeCompare(b))
-      .map(([, r]) => r)
-      .find((r) => 'server' in r && r.server === c.server);
-    return mine && 'server' in mine
-      ? {
-          credentials: mine.credentials,
-          digest: mine.credentialsDigest,
-          from: `credentials Secret ${mine.secret}`,
-        }
-      : { credentials: c.credentials, digest: c.credentialsDigest, from: `cluster Secret ${c.secret}` };
-  };
-  /** Rotates a seat's access to the credentials it should use now, if they changed. */
+  const credentialsOf = (c: ServedCluster) => chooseCredentials(c, overrides);
+  /** Applies to a seat's access the credentials it should use now, if they changed. */
   const useCredentials = (seat: Seat) => {
-    const now = credentialsOf(seat.cluster);
-    if (now.digest === seat.digest) return;
-    seat.access.rotate(now.credentials);
-    seat.digest = now.digest;
-    log.info(
-      { cluster: seat.cluster.name, server: seat.cluster.server, credentials: now.from },
-      'cluster credentials rotated',
-    );
+    const choice = credentialsOf(seat.cluster);
+    const step = nextStep(seat.using, choice);
+    const where = { cluster: seat.cluster.name, server: seat.cluster.server };
+    if (step.step === 'rotate') {
+      seat.access.rotate(step.to.use);
+      seat.using = { digest: step.to.digest, from: step.to.from, ours: step.to.ours };
+      log.info({ ...where, credentials: step.to.from }, 'cluster credentials rotated');
+    } else if (step.step === 'keep') {
+      log.error(
+        {
+          ...where,
+          secret: step.secret,
+          reason: step.reason,
+          credentials: (seat.using as { from: string }).from,
+        },
+        'cluster keeps its last good credentials: a credentials Secret of ours for it is refused',
+      );
+    } else if (step.step === 'hold') {
+      seat.access.hold(`${step.secret}: ${step.reason}`);
+      seat.using = { held: step.reason };
+      log.error(
+        { ...where, secret: step.secret, reason: step.reason },
+        'cluster held: its credentials are refused, and no others are used for it',
+      );
+    }
+    held.set(seat, 'held' in seat.using);
   };
+  /** The seats held for refused credentials (the gauge gitops_reloader_hub_clusters_held). */
+  const held = new Map<Seat, boolean>();
+  hubMetrics.countHeld(
+    () => [...held.values()].filter(Boolean).length,
+    () => [...overrides.values()].filter((r) => 'refused' in r).length,
+  );
 
   /** A seat for the cluster: its engine starts once the cluster answers (service/hub/seat.ts). */
   const open = (cluster: ServedCluster): Seat => {
     const using = credentialsOf(cluster);
-    return openSeat(cluster, using, {
+    if ('hold' in using) {
+      log.error(
+        { cluster: cluster.name, server: cluster.server, secret: using.secret, reason: using.hold },
+        'cluster held: its credentials are refused, and no others are used for it',
+      );
+    }
+    const seat = openSeat(cluster, using, {
       cfg: clusterConfig(cfg, cluster, identity),
       log: log.child({ cluster: cluster.name || cluster.server }),
-      credentialsFrom: (seat) => credentialsOf(seat.cluster).from,
+      credentialsFrom: (seat) => ('from' in seat.using ? seat.using.from : 'none (held)'),
       engine: async (seat, clusterCfg, clusterLog) => {
-        const name = cluster.name || cluster.server;
-        const clusterMetrics = hubMetrics.forCluster(name);
-        seat.dropMetrics = () => hubMetrics.drop(name, clusterMetrics);
+        const clusterMetrics = hubMetrics.forCluster(cluster);
+        seat.dropMetrics = () => hubMetrics.drop(cluster.id, clusterMetrics);
         return serve(clusterCfg, seat.access, clusterLog, clusterMetrics, {
           home: kc,
-          hashKey: key,
+          // Its own key: a namespace key of one cluster computes nothing in another.
+          hashKey: clusterKey(key, cluster.server),
           argocd: (state) => argocdOf(seat, clusterLog, state),
           mayLead: () => mayLead(seat),
         });
       },
     });
+    held.set(seat, 'held' in seat.using);
+    return seat;
   };
-  const close = (seat: Seat, why: string) => closeSeat(seat, why, log);
+  const close = (seat: Seat, why: string) => {
+    held.delete(seat);
+    return closeSeat(seat, why, log);
+  };
 
   // The cluster Secrets, served or not (an Application's destination.name resolves through them all).
   // Changes are applied one at a time, in order, so a seat is never opened twice.
@@ -247,6 +273,8 @@ export async function serveHub(
         log.error({ secret, err: err.message }, 'could not apply a cluster Secret change');
       });
   };
+  /** Each cluster Secret that wants its cluster served (opted in, read, in scope), served or not. */
+  const wanting = new Map<string, ServedCluster>();
   const servedFrom = (secret: string): Seat | undefined => {
     for (const s of seats.values()) if (s.cluster.secret === secret) return s;
     return undefined;
@@ -267,6 +295,8 @@ export async function serveHub(
       );
     }
     const wanted = scope !== undefined ? served : undefined;
+    if (wanted) wanting.set(secret, wanted);
+    else wanting.delete(secret);
     if (seat && wanted && seat.cluster.server === wanted.server && sameScope(seat.cluster, wanted)) {
       seat.cluster = wanted;
       useCredentials(seat);
@@ -276,14 +306,34 @@ export async function serveHub(
         await close(seat, wanted ? 'its cluster Secret changed server or namespaces' : 'no longer opted in');
       }
       if (wanted) {
-        const other = seats.get(wanted.server);
-        if (other) {
+        const may = admit(
+          [...seats.values()].map((s) => s.cluster),
+          wanted,
+        );
+        if ('sameId' in may) {
+          // Two servers with one id would share a Lease and a ledger: neither is served (with 128
+          // bits of digest, only a crafted collision gets here).
+          const clash = seats.get(may.server) as Seat;
+          seats.delete(may.server);
+          await close(clash, 'another cluster Secret names a server with the same cluster id');
+          log.error(
+            { secret, server: wanted.server, id: wanted.id, other: may.sameId },
+            'two cluster Secrets name servers with one cluster id; neither is served',
+          );
+        } else if ('sameServer' in may) {
           log.warn(
-            { secret, server: wanted.server, servedFrom: other.cluster.secret },
+            { secret, server: wanted.server, servedFrom: may.sameServer },
             'another cluster Secret already serves this server; this one is not served',
           );
         } else seats.set(wanted.server, open(wanted));
       }
+    }
+    // A server left without a seat (its Secret deleted, changed, or a clash gone) is served from the
+    // next Secret that wants it.
+    for (const next of promotions(wanting, (server) => seats.has(server))) {
+      const c = wanting.get(next) as ServedCluster;
+      log.info({ secret: next, server: c.server }, 'cluster Secret now serves its cluster');
+      seats.set(c.server, open(c));
     }
     if (moved) apps.reroute();
   };
@@ -292,7 +342,7 @@ export async function serveHub(
   const secretsSynced = new Promise<void>((r) => (secretsDone = r));
   const entryOf = (raw: Parameters<typeof readClusterSecret>[0]): SecretEntry => {
     const { name, server } = registration(raw);
-    return { name, server, reading: readClusterSecret(raw, { execCommands: cfg.hubExecCommands }) };
+    return { name, server, reading: readClusterSecret(raw) };
   };
   watches.push(
     startBeating<SecretEntry>({
@@ -309,10 +359,13 @@ export async function serveHub(
     }) as Watch<unknown>,
   );
   const applyCredentials = (secret: string, raw: CredentialsReading | undefined) => {
-    // At once: a cluster opened after this uses them; open ones rotate in turn.
-    if (raw) overrides.set(secret, raw);
+    // At once: a cluster opened after this uses them; open ones rotate (or hold) in turn.
+    const reading = raw && carryServer(overrides.get(secret), raw);
+    if (reading) overrides.set(secret, reading);
     else overrides.delete(secret);
-    if (raw && 'refused' in raw) log.warn({ secret, reason: raw.refused }, 'credentials Secret refused');
+    if (reading && 'refused' in reading) {
+      log.error({ secret, server: reading.server, reason: reading.refused }, 'credentials Secret refused');
+    }
     applying = applying.then(() => {
       for (const seat of seats.values()) useCredentials(seat);
     });
@@ -378,8 +431,16 @@ export async function serveHub(
       hub: true,
       clusters: Object.fromEntries(
         [...seats.values()].map((s) => [
-          s.cluster.name || s.cluster.server,
-          s.running ? s.running.status() : { starting: true },
+          s.cluster.id,
+          {
+            name: s.cluster.name,
+            server: s.cluster.server,
+            ...(s.running
+              ? (s.running.status() as Record<string, unknown>)
+              : 'held' in s.using
+                ? { starting: true, held: s.using.held }
+                : { starting: true }),
+          },
         ]),
       ),
     }),

@@ -7,15 +7,16 @@ import { getJson } from '../kube/watch-http.ts';
 import type { Logger } from '../log.ts';
 import type { RunningService } from '../serve.ts';
 import { ClusterSecretAccess } from './cluster-access.ts';
-import type { ClusterCredentials, ServedCluster } from './cluster-secret.ts';
+import type { ServedCluster } from './cluster-secret.ts';
+import type { CredentialsChoice, SeatUsing } from './credentials-choice.ts';
 
 /** Between attempts to start a cluster's engine (unreachable, refused): doubling to this cap. */
 const RETRY_MAX_MS = 60_000;
 
 export interface Seat {
   cluster: ServedCluster;
-  /** The digest of the credentials its access uses now. */
-  digest: string;
+  /** What its access uses now (credentials-choice.ts): credentials by digest, or nothing (held). */
+  using: SeatUsing;
   /** When this replica last chose to compete for the cluster's Lease (it counts against its share until it leads). */
   claimedAt?: number;
   access: ClusterSecretAccess;
@@ -34,8 +35,9 @@ export function clusterConfig(cfg: Config, cluster: ServedCluster, identity: str
     ...cfg,
     // Its ledger, Lease and records: <release>-<cluster id>-…, in the hub's release namespace.
     releaseName: `${cfg.releaseName}-${cluster.id}`,
-    // One identity for all of the process's Leases: its clusters are seen as one replica's.
-    leaderIdentity: identity,
+    // Each seat elects as itself: two seats that ever shared one Lease would contend for it, not both
+    // hold it (issue 35, finding 4). The replica part before the `/` says whose seat it is.
+    leaderIdentity: seatIdentity(identity, cluster.id),
     namespaces: scopeOf(cfg.namespaces, cluster.namespaces) ?? [],
     // The hub receives notifications and watches Applications; Flux is not served in hub mode.
     webhookTokenFile: undefined,
@@ -43,6 +45,49 @@ export function clusterConfig(cfg: Config, cluster: ServedCluster, identity: str
     fluxWebhookTokenFile: undefined,
   };
 }
+
+/**
+ * Whether a cluster may get a seat next to the open ones: not when its server is served already (one
+ * seat per server), nor when another server has its id (they would share a Lease and a ledger: that
+ * one is closed too, so which came first decides nothing).
+ */
+export function admit(
+  open: Iterable<Pick<ServedCluster, 'server' | 'id' | 'secret'>>,
+  wanted: Pick<ServedCluster, 'server' | 'id'>,
+): { admit: true } | { sameServer: string } | { sameId: string; server: string } {
+  for (const c of open) {
+    if (c.server === wanted.server) return { sameServer: c.secret };
+    if (c.id === wanted.id) return { sameId: c.secret, server: c.server };
+  }
+  return { admit: true };
+}
+
+/**
+ * The clusters to serve now that no seat serves their server: for each such server, the first cluster
+ * Secret (by namespace/name) that wants it, unless another server wanting service has the same id. A
+ * duplicate Secret (the new one created, then the old one deleted) is served once the old one goes.
+ */
+export function promotions(
+  wanting: ReadonlyMap<string, Pick<ServedCluster, 'server' | 'id'>>,
+  served: (server: string) => boolean,
+): string[] {
+  const bySecret = [...wanting].sort(([a], [b]) => a.localeCompare(b));
+  const out: string[] = [];
+  const taken = new Set<string>();
+  for (const [secret, c] of bySecret) {
+    if (served(c.server) || taken.has(c.server)) continue;
+    if (bySecret.some(([, o]) => o.server !== c.server && o.id === c.id)) continue;
+    taken.add(c.server);
+    out.push(secret);
+  }
+  return out;
+}
+
+/** The identity one seat elects with: `<replica identity>/<cluster id>`. */
+export const seatIdentity = (replica: string, clusterId: string) => `${replica}/${clusterId}`;
+
+/** The replica a seat's Lease holder belongs to (what precedes its `/<cluster id>`). */
+export const replicaOf = (holder: string) => holder.replace(/\/[^/]*$/, '');
 
 /** The namespaces to watch in a cluster: the flags' and the cluster Secret's; undefined when they share none. */
 export function scopeOf(flags: readonly string[], secret: readonly string[]): string[] | undefined {
@@ -63,23 +108,25 @@ export interface SeatDeps {
 
 const delay = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => {
+    const done = () => {
       clearTimeout(t);
+      signal.removeEventListener('abort', done);
       resolve();
-    });
+    };
+    const t = setTimeout(done, ms);
+    signal.addEventListener('abort', done);
   });
 
 /** Opens a seat; its engine starts once the cluster answers, retried with back-off until the seat closes. */
-export function openSeat(
-  cluster: ServedCluster,
-  using: { credentials: ClusterCredentials; digest: string },
-  d: SeatDeps,
-): Seat {
+export function openSeat(cluster: ServedCluster, using: CredentialsChoice, d: SeatDeps): Seat {
   const seat: Seat = {
     cluster,
-    access: new ClusterSecretAccess(cluster.server, using.credentials),
-    digest: using.digest,
+    access: new ClusterSecretAccess(
+      cluster.server,
+      'use' in using ? using.use : { held: `${using.secret}: ${using.hold}` },
+    ),
+    using:
+      'use' in using ? { digest: using.digest, from: using.from, ours: using.ours } : { held: using.hold },
     abort: new AbortController(),
     started: Promise.resolve(),
   };
@@ -87,6 +134,12 @@ export function openSeat(
     const signal = seat.abort.signal;
     for (let attempt = 0; !signal.aborted; attempt++) {
       try {
+        // Held (refused credentials): nothing is sent to the cluster until credentials are given.
+        if (seat.access.held !== undefined) {
+          await Promise.race([seat.access.usable(), delay(RETRY_MAX_MS, signal)]);
+          attempt = -1;
+          continue;
+        }
         // Discovery in serve() needs an answer: do not start against a cluster that gives none.
         await getJson(seat.access, '/version', signal, 10_000);
         if (signal.aborted) return;

@@ -6,6 +6,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { ListScanner } from '../core/list-scanner.ts';
+import { apiRequestURL } from '../core/repo-url.ts';
 import type { ClusterAccess, InProcessServer } from './access.ts';
 
 /** A non-2xx answer from the API server, with the Status message when it sent one. */
@@ -48,7 +49,7 @@ async function open(
   const server = kc.getCurrentCluster()?.server;
   if (!server) throw new Error('the kubeconfig has no current cluster');
   // server may carry a path prefix (API proxies such as Rancher's), so append rather than resolve.
-  const url = new URL(server.replace(/\/+$/, '') + pathAndQuery);
+  const url = apiRequestURL(server, pathAndQuery);
   const ours: Record<string, string> = {
     Accept: 'application/json',
     ...(contentType ? { 'Content-Type': contentType } : {}),

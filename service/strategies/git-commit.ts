@@ -214,6 +214,7 @@ export class GitCommitter {
         ...(changed.length > 0 ? { configs: [...changed] } : {}),
         ...(valuesPath ? { valuesPath } : {}),
         ...(source.valuesFile ? { valuesFile: source.valuesFile } : {}),
+        ...(source.namespaceRequired ? { namespaceRequired: true } : {}),
       },
     };
   }

@@ -8,6 +8,7 @@
 // before the answer (a timeout after the write landed). And it can hold the answer to one chosen
 // request until the test releases it (a slow LIST, for as long as the test needs).
 import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -34,7 +35,18 @@ export interface ProxiedRequest {
   body?: unknown;
   /** Its answer was dropped on purpose (loseResponse). */
   lost?: boolean;
+  /**
+   * Who asked: a digest of its Authorization header (bearerCredential gives a token's), so a test can
+   * tell which credentials reached the API server without keeping them.
+   */
+  credential?: string;
 }
+
+const digestOf = (authorization: string) =>
+  createHash('sha256').update(authorization).digest('hex').slice(0, 16);
+
+/** What `credential` of a request that carried this bearer token is. */
+export const bearerCredential = (token: string): string => digestOf(`Bearer ${token}`);
 
 let certPromise: Promise<{ cert: string; key: string }> | undefined;
 
@@ -202,6 +214,7 @@ export class ApiProxy {
       return;
     }
     const record: ProxiedRequest = { method: req.method ?? 'GET', path: req.url ?? '/', sentAt: Date.now() };
+    if (req.headers.authorization) record.credential = digestOf(req.headers.authorization);
     this.requests.push(record);
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));

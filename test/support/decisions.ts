@@ -125,11 +125,12 @@ export async function engineStatus(svc: Logged & { status?: () => unknown }): Pr
 
 /** The engine's status for one served cluster in hub mode, or the service's own otherwise. */
 function engineOf(
-  s: EngineStatus & { hub?: boolean; clusters?: Record<string, EngineStatus> },
+  s: EngineStatus & { hub?: boolean; clusters?: Record<string, EngineStatus & { name?: string }> },
   cluster?: string,
 ) {
   if (!s.hub) return s;
-  const c = cluster ? s.clusters?.[cluster] : undefined;
+  // Keyed by cluster id; the tests name their clusters uniquely.
+  const c = cluster ? Object.values(s.clusters ?? {}).find((x) => x.name === cluster) : undefined;
   return c && typeof c.leader === 'boolean' ? c : { leader: false };
 }
 

@@ -6,6 +6,7 @@
 import { CoordinationV1Api } from '@kubernetes/client-node';
 import { canonicalServerURL } from '../../service/core/repo-url.ts';
 import { clusterId, HUB_SERVE_LABEL } from '../../service/hub/cluster-secret.ts';
+import { replicaOf } from '../../service/hub/seat.ts';
 import { ApiProxy } from './api-proxy.ts';
 import type { Kube } from './kube.ts';
 import { type PodView, waitReadyPods } from './observe.ts';
@@ -125,7 +126,7 @@ export function hubRelease(namespace: string, set: string[] = []): Promise<Relea
   });
 }
 
-/** Who holds each served cluster's Lease now: cluster id → holder ('' when free). */
+/** Who holds each served cluster's Lease now: cluster id → the holder's replica identity ('' when free). */
 export async function clusterLeaseHolders(kube: Kube, release: Release): Promise<Map<string, string>> {
   const leases = await kube.kc
     .makeApiClient(CoordinationV1Api)
@@ -136,7 +137,8 @@ export async function clusterLeaseHolders(kube: Kube, release: Release): Promise
     const name = l.metadata?.name ?? '';
     if (!name.startsWith(prefix) || !name.endsWith('-leader') || name === `${release.fullname}-leader`)
       continue;
-    out.set(name.slice(prefix.length, -'-leader'.length), l.spec?.holderIdentity ?? '');
+    // A seat elects as `<replica>/<cluster id>`.
+    out.set(name.slice(prefix.length, -'-leader'.length), replicaOf(l.spec?.holderIdentity ?? ''));
   }
   return out;
 }
