@@ -263,10 +263,19 @@ export class Waves {
     return found;
   }
 
-  /** Its pods, replaced by a reload with this cutoff, stayed healthy for the settle time. */
-  passed(workload: string, cutoffMs: number): void {
+  /**
+   * Its pods, replaced by a reload with this cutoff, stayed healthy for the settle time. Returns the
+   * changes that this completed: every workload of theirs passed, or was not judged.
+   */
+  passed(workload: string, cutoffMs: number): ChangeKey[] {
     this.#move(workload, 'settling', 'passed', cutoffMs);
-    for (const [config, p] of this.#byConfig) if (p.done()) this.#byConfig.delete(config);
+    const done: ChangeKey[] = [];
+    for (const [config, p] of this.#byConfig) {
+      if (!p.done()) continue;
+      this.#byConfig.delete(config);
+      done.push(p.key);
+    }
+    return done;
   }
 
   /**

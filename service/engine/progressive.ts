@@ -483,8 +483,13 @@ export class Progressive {
         (h) => {
           if (!current()) return;
           if (h === undefined) {
-            this.#waves.passed(a.workload, a.cutoffMs);
+            const done = this.#waves.passed(a.workload, a.cutoffMs);
             this.#d.log.info(fields(t), 'progressive reload: the workload settled healthy');
+            for (const c of done)
+              this.#d.log.info(
+                { config: display(c.config) },
+                'progressive reload: the change reached every workload that reads it',
+              );
             return this.#reoffer();
           }
           const giveUpAt = completedMs + this.#o.settleMs + this.#d.cfg.reloadDeadlineMs;
@@ -516,6 +521,13 @@ export class Progressive {
     if (!t) return;
     // Its owner changed the pod template since the reload started: the reload waits for that
     // rollout, whose pods starting say nothing of the config (execution simulation seed 637).
+    if (!this.#waves.judging(a.workload, changesOf(a))) {
+      this.#d.log.info(
+        fields(t),
+        'progressive reload: no progress, but it is not judged for this change; it holds no wave',
+      );
+      return;
+    }
     const rollout = t.rec.templateHash !== this.#template.get(a.workload);
     this.#d.strategies.health(t, a.cutoffMs, this.#o.signal).then(
       (h) => {
