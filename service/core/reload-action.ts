@@ -109,6 +109,8 @@ export type Outcome =
       failed: boolean;
       /** Cut by --reload-deadline: it made no progress (a replacement that never gets Ready, a PDB). */
       stalled?: boolean;
+      /** Nothing was written: it waits for something that passes by itself (a CronJob's Job under Forbid). */
+      waiting?: boolean;
     }
   | { kind: 'hold'; until: number; action: ReloadAction; windowText: string }
   | { kind: 'config-missing'; action: ReloadAction; missing: string[] }

@@ -169,7 +169,7 @@ class Progression {
       this.inWave = 0;
     }
     this.inWave += 1;
-    this.members.set(workload, { state: 'running', wave: this.wave });
+    this.members.set(workload, { state: 'running', wave: this.wave, atMs: now });
   }
 
   done(): boolean {
@@ -343,6 +343,21 @@ export class Waves {
     // Its reloads still under way are for content no longer current: the engine stops them.
     const running = [...p.members].filter(([, m]) => m.state === 'running' || m.state === 'excused');
     return { ...(p.halt ? { halt: p.halt } : {}), running: running.map(([w]) => w) };
+  }
+
+  /**
+   * When the workload was first admitted for these changes, while its reload is still under way and
+   * judged: a member's deadline counts from there, across its retries. Undefined otherwise.
+   */
+  admittedAt(workload: string, changes: readonly ChangeKey[]): number | undefined {
+    let at: number | undefined;
+    for (const c of changes) {
+      const p = this.#byConfig.get(keyOf(c));
+      const m = p?.key.digest === c.digest ? p.members.get(workload) : undefined;
+      if ((m?.state === 'running' || m?.state === 'excused') && m.atMs !== undefined)
+        at = Math.min(at ?? m.atMs, m.atMs);
+    }
+    return at;
   }
 
   /** Whether the workload's reload of these changes is under way and judged (not excused at admission). */

@@ -467,6 +467,43 @@ describe('progressive reloads', () => {
     expect(w.reconciler.status().halted).toEqual([]);
   });
 
+  it('a member whose reload waits (a CronJob’s Job under Forbid) is excused at once: the next workload takes its place (issue 34, finding 2)', async () => {
+    const w = await fleet();
+    w.change('a', 'shared', { k: '2' });
+    await w.gathered();
+    w.strategies.runs[0]?.end({ kind: 'waiting', why: 'a Job still runs under Forbid', retryMs: 30_000 });
+    await w.settle();
+    expect(w.running()).toEqual(['canary', 'a']);
+    expect(w.logs.some((l) => l.msg.startsWith('progressive reload: it waits for something else'))).toBe(
+      true,
+    );
+  });
+
+  it('a member that fails fast on every try (a quota refuses its new pods) is judged at --reload-deadline after its admission, across retries', async () => {
+    const w = await fleet();
+    w.change('a', 'shared', { k: '2' });
+    await w.gathered();
+    const refused = {
+      kind: 'failed',
+      error: new Error('exceeded quota'),
+      errorKind: 'update_workload',
+    } as const;
+    w.strategies.runs[0]?.end(refused);
+    await w.settle();
+    const at = w.time.clock.now;
+    for (let i = 0; i < 20 && !w.running().includes('a'); i++) {
+      await w.time.advance(w.time.clock.now + 5_000);
+      await w.settle();
+      const last = w.strategies.runs.at(-1);
+      if (last?.req.workload.rec.ref.name === 'canary') last.end(refused);
+      await w.settle();
+    }
+    // Its pods are healthy: not the config's fault. It holds no wave, and `a` takes its place.
+    expect(w.time.clock.now - at).toBeGreaterThanOrEqual(30_000); // not before its deadline
+    expect(w.running().filter((n) => n !== 'canary')).toEqual(['a']);
+    expect(w.events.filter((e) => e.reason === 'ReloadHalted')).toEqual([]);
+  });
+
   // `b` is in no wave: it opts out, or its strategy replaces no pod the waves could settle (an
   // annotate or git reload hands the rollout to the workload's controller or to Argo CD).
   it.each([

@@ -182,7 +182,9 @@ export class Progressive {
         this.#unpark(a.workload);
         const gen = this.#bump(a.workload);
         this.#template.set(a.workload, t.rec.templateHash);
-        if (this.#waves.judging(a.workload, changes)) this.#watchRun(a, gen, now, this.#o.settleMs);
+        // Its new pods are those created since its first admission, whichever attempt made them.
+        const since = this.#waves.admittedAt(a.workload, changes) ?? now;
+        if (this.#waves.judging(a.workload, changes)) this.#watchRun(a, gen, since, this.#o.settleMs);
         else this.#tellExcused(t, changes);
         return a;
       }
@@ -284,11 +286,33 @@ export class Progressive {
       case 'done':
         if (this.#waves.completed(a.workload, a.cutoffMs)) this.#settle(a, this.#o.settleMs);
         break;
-      case 'retry':
+      case 'retry': {
         // Only a reload that made no progress fails its wave: an API error is retried, as it would be
         // without waves, and says nothing about the config.
-        if (o.stalled) this.#judgeStall(a);
+        if (o.stalled) {
+          this.#judgeStall(a);
+          return;
+        }
+        const t = this.#d.state.workloads.get(a.workload);
+        if (o.waiting) {
+          // It waits for something that passes by itself (a CronJob's Job under Forbid, for hours):
+          // nothing was written, nothing can be judged, and it must not hold everyone else's reload.
+          if (t && this.#waves.excuse(a.workload)) {
+            this.#d.log.info(
+              fields(t),
+              'progressive reload: it waits for something else; not judged now, and it holds no wave',
+            );
+            this.#reoffer();
+          }
+          return;
+        }
+        // Every member has a deadline across its retries: one that fails fast for ever (a quota that
+        // refuses its new pods) is judged as one that made no progress.
+        const since = this.#waves.admittedAt(a.workload, changesOf(a));
+        if (o.failed && since !== undefined && this.#timers.now() - since >= this.#d.cfg.reloadDeadlineMs)
+          this.#judgeStall(a);
         return;
+      }
       case 'dropped':
         // A newer action of the workload carries on its place in the wave.
         if (o.reason.startsWith('superseded by a newer change')) return;

@@ -213,7 +213,7 @@ export async function runReload(c: RunContext, t: TrackedWorkload, a: ReloadActi
     metric?.finish('skipped');
     log.info({ ...f, why: r.why, retryInMs: r.retryMs }, 'reload waiting');
     await event(t, 'ReloadDeferred', `${changed.join(', ')} changed; ${r.why}`);
-    return { kind: 'retry', action: a, afterMs: r.retryMs, failed: false };
+    return { kind: 'retry', action: a, afterMs: r.retryMs, failed: false, waiting: true };
   }
   metric?.finish('failure');
   d.metrics?.reloader.error(r.errorKind);
