@@ -248,6 +248,22 @@ describe('Waves', () => {
     expect(w.excused()).toEqual([]);
   });
 
+  it('a reload not judged for its own change still completes the settle of an older change it covers (execution simulation seed 421)', () => {
+    const w = new Waves({ firstWave: 1, gatherMs: 0 });
+    const OTHER = 'ns/ConfigMap/other';
+    const old = (n: string) => ({ workload: n, changes: [{ config: OTHER, digest: 'o1' }], cutoffMs: 1_000 });
+    expect(w.offer(old('Deployment/ns/a'), 0).kind).toBe('run');
+    expect(w.completed('Deployment/ns/a', 1_000)).toBe(true); // settling for `other`
+    expect(w.offer(old('Deployment/ns/b'), 1).kind).toBe('wait');
+    // A change of `shared` finds a mid-rollout: not judged for it.
+    const mid = { ...cand('Deployment/ns/a', 'd1', 2_000), notJudged: 'its own rollout' };
+    expect(w.offer(mid, 2).kind).toBe('run');
+    // Its reload completes: the settle starts again over its pods, for `other`.
+    expect(w.completed('Deployment/ns/a', 2_000)).toBe(true);
+    w.passed('Deployment/ns/a', 2_000);
+    expect(w.offer(old('Deployment/ns/b'), 3).kind).toBe('run');
+  });
+
   it('a halt belongs to the content that failed: a reload of older content halts no newer change', () => {
     const w = new Waves({ firstWave: 1, gatherMs: 0 });
     expect(offerAll(w, ['Deployment/ns/a', 'Deployment/ns/b'], 0, 'd1')).toEqual(['Deployment/ns/a']);

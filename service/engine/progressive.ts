@@ -180,12 +180,16 @@ export class Progressive {
     switch (o.kind) {
       case 'run': {
         this.#unpark(a.workload);
-        const gen = this.#bump(a.workload);
         this.#template.set(a.workload, t.rec.templateHash);
+        if (!this.#waves.judging(a.workload, changes)) {
+          // Not judged for this change: a settle due for an older one goes on (it is not replaced).
+          this.#tellExcused(t, changes);
+          return a;
+        }
+        const gen = this.#bump(a.workload);
         // Its new pods are those created since its first admission, whichever attempt made them.
         const since = this.#waves.admittedAt(a.workload, changes) ?? now;
-        if (this.#waves.judging(a.workload, changes)) this.#watchRun(a, gen, since, this.#o.settleMs);
-        else this.#tellExcused(t, changes);
+        this.#watchRun(a, gen, since, this.#o.settleMs);
         return a;
       }
       case 'wait':
