@@ -120,7 +120,7 @@ describe('progressive reloads: the fix heals', () => {
     const names = [CANARY, 'app-1', 'app-2', 'app-3', 'app-4'];
     const f = await fleet(kube, namespace, names);
     // A settle long enough that the fix comes while the canary's reload still waits.
-    const svc = start(namespace, await hashKeyFile(), '20s');
+    const svc = start(namespace, await hashKeyFile(), '10s');
     await svc.waitForLog('ready', (l) => l.msg === 'ready');
 
     await setHealth(kube, namespace, 'bad');
