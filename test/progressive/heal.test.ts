@@ -5,7 +5,7 @@
 // every reader then reloads once, to the fix, the canary first, and no halt is blamed on the fix.
 // Without a fix, a canary whose new pod runs without becoming Ready halts the change within the
 // settle time, with a Warning naming the config (not at --reload-deadline). On main before the fix
-// both waited for the 2-minute deadline. Measured: 47 s.
+// both waited for the 2-minute deadline. Measured: 52 s.
 import { afterEach, describe, expect, onTestFinished } from 'vitest';
 import { health, readsConfigAtStart } from '../support/app-health.ts';
 import { it, type Kube } from '../support/kube.ts';
