@@ -13,6 +13,7 @@ import {
 import type { LedgerEntry } from './core/ledger-entry.ts';
 import type { VerdictOptions } from './core/plan.ts';
 import { selectorString } from './core/records.ts';
+import { configId } from './core/types.ts';
 import type { CoreApi } from './kube/api.ts';
 import type { Identify } from './kube/ledger.ts';
 import type { Logger } from './log.ts';
@@ -21,6 +22,11 @@ import type { ClusterState, TrackedWorkload } from './state.ts';
 
 export interface CatchUpDeps {
   core: CoreApi;
+  /**
+   * The creationTimestamp (ms) of a namespace, or undefined when it cannot be read (an install with
+   * namespaced roles may not read namespaces): then a same-second tie stays "before".
+   */
+  namespaceCreated?(namespace: string): Promise<number | undefined>;
   state: ClusterState;
   log: Logger;
   metrics?: Metrics;
@@ -40,7 +46,15 @@ export async function catchUp(
   const where = { workload: `${ref.kind}/${ref.name}`, namespace: ref.namespace };
   const config = (id: string): ConfigFacts | undefined => {
     const rec = d.state.configs.get(id);
-    return rec && { uid: rec.uid, writtenAtMs: rec.writtenAtMs };
+    if (!rec) return undefined;
+    const uses = t.rec.uses.filter((u) => configId(u.config) === id);
+    const required = uses.length > 0 && uses.every((u) => !u.optional);
+    return {
+      uid: rec.uid,
+      writtenAtMs: rec.writtenAtMs,
+      ...(rec.onlyCreated ? { onlyCreated: true } : {}),
+      ...(required ? { required: true } : {}),
+    };
   };
   const again = recreated({ uid: ref.uid, entry, config });
   if (again.workload) {
@@ -62,6 +76,11 @@ export async function catchUp(
     ...(ledgerWrittenMs !== undefined ? { ledgerWrittenMs } : {}),
   };
   const podsCreatedMs = needsPods(ref.kind, set, entry, opts, firstSeen) ? await podTimes(d, t) : undefined;
+  // Asked only when the pods decide, and only where a same-second tie is possible at all.
+  const namespaceCreatedMs =
+    podsCreatedMs && podsCreatedMs.length > 0 && ledgerWrittenMs !== undefined
+      ? await d.namespaceCreated?.(ref.namespace)
+      : undefined;
   const c = decide({
     kind: ref.kind,
     uid: ref.uid,
@@ -72,6 +91,7 @@ export async function catchUp(
     podsCreatedMs,
     opts,
     ...firstSeen,
+    ...(namespaceCreatedMs !== undefined ? { namespaceCreatedMs } : {}),
   });
   if (c.kind === 'reload' || c.kind === 'current') d.metrics?.caughtUp(c.kind);
   if (c.kind === 'current') {
@@ -107,5 +127,36 @@ export function identities(state: ClusterState): Identify {
       if (uid) configUids[id] = uid;
     }
     return { ...(w?.rec.ref.uid ? { uid: w.rec.ref.uid } : {}), configUids };
+  };
+}
+
+/**
+ * CatchUpDeps.namespaceCreated over the API, read once per namespace per start-up (one start-up judges
+ * every workload of a namespace). A namespace that cannot be read (forbidden, gone) is unknown.
+ */
+export function namespaceCreation(
+  core: CoreApi,
+  log: Logger,
+): (namespace: string) => Promise<number | undefined> {
+  const seen = new Map<string, Promise<number | undefined>>();
+  return (namespace) => {
+    let p = seen.get(namespace);
+    if (!p) {
+      p = core.readNamespace({ name: namespace }).then(
+        (ns) => {
+          const ms = Date.parse(String(ns.metadata?.creationTimestamp ?? ''));
+          return Number.isFinite(ms) ? ms : undefined;
+        },
+        (err: Error) => {
+          log.debug(
+            { namespace, err: err.message },
+            'could not read the namespace; a same-second tie counts as before',
+          );
+          return undefined;
+        },
+      );
+      seen.set(namespace, p);
+    }
+    return p;
   };
 }

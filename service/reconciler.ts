@@ -12,6 +12,7 @@ import { type Batch, Batcher, type Change, realTimers, type Timers } from './cor
 import { isTracked, REQUEST, recordable, watchedSet } from './core/plan.ts';
 import type { ConfigRecord } from './core/records.ts';
 import {
+  type CutReason,
   compareRecency,
   isOlder,
   mergeActions,
@@ -61,6 +62,8 @@ export class Reconciler {
   readonly #retrying = new Set<string>();
   readonly #holds: WindowHolds;
   readonly #running = new Set<string>();
+  /** Per workload running a reload: its action, and what stops it early (progressive reloads). */
+  readonly #cuts = new Map<string, { action: ReloadAction; ctl: AbortController }>();
   /** Ledger ids removed at start as gone (out of scope, or deleted): their surge pods may still be ours. */
   #formerlyReloaded: readonly string[] = [];
   #live = false;
@@ -104,7 +107,11 @@ export class Reconciler {
     });
     this.#detachDepth = d.metrics?.reloader.queueDepthFrom(() => this.#queue.waiting);
     const forget = (a: ReloadAction) => this.#forgetContent(a.workload, a.target);
-    this.#gates = new Gates(d, { release: (a) => this.#enqueue(a), forget, signal: this.#signal });
+    const cut = (workload: string, why: CutReason, carries: (a: ReloadAction) => boolean) => {
+      const r = this.#cuts.get(workload);
+      if (r && !r.ctl.signal.aborted && carries(r.action)) r.ctl.abort(why);
+    };
+    this.#gates = new Gates(d, { release: (a) => this.#enqueue(a), forget, cut, signal: this.#signal });
     this.#hooks = new ConfigHooks(d, this.#gates.progressive);
     this.#book = new StatusBook({
       now: () => this.#timers.now(),
@@ -479,7 +486,13 @@ export class Reconciler {
         const failures = this.#failures.get(a.workload) ?? 0;
         const run = { d: this.#d, recorder: this.#recorder, signal: this.#signal, failures };
         const onWait = (why: RunWait, on: boolean) => this.#book.waiting(a.workload, why, on);
-        return runReload({ ...run, onWait }, t as TrackedWorkload, d.action);
+        const ctl = new AbortController();
+        this.#cuts.set(a.workload, { action: d.action, ctl });
+        try {
+          return await runReload({ ...run, onWait, cut: ctl.signal }, t as TrackedWorkload, d.action);
+        } finally {
+          this.#cuts.delete(a.workload);
+        }
       }
     }
   }

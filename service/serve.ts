@@ -6,7 +6,7 @@ import { inboxSelector, NotificationInbox } from './argocd/inbox.ts';
 import { type InboxRecord, inboxRecordOf, takeFromInbox } from './argocd/inbox-consumer.ts';
 import type { SyncNotification } from './argocd/notification.ts';
 import { receiveNotification } from './argocd/receive.ts';
-import { catchUp } from './catch-up.ts';
+import { catchUp, namespaceCreation } from './catch-up.ts';
 import { type Config, readHashKeyFile, readWebhookKeyFile } from './config/config.ts';
 import { FlagError } from './config/flags.ts';
 import { compileGlobals } from './core/annotations.ts';
@@ -264,8 +264,10 @@ export async function serve(
     }),
     events,
   });
-  const newReconciler = (term?: AbortSignal) =>
-    new Reconciler({
+  const newReconciler = (term?: AbortSignal) => {
+    // Each term's start-up reads a namespace's creation at most once (docs/catch-up.md, the same second).
+    const namespaceCreated = namespaceCreation(core, log);
+    return new Reconciler({
       ...(term ? { term } : {}),
       cfg,
       state,
@@ -279,8 +281,9 @@ export async function serve(
       ...(gate ? { gate } : {}),
       metrics,
       catchUp: (t, set, entry, key, opts, ledgerWrittenMs) =>
-        catchUp({ core, state, log, metrics }, t, set, entry, key, opts, ledgerWrittenMs),
+        catchUp({ core, state, log, metrics, namespaceCreated }, t, set, entry, key, opts, ledgerWrittenMs),
     });
+  };
   // A live watch reports a relist at least every relist interval, so two intervals of silence means stuck.
   const progress = new WatchProgress(2 * cfg.relistIntervalMs + 60_000);
 

@@ -238,3 +238,35 @@ describe('a workload first seen at start (no ledger entry)', () => {
     );
   });
 });
+
+describe('the same second: decided by what the objects tell (issue 34, finding 4)', () => {
+  const LEDGER = T('2026-12-04T09:00:00Z');
+  const NS = WRITE - 2_000; // the namespace, created again while the service was down
+  const once = { uid: 'c2', writtenAtMs: WRITE, onlyCreated: true, required: true };
+  const tie = (facts: ConfigFacts, over: Partial<CatchUpInput> = {}) =>
+    decide(
+      input({
+        facts: { [CFG]: facts },
+        podsCreatedMs: [WRITE + 400],
+        ledgerWrittenMs: LEDGER,
+        namespaceCreatedMs: NS,
+        ...over,
+      }),
+    ).kind;
+
+  it('a config never written since its creation, required by pods in its second, in a namespace created while down: not a change the pods missed', () => {
+    expect(tie(once)).toBe('current');
+    // Created while down with no ledger entry (a new app of one sync): a baseline.
+    expect(tie(once, { entry: undefined, createdMs: WRITE })).toBe('baseline');
+  });
+
+  it('stays "before" wherever one of those facts is missing', () => {
+    expect(tie({ ...once, onlyCreated: false })).toBe('reload'); // written again after its creation
+    expect(tie({ ...once, required: false })).toBe('reload'); // optional: a pod may have run without it
+    expect(tie(once, { namespaceCreatedMs: LEDGER - 60_000 })).toBe('reload'); // the namespace is older
+    expect(tie(once, { namespaceCreatedMs: undefined })).toBe('reload'); // cannot be read
+    expect(tie(once, { ledgerWrittenMs: undefined })).toBe('reload');
+    // A pod in an earlier second than the config is before it, whatever else.
+    expect(tie(once, { podsCreatedMs: [WRITE - 1_000] })).toBe('reload');
+  });
+});

@@ -32,6 +32,13 @@ export interface ConfigFacts {
   uid: string;
   /** The newest write of the object (ms, whole seconds), or undefined when it cannot be told. */
   writtenAtMs: number | undefined;
+  /** True when its newest write is in its creation's second: it was never written after it was created. */
+  onlyCreated?: boolean;
+  /**
+   * True when every use of it by the workload's pods is required (not `optional`): a pod's containers
+   * do not start until it exists, so a pod never ran without it.
+   */
+  required?: boolean;
 }
 
 export interface CatchUpInput {
@@ -59,6 +66,11 @@ export interface CatchUpInput {
    * install) or the time cannot be told. See createdWhileDown().
    */
   ledgerWrittenMs?: number;
+  /**
+   * The creationTimestamp (ms) of the workload's namespace, when it can be read: a namespace created
+   * after the ledger's newest write was created while the service was down (see sameSecond).
+   */
+  namespaceCreatedMs?: number;
 }
 
 export type CatchUp =
@@ -119,6 +131,32 @@ export function createdBefore(podMs: number, writtenMs: number): boolean {
   return Math.floor(podMs / 1000) <= Math.floor(writtenMs / 1000);
 }
 
+const second = (ms: number) => Math.floor(ms / 1000);
+
+/**
+ * Whether a pod created at `podMs` may have read other content of the config than it holds now. A pod
+ * created in an earlier second than the config's newest write may have. In the same second the order
+ * cannot be read from the times, and counts as "before", except where the objects say more: the config
+ * was never written after its creation, in a namespace created while the service was down (after the
+ * ledger's newest write), and the pods require it (not `optional`). Then the config has had one content
+ * in that namespace, and a pod of it read that content or (the config not there yet) did not start
+ * until it could: the tie is "after" (an optional config created just after a pod left it without). That is
+ * the namespace recreated by one apply or sync: config and workload created back to back.
+ */
+export function mayHaveReadOlder(
+  podMs: number,
+  facts: ConfigFacts & { writtenAtMs: number },
+  input: Pick<CatchUpInput, 'namespaceCreatedMs' | 'ledgerWrittenMs'>,
+): boolean {
+  if (second(podMs) < second(facts.writtenAtMs)) return true;
+  if (second(podMs) > second(facts.writtenAtMs)) return false;
+  const nsNew =
+    input.namespaceCreatedMs !== undefined &&
+    input.ledgerWrittenMs !== undefined &&
+    second(input.namespaceCreatedMs) > second(input.ledgerWrittenMs);
+  return !(nsNew && facts.onlyCreated === true && facts.required === true);
+}
+
 /** The start-up verdict for one workload that has no reload pending. */
 export function decide(input: CatchUpInput): CatchUp {
   const v = verdict(input.set, input.entry?.configs, input.opts);
@@ -136,8 +174,8 @@ export function decide(input: CatchUpInput): CatchUp {
     // with --reload-on-delete is a deletion in `changed` at all), or a write time that cannot be told:
     // assume the change came after every pod.
     if (facts?.writtenAtMs === undefined) return true;
-    const written = facts.writtenAtMs;
-    return pods.some((p) => createdBefore(p, written));
+    const known = { ...facts, writtenAtMs: facts.writtenAtMs };
+    return pods.some((p) => mayHaveReadOlder(p, known, input));
   });
   if (stale.length > 0) return { kind: 'reload', changed: stale };
   return { kind: 'current', differing: v.changed };
@@ -158,9 +196,10 @@ function firstSeen(input: CatchUpInput, baseline: CatchUp): CatchUp {
   const stale = Object.keys(input.set)
     .filter((id) => {
       if (id === REQUEST) return false;
-      const written = input.config(id)?.writtenAtMs;
-      if (written === undefined || Math.floor(written / 1000) < created) return false;
-      return pods.some((p) => createdBefore(p, written));
+      const facts = input.config(id);
+      const written = facts?.writtenAtMs;
+      if (facts === undefined || written === undefined || Math.floor(written / 1000) < created) return false;
+      return pods.some((p) => mayHaveReadOlder(p, { ...facts, writtenAtMs: written }, input));
     })
     .sort();
   return stale.length > 0 ? { kind: 'reload', changed: stale } : baseline;

@@ -17,6 +17,8 @@ export interface ConfigRecord {
    * the object carries no managedFields.
    */
   writtenAtMs?: number;
+  /** True when that newest write is in its creation's second (never written since): the catch-up reads it. */
+  onlyCreated?: true;
   /** The field manager of that newest write (what a flapping config's Warning names). */
   writer?: string;
 }

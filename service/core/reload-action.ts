@@ -93,6 +93,12 @@ export function retryDelayMs(attempt: number): number {
  *  - dropped: the workload is gone, opted out or invalid, or a newer action covers this one.
  *  - interrupted: the term ended; the pending action stays in the ledger for the next leader.
  */
+/**
+ * Why the engine stopped a running reload before its end (progressive reloads): the change it carries
+ * was halted, or a newer change of a config it carries supersedes it (its content is no longer current).
+ */
+export type CutReason = { kind: 'halted'; why: string } | { kind: 'superseded'; config: string };
+
 export type Outcome =
   | { kind: 'done' }
   | {
@@ -103,6 +109,8 @@ export type Outcome =
       failed: boolean;
       /** Cut by --reload-deadline: it made no progress (a replacement that never gets Ready, a PDB). */
       stalled?: boolean;
+      /** Nothing was written: it waits for something that passes by itself (a CronJob's Job under Forbid). */
+      waiting?: boolean;
     }
   | { kind: 'hold'; until: number; action: ReloadAction; windowText: string }
   | { kind: 'config-missing'; action: ReloadAction; missing: string[] }

@@ -8,6 +8,7 @@ const cand = (workload: string, digest = 'd1', cutoffMs = 1_000): Candidate => (
   cutoffMs,
 });
 const GATHER = 500;
+const D1 = [{ config: CM, digest: 'd1' }];
 
 /** Offers every name in order at `now`; returns those admitted. */
 function offerAll(w: Waves, names: string[], now: number, digest = 'd1'): string[] {
@@ -74,7 +75,7 @@ describe('Waves', () => {
     expect(offerAll(w, all.slice(2), 3)).toEqual(all.slice(2, 4));
     // a completes later: it settles like any member, and a failure then halts the change.
     expect(w.completed(all[0] as string, 1_000)).toBe(true);
-    expect(w.failed(all[0] as string, 'not Ready', 4)).toHaveLength(1);
+    expect(w.failed(all[0] as string, D1, 'not Ready', 4)).toHaveLength(1);
     expect(w.excuse(all[0] as string)).toBe(false);
   });
 
@@ -95,7 +96,7 @@ describe('Waves', () => {
   it('a resume gives the failed workload its place again: its retry runs next, not the next in line', () => {
     const w = new Waves({ firstWave: 1, gatherMs: 0 });
     expect(offerAll(w, ['Deployment/ns/a', 'Deployment/ns/b'], 0)).toEqual(['Deployment/ns/a']);
-    w.failed('Deployment/ns/a', 'not Ready', 1);
+    w.failed('Deployment/ns/a', D1, 'not Ready', 1);
     expect(w.resume(CM)?.workload).toBe('Deployment/ns/a');
     // a's retry is still backing off: b is offered first, and waits.
     expect(w.offer(cand('Deployment/ns/b'), 2).kind).toBe('wait');
@@ -123,7 +124,7 @@ describe('Waves', () => {
       'Deployment/ns/a',
       'Deployment/ns/b',
     ]);
-    const halts = w.failed('Deployment/ns/a', 'no progress', 5);
+    const halts = w.failed('Deployment/ns/a', D1, 'no progress', 5);
     expect(halts).toEqual([
       { config: CM, digest: 'd1', wave: 1, workload: 'Deployment/ns/a', why: 'no progress', atMs: 5 },
     ]);
@@ -132,14 +133,14 @@ describe('Waves', () => {
     expect(w.offer(cand('Deployment/ns/c'), 6).kind).toBe('halted');
     expect(w.offer(cand('Deployment/ns/a'), 6).kind).toBe('halted');
     // A second failure of the same change is not a second halt.
-    expect(w.failed('Deployment/ns/a', 'again', 7)).toEqual([]);
+    expect(w.failed('Deployment/ns/a', D1, 'again', 7)).toEqual([]);
     expect(w.halts()).toHaveLength(1);
   });
 
   it('a newer change of the config supersedes a halted one and starts again from the first wave', () => {
     const w = new Waves({ firstWave: 1, gatherMs: 0 });
     offerAll(w, ['Deployment/ns/a', 'Deployment/ns/b'], 0);
-    w.failed('Deployment/ns/a', 'not Ready', 1);
+    w.failed('Deployment/ns/a', D1, 'not Ready', 1);
     expect(w.offer({ ...cand('Deployment/ns/b', 'd2', 2_000) }, 2)).toEqual({ kind: 'run' });
     expect(w.offer({ ...cand('Deployment/ns/a', 'd2', 2_000) }, 2)).toEqual({ kind: 'wait' });
     expect(w.halts()).toEqual([]);
@@ -205,7 +206,7 @@ describe('Waves', () => {
   it('a resumed change continues: the failed workload takes its place in its wave again, then the waves go on', () => {
     const w = new Waves({ firstWave: 1, gatherMs: 0 });
     offerAll(w, ['Deployment/ns/a', 'Deployment/ns/b', 'Deployment/ns/c'], 0);
-    w.failed('Deployment/ns/a', 'not Ready', 1);
+    w.failed('Deployment/ns/a', D1, 'not Ready', 1);
     expect(w.resume('ns/ConfigMap/other')).toBeUndefined();
     expect(w.resume(CM)?.workload).toBe('Deployment/ns/a');
     expect(w.halts()).toEqual([]);
@@ -218,6 +219,61 @@ describe('Waves', () => {
       'Deployment/ns/b',
       'Deployment/ns/c',
     ]);
+  });
+
+  it('a member not judged at admission (its pods already unhealthy) takes no place: the next one runs, and it halts nothing', () => {
+    const w = new Waves({ firstWave: 1, gatherMs: 0 });
+    const stuck = { ...cand('Deployment/ns/a'), notJudged: '2 of 2 pods were not Ready before the change' };
+    expect(w.offer(stuck, 0)).toEqual({ kind: 'run' });
+    expect(offerAll(w, ['Deployment/ns/b', 'Deployment/ns/c'], 1)).toEqual(['Deployment/ns/b']);
+    expect(w.excused()).toEqual([
+      {
+        config: CM,
+        workload: 'Deployment/ns/a',
+        why: '2 of 2 pods were not Ready before the change',
+        atMs: 0,
+      },
+    ]);
+    // Its reload completes and fails: neither settles it nor halts the change.
+    expect(w.completed('Deployment/ns/a', 1_000)).toBe(false);
+    expect(w.failed('Deployment/ns/a', D1, 'not Ready', 2)).toEqual([]);
+    expect(w.judging('Deployment/ns/a', D1)).toBe(false);
+    expect(w.judging('Deployment/ns/b', D1)).toBe(true);
+    w.completed('Deployment/ns/b', 1_000);
+    w.passed('Deployment/ns/b', 1_000);
+    expect(offerAll(w, ['Deployment/ns/c'], 3)).toEqual(['Deployment/ns/c']);
+    w.completed('Deployment/ns/c', 1_000);
+    w.passed('Deployment/ns/c', 1_000);
+    // The change is done: nothing is kept of it.
+    expect(w.excused()).toEqual([]);
+  });
+
+  it('a reload not judged for its own change still completes the settle of an older change it covers (execution simulation seed 421)', () => {
+    const w = new Waves({ firstWave: 1, gatherMs: 0 });
+    const OTHER = 'ns/ConfigMap/other';
+    const old = (n: string) => ({ workload: n, changes: [{ config: OTHER, digest: 'o1' }], cutoffMs: 1_000 });
+    expect(w.offer(old('Deployment/ns/a'), 0).kind).toBe('run');
+    expect(w.completed('Deployment/ns/a', 1_000)).toBe(true); // settling for `other`
+    expect(w.offer(old('Deployment/ns/b'), 1).kind).toBe('wait');
+    // A change of `shared` finds a mid-rollout: not judged for it.
+    const mid = { ...cand('Deployment/ns/a', 'd1', 2_000), notJudged: 'its own rollout' };
+    expect(w.offer(mid, 2).kind).toBe('run');
+    // Its reload completes: the settle starts again over its pods, for `other`.
+    expect(w.completed('Deployment/ns/a', 2_000)).toBe(true);
+    w.passed('Deployment/ns/a', 2_000);
+    expect(w.offer(old('Deployment/ns/b'), 3).kind).toBe('run');
+  });
+
+  it('a halt belongs to the content that failed: a reload of older content halts no newer change', () => {
+    const w = new Waves({ firstWave: 1, gatherMs: 0 });
+    expect(offerAll(w, ['Deployment/ns/a', 'Deployment/ns/b'], 0, 'd1')).toEqual(['Deployment/ns/a']);
+    // The fix, while a's reload of d1 still runs: that reload is for content no longer current.
+    expect(w.supersede(CM, 'd2')).toEqual({ running: ['Deployment/ns/a'] });
+    expect(w.offer(cand('Deployment/ns/a', 'd2', 2_000), 1).kind).toBe('run');
+    // The old reload's failure, judged late, names d1: the fix is not halted.
+    expect(w.failed('Deployment/ns/a', D1, 'not Ready', 2)).toEqual([]);
+    expect(w.halts()).toEqual([]);
+    expect(w.failed('Deployment/ns/a', [{ config: CM, digest: 'd2' }], 'not Ready', 3)).toHaveLength(1);
   });
 
   it('refuses an empty first wave', () => {

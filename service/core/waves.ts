@@ -40,6 +40,20 @@ export interface Candidate {
    * change gathers: a re-offer of every parked reload must not count the readers again each time.
    */
   expected?: (config: string) => number;
+  /**
+   * Why its pods cannot be judged for this change (its own rollout runs, or pods were already not
+   * Ready when the change came): admitted, it is `exempt`. It takes no place in its wave, holds none,
+   * and its pods halt nothing.
+   */
+  notJudged?: string;
+}
+
+/** A workload excused at admission (Candidate.notJudged), for the status. */
+export interface Excused {
+  config: string;
+  workload: string;
+  why: string;
+  atMs: number;
 }
 
 export interface Halt {
@@ -70,10 +84,13 @@ export type Offer =
  * node that will not take the pods): not the config's fault, so it holds no wave, and the next
  * workload takes its place. Its reload goes on; once it completes, it settles and is judged as any.
  */
-type MemberState = 'running' | 'excused' | 'settling' | 'passed' | 'failed';
+type MemberState = 'running' | 'excused' | 'exempt' | 'settling' | 'passed' | 'failed';
+
+/** States that hold no wave: the next one may open over them. */
+const CLEARED: ReadonlySet<MemberState> = new Set(['passed', 'excused', 'exempt']);
 
 class Progression {
-  readonly members = new Map<string, { state: MemberState; wave: number }>();
+  readonly members = new Map<string, { state: MemberState; wave: number; why?: string; atMs?: number }>();
   /** Workloads offered and told to wait: the change is not done while any waits. */
   readonly waiting = new Set<string>();
   /** Every workload offered so far, and how many are expected (Candidate.expected). */
@@ -120,7 +137,7 @@ class Progression {
   /** Whether the next wave may open: the first wave passed, and the current one completed. */
   nextMayOpen(): boolean {
     for (const m of this.members.values()) {
-      if (m.wave === 1 && m.state !== 'passed' && m.state !== 'excused') return false;
+      if (m.wave === 1 && !CLEARED.has(m.state)) return false;
       if (m.wave === this.wave && m.state === 'running') return false;
     }
     return true;
@@ -134,20 +151,32 @@ class Progression {
     return this.nextMayOpen() ? { kind: 'run' } : { kind: 'wait' };
   }
 
-  admit(workload: string, policy: WavesPolicy): void {
+  admit(workload: string, policy: WavesPolicy, notJudged?: string, now = 0): void {
     this.waiting.delete(workload);
     if (this.members.has(workload)) return;
+    if (notJudged !== undefined) {
+      // Not judged, so it takes no place: the next workload in line takes it.
+      this.members.set(workload, {
+        state: 'exempt',
+        wave: Math.max(1, this.wave),
+        why: notJudged,
+        atMs: now,
+      });
+      return;
+    }
     if (this.wave === 0 || this.inWave >= this.size(policy, this.wave)) {
       this.wave += 1;
       this.inWave = 0;
     }
     this.inWave += 1;
-    this.members.set(workload, { state: 'running', wave: this.wave });
+    this.members.set(workload, { state: 'running', wave: this.wave, atMs: now });
   }
 
   done(): boolean {
     return (
-      !this.halt && this.waiting.size === 0 && [...this.members.values()].every((m) => m.state === 'passed')
+      !this.halt &&
+      this.waiting.size === 0 &&
+      [...this.members.values()].every((m) => m.state === 'passed' || m.state === 'exempt')
     );
   }
 }
@@ -205,7 +234,7 @@ export class Waves {
       for (const p of progressions) if (!p.members.has(c.workload)) p.waiting.add(c.workload);
       return until !== undefined ? { kind: 'wait', until } : { kind: 'wait' };
     }
-    for (const p of progressions) p.admit(c.workload, this.#policy);
+    for (const p of progressions) p.admit(c.workload, this.#policy, c.notJudged, now);
     return { kind: 'run' };
   }
 
@@ -215,7 +244,11 @@ export class Waves {
    */
   completed(workload: string, cutoffMs: number): boolean {
     const excused = this.#move(workload, 'excused', 'settling', cutoffMs);
-    return this.#move(workload, 'running', 'settling', cutoffMs) || excused;
+    const running = this.#move(workload, 'running', 'settling', cutoffMs);
+    // Already settling for an older change it covers: its settle starts again over this reload's pods
+    // (a reload that was not judged for its own change, its workload excused at admission, still
+    // completes the older one's settle: execution simulation seed 421 with --progressive-reloads).
+    return running || excused || this.#move(workload, 'settling', 'settling', cutoffMs);
   }
 
   /**
@@ -234,18 +267,38 @@ export class Waves {
     return found;
   }
 
-  /** Its pods, replaced by a reload with this cutoff, stayed healthy for the settle time. */
-  passed(workload: string, cutoffMs: number): void {
+  /**
+   * Its pods, replaced by a reload with this cutoff, stayed healthy for the settle time. Returns the
+   * changes that this completed: every workload of theirs passed, or was not judged.
+   */
+  passed(workload: string, cutoffMs: number): ChangeKey[] {
     this.#move(workload, 'settling', 'passed', cutoffMs);
-    for (const [config, p] of this.#byConfig) if (p.done()) this.#byConfig.delete(config);
+    const done: ChangeKey[] = [];
+    for (const [config, p] of this.#byConfig) {
+      if (!p.done()) continue;
+      this.#byConfig.delete(config);
+      done.push(p.key);
+    }
+    return done;
   }
 
-  /** Its reload failed, or its pods did not stay healthy: halts every change it carries. Returns the new halts. */
-  failed(workload: string, why: string, now: number, pods?: readonly string[]): Halt[] {
+  /**
+   * Its reload failed, or its pods did not stay healthy: halts the changes that reload carried, at the
+   * content it carried (a newer change of a config is never halted by a reload of older content).
+   * A member excused at admission halts nothing. Returns the new halts.
+   */
+  failed(
+    workload: string,
+    changes: readonly ChangeKey[],
+    why: string,
+    now: number,
+    pods?: readonly string[],
+  ): Halt[] {
     const halts: Halt[] = [];
     for (const p of this.#byConfig.values()) {
+      if (!changes.some((c) => c.config === p.key.config && c.digest === p.key.digest)) continue;
       const m = p.members.get(workload);
-      if (!m || m.state === 'passed' || m.state === 'failed') continue;
+      if (!m || m.state === 'passed' || m.state === 'failed' || m.state === 'exempt') continue;
       m.state = 'failed';
       if (p.halt) continue;
       p.halt = { ...p.key, wave: m.wave, workload, why, atMs: now, ...(pods ? { pods } : {}) };
@@ -287,11 +340,46 @@ export class Waves {
    * The config's content is now `digest` (undefined: deleted): a progression of other content is over,
    * its halt included (a revert to the content the workloads run needs no reload). Returns the halt lifted.
    */
-  supersede(config: string, digest: string | undefined): Halt | undefined {
+  supersede(config: string, digest: string | undefined): { halt?: Halt; running: string[] } {
     const p = this.#byConfig.get(config);
-    if (!p || p.key.digest === digest) return undefined;
+    if (!p || p.key.digest === digest) return { running: [] };
     this.#byConfig.delete(config);
-    return p.halt;
+    // Its reloads still under way are for content no longer current: the engine stops them.
+    const running = [...p.members].filter(([, m]) => m.state === 'running' || m.state === 'excused');
+    return { ...(p.halt ? { halt: p.halt } : {}), running: running.map(([w]) => w) };
+  }
+
+  /**
+   * When the workload was first admitted for these changes, while its reload is still under way and
+   * judged: a member's deadline counts from there, across its retries. Undefined otherwise.
+   */
+  admittedAt(workload: string, changes: readonly ChangeKey[]): number | undefined {
+    let at: number | undefined;
+    for (const c of changes) {
+      const p = this.#byConfig.get(keyOf(c));
+      const m = p?.key.digest === c.digest ? p.members.get(workload) : undefined;
+      if ((m?.state === 'running' || m?.state === 'excused') && m.atMs !== undefined)
+        at = Math.min(at ?? m.atMs, m.atMs);
+    }
+    return at;
+  }
+
+  /** Whether the workload's reload of these changes is under way and judged (not excused at admission). */
+  judging(workload: string, changes: readonly ChangeKey[]): boolean {
+    return changes.some((c) => {
+      const p = this.#byConfig.get(keyOf(c));
+      const m = p?.key.digest === c.digest ? p.members.get(workload) : undefined;
+      return m?.state === 'running' || m?.state === 'excused';
+    });
+  }
+
+  /** The workloads excused at admission, per change under way (for the status). */
+  excused(): Excused[] {
+    return [...this.#byConfig.values()].flatMap((p) =>
+      [...p.members]
+        .filter(([, m]) => m.state === 'exempt')
+        .map(([workload, m]) => ({ config: p.key.config, workload, why: m.why ?? '', atMs: m.atMs ?? 0 })),
+    );
   }
 
   /**

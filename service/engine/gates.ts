@@ -39,12 +39,13 @@ export class Gates {
     this.brake.stop();
   }
 
-  status(): Pick<StatusSources, 'brake' | 'parked' | 'braked' | 'halts'> {
+  status(): Pick<StatusSources, 'brake' | 'parked' | 'braked' | 'halts' | 'excused'> {
     return {
       brake: this.#d.cfg.brake,
       parked: this.progressive?.parked() ?? [],
       braked: this.brake.held(),
       halts: this.progressive?.halts() ?? [],
+      excused: this.progressive?.excused() ?? [],
     };
   }
 }

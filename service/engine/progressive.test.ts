@@ -350,6 +350,7 @@ describe('progressive reloads', () => {
             },
           },
         },
+        status: { observedGeneration: 0, replicas: 1, updatedReplicas: 1, readyReplicas: 1 },
       });
       w.state.putWorkload(rec as NonNullable<typeof rec>);
     }
@@ -363,6 +364,144 @@ describe('progressive reloads', () => {
     // One first wave of one, for the whole change (not one per key digest).
     expect(w.strategies.runs.map((r) => r.req.workload.rec.ref.name)).toEqual(['a']);
     expect(targets.size).toBe(1);
+  });
+
+  it('a member whose pods were already not Ready when the change came is not judged: the next one takes its place, and nothing is halted (issue 34, the stuck neighbour)', async () => {
+    const w = await fleet();
+    const canary = w.state.workloads.get('Deployment/a/canary');
+    if (!canary) throw new Error('no canary');
+    canary.rec.status = { ...canary.rec.status, readyReplicas: 0 }; // a crash loop, before the change
+    w.change('a', 'shared', { k: '2' });
+    await w.gathered();
+    // The canary reloads too (it reads the config), but holds no place: `a` is the first wave.
+    expect(w.running()).toEqual(['canary', 'a']);
+    expect(w.reconciler.status().excused).toEqual([
+      expect.objectContaining({
+        workload: 'Deployment/a/canary',
+        config: 'ConfigMap/a/shared',
+        why: '1 of 1 pods were not Ready before the change reached it',
+      }),
+    ]);
+    expect(w.logs.some((l) => l.msg.startsWith('progressive reload: not judged for this change'))).toBe(true);
+    // Its pods stay not Ready after its reload: not the change's fault.
+    w.strategies.unhealthy.set('Deployment/a/canary', 'not Ready: canary-0');
+    w.strategies.runs[0]?.end({ kind: 'done', replaced: 1, summary: 'restarted' });
+    w.strategies.runs[1]?.end({ kind: 'done', replaced: 1, summary: 'restarted' });
+    await w.settle();
+    await w.time.advance(w.time.clock.now + 120_000);
+    await w.settle();
+    expect(w.events.filter((e) => e.reason === 'ReloadHalted')).toEqual([]);
+    expect(w.running()).toEqual(['canary', 'a', 'b', 'd']); // wave 2, then the last
+    for (const r of w.strategies.runs.slice(2)) r.end({ kind: 'done', replaced: 1, summary: 'restarted' });
+    await w.settle();
+    expect(w.running()).toEqual(['canary', 'a', 'b', 'd', 'e']);
+  });
+
+  it('a running reload whose new pod runs without becoming Ready for the settle time halts the change then, not at --reload-deadline, and gives back its slot', async () => {
+    const w = await fleet();
+    w.change('a', 'shared', { k: 'bad' });
+    await w.gathered();
+    expect(w.running()).toEqual(['canary']);
+    const at = w.time.clock.now;
+    w.strategies.podFacts.set('Deployment/a/canary', [
+      { name: 'canary-old', createdMs: at - 3_600_000, ready: true, restarts: 0, terminating: false },
+      { name: 'canary-surge', createdMs: at, ready: false, restarts: 0, terminating: false, started: true },
+    ]);
+    await w.time.advance(at + 10_000);
+    await w.settle();
+    expect(w.events.filter((e) => e.reason === 'ReloadHalted')).toEqual([]); // not yet: 10 s from its second's end
+    await w.time.advance(at + 12_000);
+    await w.settle();
+    const halted = w.events.find((e) => e.reason === 'ReloadHalted')?.message;
+    expect(halted).toMatch(
+      /^change halted at wave 1: Deployment\/canary its new pods were not healthy within the settle time \(10s\): not Ready: canary-surge/,
+    );
+    // The run is stopped (its strategy sees its signal), its surge pods removed, and its retry held.
+    const run = w.strategies.runs[0];
+    expect(run?.req.signal.aborted).toBe(true);
+    run?.end({ kind: 'failed', error: new Error('aborted'), errorKind: 'update_workload' });
+    await w.settle();
+    expect(w.strategies.dropped).toContain('Deployment/a/canary');
+    await w.time.advance(w.time.clock.now + 2_000);
+    await w.settle();
+    expect(
+      w.logs.some(
+        (l) =>
+          l.msg === 'reload held: its change was halted by a failed wave' &&
+          l.workload === 'Deployment/canary',
+      ),
+    ).toBe(true);
+    expect(w.running()).toEqual(['canary']);
+  });
+
+  it('the fix written while the bad change’s canary still waits stops that reload at once, and reloads every workload once, the canary first (issue 34, finding 0)', async () => {
+    const w = await fleet();
+    w.change('a', 'shared', { k: 'bad' });
+    await w.gathered();
+    expect(w.running()).toEqual(['canary']);
+    await w.time.advance(w.time.clock.now + 3_000); // its surge pod is not Ready; no deadline yet
+    await w.settle();
+    w.change('a', 'shared', { k: 'fixed' });
+    const bad = w.strategies.runs[0];
+    expect(bad?.req.signal.aborted).toBe(true);
+    bad?.end({ kind: 'failed', error: new Error('aborted'), errorKind: 'update_workload' });
+    await w.settle();
+    expect(w.strategies.dropped).toEqual(['Deployment/a/canary']);
+    await w.gathered();
+    const target = (i: number) => w.strategies.runs[i]?.req.action.target['ConfigMap/a/shared'];
+    expect(w.running()).toEqual(['canary', 'canary']);
+    expect(target(1)).not.toBe(target(0));
+    w.strategies.runs[1]?.end({ kind: 'done', replaced: 1, summary: 'restarted' });
+    await w.settle();
+    await w.time.advance(w.time.clock.now + 10_000);
+    await w.settle();
+    for (const r of w.strategies.runs.slice(2)) r.end({ kind: 'done', replaced: 1, summary: 'restarted' });
+    await w.settle();
+    for (const r of w.strategies.runs.slice(4)) r.end({ kind: 'done', replaced: 1, summary: 'restarted' });
+    await w.settle();
+    expect(w.running()).toEqual(['canary', 'canary', 'a', 'b', 'd', 'e']);
+    expect(
+      new Set(w.strategies.runs.slice(1).map((r) => r.req.action.target['ConfigMap/a/shared'])).size,
+    ).toBe(1);
+    expect(w.events.filter((e) => e.reason === 'ReloadHalted')).toEqual([]);
+    expect(w.reconciler.status().halted).toEqual([]);
+  });
+
+  it('a member whose reload waits (a CronJob’s Job under Forbid) is excused at once: the next workload takes its place (issue 34, finding 2)', async () => {
+    const w = await fleet();
+    w.change('a', 'shared', { k: '2' });
+    await w.gathered();
+    w.strategies.runs[0]?.end({ kind: 'waiting', why: 'a Job still runs under Forbid', retryMs: 30_000 });
+    await w.settle();
+    expect(w.running()).toEqual(['canary', 'a']);
+    expect(w.logs.some((l) => l.msg.startsWith('progressive reload: it waits for something else'))).toBe(
+      true,
+    );
+  });
+
+  it('a member that fails fast on every try (a quota refuses its new pods) is judged at --reload-deadline after its admission, across retries', async () => {
+    const w = await fleet();
+    w.change('a', 'shared', { k: '2' });
+    await w.gathered();
+    const refused = {
+      kind: 'failed',
+      error: new Error('exceeded quota'),
+      errorKind: 'update_workload',
+    } as const;
+    w.strategies.runs[0]?.end(refused);
+    await w.settle();
+    const at = w.time.clock.now;
+    for (let i = 0; i < 20 && !w.running().includes('a'); i++) {
+      await w.time.advance(w.time.clock.now + 5_000);
+      await w.settle();
+      const last = w.strategies.runs.at(-1);
+      if (last?.req.workload.rec.ref.name === 'canary') last.end(refused);
+      await w.settle();
+    }
+    // Its pods are healthy: not the config's fault. It holds no wave, and `a` takes its place.
+    expect(w.time.clock.now - at).toBeGreaterThanOrEqual(30_000); // not before its deadline
+    expect(w.running().filter((n) => n !== 'canary')).toEqual(['a']);
+    expect(w.events.filter((e) => e.reason === 'ReloadHalted')).toEqual([]);
   });
 
   // `b` is in no wave: it opts out, or its strategy replaces no pod the waves could settle (an

@@ -7,10 +7,11 @@
 import { KEYS } from '../core/annotations.ts';
 import { realTimers, type Timers } from '../core/batcher.ts';
 import { MAX_HALT_WHY_CHARS } from '../core/ledger-entry.ts';
+import { notJudgedAtAdmission, replacementsFailed } from '../core/pod-health.ts';
 import type { ConfigRecord } from '../core/records.ts';
-import { mergeActions, type Outcome, type ReloadAction } from '../core/reload-action.ts';
+import { type CutReason, mergeActions, type Outcome, type ReloadAction } from '../core/reload-action.ts';
 import { configId, configRefOf } from '../core/types.ts';
-import { type ChangeKey, type Halt, Waves, waveOrder } from '../core/waves.ts';
+import { type ChangeKey, type Excused, type Halt, Waves, waveOrder } from '../core/waves.ts';
 import { apiVersionOf } from '../kube/events.ts';
 import type { TrackedWorkload } from '../state.ts';
 import type { ReconcilerDeps } from './deps.ts';
@@ -42,9 +43,18 @@ export interface ProgressiveOptions {
   release(a: ReloadAction): void;
   /** A parked reload will not run: the reconciler forgets its content (it is no longer under way). */
   forget(a: ReloadAction): void;
+  /**
+   * Stops the workload's running reload, if the one running is one `carries` says (its surge pods are
+   * removed; a halted one is retried, and held; a superseded one is dropped).
+   */
+  cut(workload: string, why: CutReason, carries: (a: ReloadAction) => boolean): void;
   /** Aborts when the term ends. */
   signal: AbortSignal;
 }
+
+/** Whether an action carries any of these changes, at these contents. */
+const carriesAny = (changes: readonly ChangeKey[]) => (a: ReloadAction) =>
+  changesOf(a).some((c) => changes.some((k) => k.config === c.config && k.digest === c.digest));
 
 export class Progressive {
   readonly #d: ReconcilerDeps;
@@ -153,16 +163,35 @@ export class Progressive {
       this.#notRun(a, gone.config);
       return undefined;
     }
+    // Judge only what the change does: a workload whose pods are already unhealthy, or whose own
+    // rollout runs, cannot be judged for it (core/pod-health.ts notJudgedAtAdmission).
+    const notJudged = notJudgedAtAdmission({ kind: t.rec.ref.kind, ...t.rec });
+    const now = this.#timers.now();
     const o = this.#waves.offer(
-      { workload: a.workload, changes, cutoffMs: a.cutoffMs, expected: (c) => this.#expected(c) },
-      this.#timers.now(),
+      {
+        workload: a.workload,
+        changes,
+        cutoffMs: a.cutoffMs,
+        expected: (c) => this.#expected(c),
+        ...(notJudged !== undefined ? { notJudged } : {}),
+      },
+      now,
     );
     switch (o.kind) {
-      case 'run':
+      case 'run': {
         this.#unpark(a.workload);
-        this.#bump(a.workload);
         this.#template.set(a.workload, t.rec.templateHash);
+        if (!this.#waves.judging(a.workload, changes)) {
+          // Not judged for this change: a settle due for an older one goes on (it is not replaced).
+          this.#tellExcused(t, changes);
+          return a;
+        }
+        const gen = this.#bump(a.workload);
+        // Its new pods are those created since its first admission, whichever attempt made them.
+        const since = this.#waves.admittedAt(a.workload, changes) ?? now;
+        this.#watchRun(a, gen, since, this.#o.settleMs);
         return a;
+      }
       case 'wait':
         this.#park(a);
         if (o.until !== undefined) this.#wake(o.until);
@@ -210,7 +239,14 @@ export class Progressive {
    */
   configChanged(config: string, digest: string | undefined): void {
     const now = digest ?? DELETED;
-    const lifted = this.#waves.supersede(config, now);
+    const { halt: lifted, running } = this.#waves.supersede(config, now);
+    // A reload of content no longer current stops now and gives back its slot: the newer change's
+    // reload of the same workload must not wait for it (nor be judged by it).
+    for (const w of running)
+      this.#o.cut(w, { kind: 'superseded', config }, (a) => {
+        const c = changesOf(a).find((k) => k.config === config);
+        return c !== undefined && c.digest !== now;
+      });
     for (const a of [...this.#parked.values()]) {
       const c = changesOf(a).find((k) => k.config === config);
       if (!c || c.digest === now) continue;
@@ -254,11 +290,33 @@ export class Progressive {
       case 'done':
         if (this.#waves.completed(a.workload, a.cutoffMs)) this.#settle(a, this.#o.settleMs);
         break;
-      case 'retry':
+      case 'retry': {
         // Only a reload that made no progress fails its wave: an API error is retried, as it would be
         // without waves, and says nothing about the config.
-        if (o.stalled) this.#judgeStall(a);
+        if (o.stalled) {
+          this.#judgeStall(a);
+          return;
+        }
+        const t = this.#d.state.workloads.get(a.workload);
+        if (o.waiting) {
+          // It waits for something that passes by itself (a CronJob's Job under Forbid, for hours):
+          // nothing was written, nothing can be judged, and it must not hold everyone else's reload.
+          if (t && this.#waves.excuse(a.workload)) {
+            this.#d.log.info(
+              fields(t),
+              'progressive reload: it waits for something else; not judged now, and it holds no wave',
+            );
+            this.#reoffer();
+          }
+          return;
+        }
+        // Every member has a deadline across its retries: one that fails fast for ever (a quota that
+        // refuses its new pods) is judged as one that made no progress.
+        const since = this.#waves.admittedAt(a.workload, changesOf(a));
+        if (o.failed && since !== undefined && this.#timers.now() - since >= this.#d.cfg.reloadDeadlineMs)
+          this.#judgeStall(a);
         return;
+      }
       case 'dropped':
         // A newer action of the workload carries on its place in the wave.
         if (o.reason.startsWith('superseded by a newer change')) return;
@@ -283,6 +341,66 @@ export class Progressive {
 
   halts(): Halt[] {
     return this.#waves.halts();
+  }
+
+  /** The workloads excused at admission from the changes under way, and why. */
+  excused(): Excused[] {
+    return this.#waves.excused();
+  }
+
+  /** Says once per change that the workload is not judged for it, and why. */
+  #tellExcused(t: TrackedWorkload, changes: readonly ChangeKey[]): void {
+    for (const e of this.#waves.excused()) {
+      if (e.workload !== t.id || !changes.some((c) => c.config === e.config)) continue;
+      const digest = changes.find((c) => c.config === e.config)?.digest;
+      const key = `${t.id} ${e.config} ${digest} excused`;
+      if (this.#told.has(key)) continue;
+      this.#told.add(key);
+      this.#d.log.info(
+        { ...fields(t), config: display(e.config), why: e.why },
+        'progressive reload: not judged for this change; the next workload takes its place in the wave',
+      );
+    }
+  }
+
+  /**
+   * Judges a running reload's new pods as they come, not only at its end: one that restarted, or that
+   * runs and is not Ready within the settle time, fails the change now (with the Warning naming the
+   * config), and the reload stops and gives back its slot. Without this a canary waits for a pod that
+   * will never be Ready until --reload-deadline, and a fix written meanwhile waits behind it.
+   */
+  #watchRun(a: ReloadAction, gen: number, sinceMs: number, afterMs: number): void {
+    const changes = changesOf(a);
+    const still = () => this.#gen.get(a.workload) === gen && this.#waves.judging(a.workload, changes);
+    this.#later(() => {
+      const t = this.#d.state.workloads.get(a.workload);
+      if (!still() || !t) return;
+      // Its owner's own rollout replaces pods meanwhile: its pods say nothing of the config.
+      if (t.rec.templateHash !== this.#template.get(a.workload)) return;
+      this.#d.strategies.pods(t, this.#o.signal).then(
+        (pods) => {
+          if (!still() || pods === undefined) return;
+          const now = this.#timers.now();
+          const v = replacementsFailed(pods, sinceMs, now, this.#o.settleMs);
+          if (v.failed) {
+            const why = `its new pods were not healthy within the settle time (${this.#o.settleMs / 1000}s): ${v.failed.why}`;
+            this.#fail(a, why, v.failed.pods);
+            this.#o.cut(a.workload, { kind: 'halted', why }, carriesAny(changes));
+            return;
+          }
+          const next = v.againAt ?? now + Math.min(this.#o.settleMs, 5_000);
+          this.#watchRun(a, gen, sinceMs, Math.max(250, next - now));
+        },
+        (err: Error) => {
+          if (!still()) return;
+          this.#d.log.warn(
+            { ...fields(t), err: err.message },
+            'could not read the pods of a running reload; asking again',
+          );
+          this.#watchRun(a, gen, sinceMs, Math.max(1_000, Math.min(this.#o.settleMs, 5_000)));
+        },
+      );
+    }, afterMs);
   }
 
   stop(): void {
@@ -393,8 +511,13 @@ export class Progressive {
         (h) => {
           if (!current()) return;
           if (h === undefined) {
-            this.#waves.passed(a.workload, a.cutoffMs);
+            const done = this.#waves.passed(a.workload, a.cutoffMs);
             this.#d.log.info(fields(t), 'progressive reload: the workload settled healthy');
+            for (const c of done)
+              this.#d.log.info(
+                { config: display(c.config) },
+                'progressive reload: the change reached every workload that reads it',
+              );
             return this.#reoffer();
           }
           const giveUpAt = completedMs + this.#o.settleMs + this.#d.cfg.reloadDeadlineMs;
@@ -426,6 +549,13 @@ export class Progressive {
     if (!t) return;
     // Its owner changed the pod template since the reload started: the reload waits for that
     // rollout, whose pods starting say nothing of the config (execution simulation seed 637).
+    if (!this.#waves.judging(a.workload, changesOf(a))) {
+      this.#d.log.info(
+        fields(t),
+        'progressive reload: no progress, but it is not judged for this change; it holds no wave',
+      );
+      return;
+    }
     const rollout = t.rec.templateHash !== this.#template.get(a.workload);
     this.#d.strategies.health(t, a.cutoffMs, this.#o.signal).then(
       (h) => {
@@ -452,7 +582,7 @@ export class Progressive {
   /** A wave failed at this workload: halt the changes it carries, and say so. */
   #fail(a: ReloadAction, why: string, pods: readonly string[]): void {
     const t = this.#d.state.workloads.get(a.workload);
-    const halts = this.#waves.failed(a.workload, why, this.#timers.now(), pods);
+    const halts = this.#waves.failed(a.workload, changesOf(a), why, this.#timers.now(), pods);
     if (!t || halts.length === 0) return;
     // Its surge pods never became Ready: remove them. Its old pods that were not replaced stay.
     void this.#d.strategies

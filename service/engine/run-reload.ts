@@ -7,7 +7,7 @@ import { realTimers } from '../core/batcher.ts';
 import { namespaceKey, setDigest } from '../core/config-hash.ts';
 import { firstSeenRecord, verdict } from '../core/plan.ts';
 import { ProgressDeadline } from '../core/progress-deadline.ts';
-import { type Outcome, type ReloadAction, retryDelayMs } from '../core/reload-action.ts';
+import { type CutReason, type Outcome, type ReloadAction, retryDelayMs } from '../core/reload-action.ts';
 import type { TrackedWorkload } from '../state.ts';
 import type { ReconcilerDeps } from './deps.ts';
 import { inWaves } from './progressive.ts';
@@ -24,6 +24,8 @@ export interface RunContext {
   failures: number;
   /** Told the pods the run snapshotted, as soon as it has (the surge sweep spares a running reload's pods). */
   onBegin?(): void;
+  /** Aborts with a CutReason when the engine stops this reload early (progressive reloads). */
+  cut?: AbortSignal;
   /** Told when the run waits for a restart-budget slot or a PodDisruptionBudget, and when no longer (the status). */
   onWait?(why: RunWait, waiting: boolean): void;
 }
@@ -93,7 +95,7 @@ export async function runReload(c: RunContext, t: TrackedWorkload, a: ReloadActi
   const progress = new ProgressDeadline(d.timers ?? realTimers, cfg.reloadDeadlineMs, () =>
     deadline.abort(new Error(`the reload made no progress for ${cfg.reloadDeadlineMs / 1000}s`)),
   );
-  const signal = AbortSignal.any([c.signal, deadline.signal]);
+  const signal = AbortSignal.any([c.signal, deadline.signal, ...(c.cut ? [c.cut] : [])]);
   let r: Exclude<ExecResult, { kind: 'done' | 'unsupported' }>;
   try {
     const res = await d.strategies.run({
@@ -175,6 +177,10 @@ export async function runReload(c: RunContext, t: TrackedWorkload, a: ReloadActi
     log.info(f, 'reload interrupted; the pending action stays in the ledger');
     return { kind: 'interrupted' };
   }
+  if (c.cut?.aborted) {
+    metric?.finish('interrupted');
+    return cutShort(c, t, a, c.cut.reason as CutReason, f, targets);
+  }
   if (deadline.signal.aborted) {
     // Not a failure of the workload's config: something (a PDB, a rollout that never gets Ready)
     // blocks it. Give the slot back, say so every time, and try again later from the same pods.
@@ -207,7 +213,7 @@ export async function runReload(c: RunContext, t: TrackedWorkload, a: ReloadActi
     metric?.finish('skipped');
     log.info({ ...f, why: r.why, retryInMs: r.retryMs }, 'reload waiting');
     await event(t, 'ReloadDeferred', `${changed.join(', ')} changed; ${r.why}`);
-    return { kind: 'retry', action: a, afterMs: r.retryMs, failed: false };
+    return { kind: 'retry', action: a, afterMs: r.retryMs, failed: false, waiting: true };
   }
   metric?.finish('failure');
   d.metrics?.reloader.error(r.errorKind);
@@ -216,6 +222,34 @@ export async function runReload(c: RunContext, t: TrackedWorkload, a: ReloadActi
   log.error({ ...f, err: r.error.message, retryInMs: retryMs }, 'reload failed');
   await event(t, 'ReloadFailed', `${r.error.message}; retrying in ${retryMs / 1000}s`, 'Warning');
   return { kind: 'retry', action: a, afterMs: retryMs, failed: true, ...(targets ? { targets } : {}) };
+}
+
+/**
+ * The engine stopped the reload early: its surge pods (never Ready, or of content no longer current)
+ * are removed first, so that the next reload of the workload starts clean. A halted one is retried,
+ * and the halt then holds it (a resume continues it); a superseded one is dropped: the newer change's
+ * reload replaces every pod created before its own cutoff, those this one made included.
+ */
+async function cutShort(
+  c: RunContext,
+  t: TrackedWorkload,
+  a: ReloadAction,
+  why: CutReason,
+  f: Record<string, unknown>,
+  targets: readonly string[] | undefined,
+): Promise<Outcome> {
+  await c.d.strategies
+    .dropSurgePods(t, c.signal)
+    .catch((err: Error) => c.d.log.warn({ ...f, err: err.message }, 'could not remove surge pods'));
+  if (why.kind === 'superseded') {
+    c.d.log.info(
+      { ...f, config: display(why.config) },
+      'reload stopped: a newer change of its config supersedes it; slot released',
+    );
+    return { kind: 'dropped', reason: `superseded by a newer change of ${display(why.config)}` };
+  }
+  c.d.log.warn({ ...f, why: why.why }, 'reload stopped: its change was halted; slot released');
+  return { kind: 'retry', action: a, afterMs: 1_000, failed: false, ...(targets ? { targets } : {}) };
 }
 
 /** The configs the pods need that are missing; none when that cannot be told (the reload goes on). */

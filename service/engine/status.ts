@@ -8,7 +8,7 @@ import type { ConfigDigest } from '../core/config-hash.ts';
 import type { ConfigRecord } from '../core/records.ts';
 import type { Outcome, ReloadAction } from '../core/reload-action.ts';
 import { configId } from '../core/types.ts';
-import type { Halt } from '../core/waves.ts';
+import type { Excused, Halt } from '../core/waves.ts';
 import { changedKeys, KeyMemory } from './changed-keys.ts';
 import { display } from './report.ts';
 import type { RunWait } from './strategies-port.ts';
@@ -59,6 +59,12 @@ export interface ReloadStatus {
     since: string;
     pods: string[];
   }>;
+  /**
+   * Workloads a change under way does not judge (progressive reloads): their pods were already not
+   * Ready, or their own rollout ran, when the change reached them. They reload, hold no wave, and
+   * halt nothing.
+   */
+  excused: Array<{ workload: string; config: string; why: string; since: string }>;
   done: DoneReload[];
 }
 
@@ -78,6 +84,7 @@ export interface StatusSources {
   parked: Iterable<{ action: ReloadAction; halted: boolean }>;
   braked: Iterable<string>;
   halts: Iterable<Halt>;
+  excused?: Iterable<Excused>;
 }
 
 /** What the book reads of the engine's state. */
@@ -240,7 +247,10 @@ export class StatusBook {
       since: iso(h.atMs),
       pods: [...(h.pods ?? [])],
     }));
-    return { leader: true, brake: s.brake, running, waiting, halted, done: [...this.#done] };
+    const excused = [...(s.excused ?? [])]
+      .map((e) => ({ workload: e.workload, config: e.config, why: e.why, since: iso(e.atMs) }))
+      .sort((x, y) => (x.workload < y.workload ? -1 : x.workload > y.workload ? 1 : 0));
+    return { leader: true, brake: s.brake, running, waiting, halted, excused, done: [...this.#done] };
   }
 }
 
@@ -274,6 +284,10 @@ export function formatStatus(s: ReloadStatus | { leader: false }): string {
         `${w.workload}: ${w.why}${w.app ? ` for ${w.app}` : ''}${w.since ? ` since ${w.since}` : ''}` +
         `${w.configs.length > 0 ? ` (${w.configs.join(', ')})` : ''}`,
     ),
+  );
+  section(
+    'excused',
+    (s.excused ?? []).map((e) => `${e.workload}: not judged for ${e.config} since ${e.since}: ${e.why}`),
   );
   section(
     'done',

@@ -5,7 +5,7 @@
 // A run returns how it went instead of throwing for expected endings: waiting (retry later), not
 // supported (skip), or failed. Only the reconciler's one outcome step turns those into timers.
 
-import type { Unhealthy } from '../core/pod-health.ts';
+import type { PodHealthFacts, Unhealthy } from '../core/pod-health.ts';
 import type { ReloadAction } from '../core/reload-action.ts';
 import type { ReloadStrategy } from '../core/types.ts';
 import type { Logger } from '../log.ts';
@@ -88,6 +88,12 @@ export interface StrategiesPort {
    * it cannot tell.
    */
   health(t: TrackedWorkload, sinceMs: number, signal: AbortSignal): Promise<Unhealthy | undefined>;
+  /**
+   * Progressive reloads: the workload's pods now, to judge a running reload's new pods by
+   * (core/pod-health.ts replacementsFailed). Undefined when it has no pods that stay (a CronJob, a
+   * Job). Throws when it cannot tell.
+   */
+  pods(t: TrackedWorkload, signal: AbortSignal): Promise<PodHealthFacts[] | undefined>;
   /** Deletes the surge pods of one Deployment whose reload was dropped. */
   dropSurgePods(t: TrackedWorkload, signal: AbortSignal): Promise<void>;
 }

@@ -10,7 +10,7 @@
 // insecure. An exec provider runs a program: accepted only in a credentials Secret of ours (in the
 // release namespace, which tenants cannot write) and only for a command the platform team lists; in
 // a cluster Secret, which an Argo CD project admin can write, it is refused and never run (ADR
-// 0037-exec-only-from-our-own-secrets). awsAuthConfig is refused everywhere.
+// 0037-hub-credentials-only-from-our-own-secrets). awsAuthConfig is refused everywhere.
 //
 // A cluster Secret whose credentials are refused still names a served cluster: it is served only
 // through a credentials Secret of ours, and held until one exists (hub.ts, credentials-choice.ts).

@@ -13,6 +13,7 @@ import type {
   V1Job,
   V1JobList,
   V1Lease,
+  V1Namespace,
   V1Pod,
   V1PodList,
   V1ReplicaSetList,
@@ -46,6 +47,8 @@ export interface CoreApi {
   patchNamespacedConfigMap(a: Named & { body: object }, options?: unknown): Promise<V1ConfigMap>;
   createNamespacedEvent(a: InNamespace & { body: CoreV1Event }): Promise<CoreV1Event>;
   readNamespacedPod(a: Named): Promise<V1Pod>;
+  /** The start-up catch-up reads a namespace's creation (catch-up.ts); a namespaced install may not. */
+  readNamespace(a: { name: string }): Promise<V1Namespace>;
   listNamespacedPod(a: InNamespace & Selected): Promise<V1PodList>;
   listPodForAllNamespaces(a: Selected): Promise<V1PodList>;
   deleteNamespacedPod(a: Named, options?: unknown): Promise<unknown>;
@@ -145,6 +148,7 @@ export function coreApi(access: ClusterAccess): CoreApi {
     createNamespacedSecret: (a) => call(access, 'POST', core(a.namespace, 'secrets'), a.body),
     createNamespacedEvent: (a) => call(access, 'POST', core(a.namespace, 'events'), a.body),
     readNamespacedPod: (a) => call(access, 'GET', core(a.namespace, 'pods', a.name)),
+    readNamespace: (a) => call(access, 'GET', `/api/v1/namespaces/${seg(a.name)}`),
     listNamespacedPod: (a) => list(access, core(a.namespace, 'pods'), a),
     listPodForAllNamespaces: (a) => list(access, '/api/v1/pods', a),
     deleteNamespacedPod: (a, o) =>

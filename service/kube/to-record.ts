@@ -45,8 +45,16 @@ export function configRecord(kind: ConfigKind, raw: RawObject, key: Buffer): Con
     labels: relevant(m.labels),
     digest,
     ...optional('writtenAtMs', newestWrite(m)),
+    ...optional('onlyCreated', onlyCreated(m, newestWrite(m))),
     ...optional('writer', newestWriter(m)),
   };
+}
+
+/** True when the newest write is in the creation's second: the object was never written after it. */
+function onlyCreated(m: NonNullable<RawObject['metadata']>, written: number | undefined): true | undefined {
+  const created = createdMs(m.creationTimestamp as string | undefined);
+  if (written === undefined || created === undefined) return undefined;
+  return Math.floor(written / 1000) === Math.floor(created / 1000) ? true : undefined;
 }
 
 /** A field manager name is the writer's own choice: kept short, one line. */

@@ -62,6 +62,7 @@ function podHealthFacts(p: V1Pod) {
     ready: (p.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True'),
     restarts: statuses.reduce((n, c) => n + (c.restartCount ?? 0), 0),
     terminating: p.metadata?.deletionTimestamp !== undefined,
+    started: statuses.length > 0 && statuses.every((c) => c.state?.running !== undefined),
   };
 }
 
@@ -191,6 +192,12 @@ export function strategyExecutor(d: ExecutorDeps): StrategiesPort {
       if (labelSelector === '') return undefined; // a CronJob or Job: no pods that stay to judge
       const list = await d.core.listNamespacedPod({ namespace: t.rec.ref.namespace, labelSelector });
       return unhealthy(list.items.map(podHealthFacts), sinceMs);
+    },
+    async pods(t) {
+      const labelSelector = selectorString(t.rec.selector);
+      if (labelSelector === '') return undefined; // a CronJob or Job: no pods that stay to judge
+      const list = await d.core.listNamespacedPod({ namespace: t.rec.ref.namespace, labelSelector });
+      return list.items.map(podHealthFacts);
     },
     async dropSurgePods(t, signal) {
       if (t.rec.ref.kind !== 'Deployment' || d.cfg.dryRun) return;

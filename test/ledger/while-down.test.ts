@@ -11,7 +11,7 @@ import { it, type Kube, statusOf } from '../support/kube.ts';
 import { ledgerEntry } from '../support/ledger.ts';
 import { events, livePods, PodTracker, waitForEvent, waitReadyPods } from '../support/observe.ts';
 import { hashKeyFile, killAll, type RunningService, serviceArgs, startService } from '../support/service.ts';
-import { pastTheSecondOf, pending, waitFor } from '../support/wait-for.ts';
+import { earlyInASecond, pastTheSecondOf, pending, waitFor } from '../support/wait-for.ts';
 import { configMap, deployment, statefulSet } from '../support/workloads.ts';
 
 afterEach(killAll);
@@ -57,11 +57,24 @@ async function recreateNamespace(kube: Kube, name: string): Promise<void> {
   await kube.core.createNamespace({ body: { metadata: { name } } });
 }
 
-/** Creates ConfigMap `cfg` and `n` Deployments that read it, and waits for their pods. */
-async function apps(kube: Kube, namespace: string, n: number, data: Record<string, string>) {
+/**
+ * Creates ConfigMap `cfg` and `n` Deployments that read it, and waits for their pods. `backToBack`: as
+ * one `kubectl apply -f dir/` or one sync creates them, the pods most likely in the config's second
+ * (`tied` says whether some pod is); otherwise the pods start in a later second than the config.
+ */
+async function apps(
+  kube: Kube,
+  namespace: string,
+  n: number,
+  data: Record<string, string>,
+  backToBack = false,
+) {
+  if (backToBack) await earlyInASecond();
   const cfg = await kube.core.createNamespacedConfigMap({ namespace, body: configMap('cfg', data) });
-  // Pods created in the config's second might predate it (a tie counts as before): start them after.
-  await pastTheSecondOf(new Date(cfg.metadata?.creationTimestamp ?? Date.now()).getTime());
+  const cfgSecond = Math.floor(new Date(cfg.metadata?.creationTimestamp ?? 0).getTime() / 1000);
+  // A pod created in the config's second might predate it (a tie counts as before, unless the
+  // objects tell more: docs/catch-up.md); these tests start them after, unless back to back.
+  if (!backToBack) await pastTheSecondOf(cfgSecond * 1000);
   const names = Array.from({ length: n }, (_, i) => (n === 1 ? 'app' : `app-${i}`));
   const replicas = n === 1 ? 2 : 1;
   for (const name of names) {
@@ -76,7 +89,8 @@ async function apps(kube: Kube, namespace: string, n: number, data: Record<strin
   }
   const pods = [];
   for (const name of names) pods.push(...(await waitReadyPods(kube, namespace, name, replicas)));
-  return { names, pods: pods.map((p) => p.uid).sort() };
+  const tied = pods.some((p) => Math.floor(p.createdAt / 1000) === cfgSecond);
+  return { names, pods: pods.map((p) => p.uid).sort(), tied };
 }
 
 async function podUids(kube: Kube, namespace: string): Promise<string[]> {
@@ -119,8 +133,9 @@ const CURRENT =
 
 /**
  * `n` Deployments of one ConfigMap in a namespace of their own, baselined by the service; then, with the
- * service stopped, the namespace is deleted and created again with new data, configs first (as an
- * ApplicationSet or a restore would). Starts the service again and checks it restarted nothing.
+ * service stopped, the namespace is deleted and created again with new data, the config and its
+ * Deployments back to back (as one apply, an ApplicationSet or a restore would: pods in the config's
+ * second). Starts the service again and checks it restarted nothing.
  */
 async function namespaceRecreated(
   kube: Kube,
@@ -136,7 +151,9 @@ async function namespaceRecreated(
     await baseline(serve(appNs, home, key), n);
 
     await recreateNamespace(kube, appNs);
-    const { names, pods } = await apps(kube, appNs, n, { k: '2' });
+    const { names, pods, tied } = await apps(kube, appNs, n, { k: '2' }, true);
+    // The case that matters (issue 34): pods in the config's second, which the second alone cannot order.
+    if (n === 1) expect(tied).toBe(true);
 
     const svc = await startAndJudge(appNs, home, key);
     expect(msgs(svc, 'changed while the service was down')).toEqual([]);

@@ -145,7 +145,8 @@ describe('progressive reloads', () => {
     expect(halted.involvedObject.kind).toBe('ConfigMap');
     expect(halted.message).toMatch(
       new RegExp(
-        `^change halted at wave 1: Deployment/${CANARY} its reload made no progress for --reload-deadline`,
+        // Its surge pod runs without becoming Ready: judged within the settle time, or at the deadline.
+        `^change halted at wave 1: Deployment/${CANARY} its (new pods were not healthy within the settle time|reload made no progress for --reload-deadline)`,
       ),
     );
     expect(halted.message).toMatch(/29 workload\(s\) held/);
@@ -394,7 +395,7 @@ describe('progressive reloads', () => {
     await setHealth(kube, namespace, 'bad');
     const halted = await waitForEvent(kube, namespace, 'ReloadHalted', 'shared', 90_000);
     expect(halted.message).toMatch(
-      /^change halted at wave 1: Deployment\/solo its reload made no progress .*not Ready/,
+      /^change halted at wave 1: Deployment\/solo its (new pods were not healthy within|reload made no progress) .*not Ready/,
     );
     await noSurgeLeft(kube, namespace, 'its surge pod removed');
     // One replacement was tried, and no old pod was evicted: all 8 serve, Ready.

@@ -11,6 +11,46 @@ const progressiveCount = Number(process.env.SIM_EXEC_PROGRESSIVE_SCHEDULES ?? 20
 
 /** Shortened schedules of defects the simulation found; each failed before its fix (README). */
 const found: Record<string, ExecSchedule> = {
+  'an older change never passing its settle once a newer reload of the workload was not judged (seed 421, issue 34)':
+    {
+      seed: 421,
+      configs: ['cm0', 'cm1'],
+      deployments: [
+        {
+          name: 'web0',
+          replicas: 1,
+          maxSurge: 1,
+          maxUnavailable: '25%',
+          graceMs: 2051,
+          uses: ['cm0', 'cm1'],
+        },
+        {
+          name: 'web1',
+          replicas: 4,
+          maxSurge: '50%',
+          maxUnavailable: '50%',
+          pdbMinAvailable: 3,
+          graceMs: 27847,
+          uses: ['cm0', 'cm1'],
+        },
+      ],
+      steps: [
+        { at: 34001, kind: 'partition', ms: 43409, noticeMs: 6795 },
+        { at: 37934, kind: 'config', config: 'cm1' },
+        { at: 39707, kind: 'config', config: 'cm1' },
+        { at: 65322, kind: 'config', config: 'cm1' },
+        { at: 82945, kind: 'config', config: 'cm0' },
+        { at: 87161, kind: 'template', deployment: 'web0' },
+        { at: 88649, kind: 'config', config: 'cm1' },
+      ],
+      p500: 0.1016979276551865,
+      p429: 0.02996846563182771,
+      p409: 0.016124138631857934,
+      pHang: 0.04206906905164942,
+      maxLagMs: 300,
+      faultsUntil: 108649,
+      progressive: true,
+    },
   'an eviction of a pod seen not Ready, Ready by then, under the floor (seed 270)': {
     seed: 270,
     configs: ['cm0', 'cm1'],

@@ -271,6 +271,13 @@ export async function simulate(s: Schedule, o: SimOptions = {}): Promise<string[
         },
       },
     },
+    // The model's pods are always healthy and settled: a progressive reload judges what it does.
+    status: {
+      observedGeneration: d.template + 1,
+      replicas: d.replicas,
+      updatedReplicas: d.replicas,
+      readyReplicas: d.replicas,
+    },
   });
   const appSync = (name: string): AppSync | undefined => {
     const a = apps.get(name);
@@ -532,6 +539,9 @@ export async function simulate(s: Schedule, o: SimOptions = {}): Promise<string[
     async sweep() {},
     async resumeJobs() {},
     async health() {
+      return undefined;
+    },
+    async pods() {
       return undefined;
     },
     async dropSurgePods() {},

@@ -8,6 +8,7 @@ import type { ChangeGate } from '../../service/core/batcher.ts';
 import type { KeyState } from '../../service/core/catch-up.ts';
 import type { LedgerEntry } from '../../service/core/ledger-entry.ts';
 import { missingNeeded } from '../../service/core/needed-configs.ts';
+import type { PodHealthFacts } from '../../service/core/pod-health.ts';
 import type { ConfigRecord } from '../../service/core/records.ts';
 import type { ConfigRef } from '../../service/core/types.ts';
 import type { EventSink, LedgerStore, ReconcilerDeps } from '../../service/engine/deps.ts';
@@ -100,6 +101,11 @@ export class HandStrategies implements StrategiesPort {
     if (why === undefined) return undefined;
     return { why, pods: this.unhealthyPods.get(t.id) ?? [], restarted: why.startsWith('restarted') };
   }
+  /** Per workload id: its pods, as a running reload's check reads them (default none). */
+  readonly podFacts = new Map<string, PodHealthFacts[]>();
+  async pods(t: TrackedWorkload) {
+    return this.podFacts.get(t.id) ?? [];
+  }
   readonly dropped: string[] = [];
   async dropSurgePods(t: TrackedWorkload) {
     this.dropped.push(t.id);
@@ -165,6 +171,14 @@ export function engineWorld(
             ],
           },
         },
+      },
+      // Its pods all Ready, no rollout: a progressive reload judges what the change does to it.
+      status: {
+        observedGeneration: 0,
+        replicas: 1,
+        updatedReplicas: 1,
+        readyReplicas: 1,
+        availableReplicas: 1,
       },
     });
   /** Every line the engine logged (debug and up), parsed: what it decided, in order. */

@@ -64,3 +64,16 @@ export async function pastTheSecondOf(stampMs: number): Promise<void> {
     interval: 20,
   });
 }
+
+/**
+ * Waits until the clock is early in a second (its first 100 ms): objects created right after, back to
+ * back (a config, then its workload, whose pods follow), are then most likely stamped in that second,
+ * as one apply or sync stamps them. Callers check the stamps they rely on.
+ */
+export async function earlyInASecond(): Promise<void> {
+  await waitFor(() => (Date.now() % 1000 < 100 ? true : pending(new Date().toISOString())), {
+    describe: 'the clock early in a second',
+    timeout: 5_000,
+    interval: 5,
+  });
+}
