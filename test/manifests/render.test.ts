@@ -249,6 +249,8 @@ describe('the Helm chart', () => {
       expect(verbsByResource(byDefault, 'cluster')).toEqual({
         configmaps: ['get', 'list', 'watch'],
         events: ['create'],
+        // A namespace's creation time decides the start-up rule's same-second tie (docs/catch-up.md).
+        namespaces: ['get'],
         pods: ['create', 'delete', 'get', 'list', 'patch', 'watch'],
         'pods/eviction': ['create'],
         secrets: ['get', 'list', 'watch'],
