@@ -283,9 +283,15 @@ export class Reconciler {
   }
 
   #set(t: TrackedWorkload): Record<string, string> | undefined {
-    const s = watchedSet(t.rec, t.parsed, this.#d.state, this.#d.globals);
+    return this.#watched(t).digests;
+  }
+
+  /** The watched set (undefined digests: not tracked), and the named configs it holds unreferenced. */
+  #watched(t: TrackedWorkload): { digests: Record<string, string> | undefined; unreferenced: string[] } {
+    const applied = this.#d.ledger.get(t.id)?.configs ?? this.#refused.get(t.id);
+    const s = watchedSet(t.rec, t.parsed, this.#d.state, this.#d.globals, applied);
     for (const p of s.problems) void this.#event(t, 'ReloadConfigInvalid', p, 'Warning');
-    return isTracked(s) ? s.digests : undefined;
+    return { digests: isTracked(s) ? s.digests : undefined, unreferenced: s.unreferenced };
   }
 
   async #onBatch(b: Batch): Promise<void> {
@@ -301,11 +307,17 @@ export class Reconciler {
       log.info({ ...fields(t), ...changes }, 'change ignored: invalid reload annotations');
       return;
     }
-    const set = this.#set(t) ?? {};
+    const watched = this.#watched(t);
+    const set = watched.digests ?? {};
     // A baseline the ledger refused still says what the pods read: a change since is one (seed 12045).
     const refused = ledger.get(t.id) ? undefined : this.#refused.get(t.id);
     const entry = ledger.get(t.id) ?? (refused && { configs: refused });
-    const v = batchVerdict(this.#d, t.id, set, entry?.configs);
+    // --reload-on-create: a named config the template does not use, whose event made this batch, is
+    // a change when it first appears (Reloader's create handler); otherwise it is recorded.
+    const created = this.#d.cfg.reloadOnCreate
+      ? watched.unreferenced.filter((c) => b.configs.includes(c))
+      : [];
+    const v = batchVerdict(this.#d, t.id, set, entry?.configs, created);
     try {
       switch (v.kind) {
         case 'baseline':

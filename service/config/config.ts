@@ -533,6 +533,12 @@ export interface Config {
   progressive?: { firstWave: number; settleMs: number; gatherMs: number };
   /** --reload-on-delete: a deleted config a workload references is a change (Reloader's default: off). */
   reloadOnDelete: boolean;
+  /**
+   * --reload-on-create=true (Reloader's flag): a named config the pod template does not use, created,
+   * is a change (Reloader's create handler); off, it is recorded as a new baseline. A referenced config
+   * being created is a change either way (docs/migrating-from-reloader.md).
+   */
+  reloadOnCreate?: boolean;
   surgeSweepIntervalMs: number;
   leaderCacheSyncTimeoutMs: number;
   notificationRecordMaxAgeMs: number;
@@ -679,6 +685,10 @@ export function buildConfig(
         }
       : {}),
     reloadOnDelete: values['reload-on-delete'] === true,
+    reloadOnCreate:
+      String(values['reload-on-create'] ?? '')
+        .trim()
+        .toLowerCase() === 'true',
     surgeSweepIntervalMs: num(values['surge-sweep-interval']),
     leaderCacheSyncTimeoutMs: num(values['leader-cache-sync-timeout']),
     notificationRecordMaxAgeMs: num(values['notification-record-max-age']),

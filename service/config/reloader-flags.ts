@@ -62,7 +62,7 @@ export const reloaderFlags: readonly FlagSpec[] = [
     name: 'reload-on-create',
     type: 'string',
     help: reloader(
-      'true is our behaviour (a created config a workload references is a change); false is refused.',
+      'true: a created config a workload names in a reload list but does not use is a change, as a created config it uses always is; false is refused (a created config the pods use is always a change).',
     ),
   },
   {
@@ -214,7 +214,9 @@ export function translateReloaderFlags(
     } else if (v !== 'true') {
       refuse(name, 'expected true or false');
     }
-    notes.push(`--${name}=true: always on in gitops-reloader`);
+    notes.push(
+      `--${name}=true: a created config a workload names (reload list) but does not use reloads it; one it uses always does`,
+    );
   }
   if (set('sync-after-restart')) {
     if (values['sync-after-restart'] === false) {

@@ -178,8 +178,9 @@ export function batchVerdict(
   workload: string,
   set: Record<string, string>,
   applied: Record<string, string> | undefined,
+  created: readonly string[] = [],
 ): Verdict {
-  const v = verdict(set, applied, { reloadOnDelete: d.cfg.reloadOnDelete });
+  const v = verdict(set, applied, { reloadOnDelete: d.cfg.reloadOnDelete, created });
   const gate = d.gate;
   if (v.kind !== 'reload' || !gate?.holding || !v.changed.every((c) => gate.holding?.(workload, c))) return v;
   return { kind: 'none', deleted: [] };

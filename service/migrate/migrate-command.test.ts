@@ -140,6 +140,24 @@ describe('migrate --values', () => {
     expect(out).toMatch(/reloader\.frobnicate: not a Reloader chart value that migrate knows/);
   });
 
+  it('carries reloadOnCreate: true over as --reload-on-create=true (named configs the template does not use)', async () => {
+    let out = '';
+    const code = await migrate(
+      ['--values=-'],
+      {},
+      (s) => {
+        out += s;
+      },
+      () => undefined,
+      () => 'reloader:\n  reloadOnCreate: true\n  reloadOnDelete: true\n',
+    );
+    expect(code).toBe(0);
+    expect(parse(out)).toMatchObject({
+      reload: { reloadOnDelete: true },
+      extraArgs: ['--reload-on-create=true'],
+    });
+  });
+
   it('refuses to guess: one source, readable YAML', async () => {
     await expect(run()).rejects.toThrow(/exactly one of --values FILE or --deployment/);
     await expect(run('--values=/no/such/file')).rejects.toThrow(

@@ -138,6 +138,9 @@ export function translate(install: ReloaderInstall, o: TranslateOptions): Transl
     notes.push(
       'reloadOnCreate: false in Reloader: gitops-reloader always reloads when a ConfigMap or Secret a workload references is created (a missing config is a state of its own)',
     );
+  } else {
+    // The creation of a config a workload names but does not use reloads it only with the flag.
+    extraArgs.push('--reload-on-create=true');
   }
   if (truthy(get('reload-on-delete'))) {
     put(
