@@ -26,7 +26,7 @@ import { ConfigHooks } from './engine/config-hooks.ts';
 import { decide } from './engine/decide.ts';
 import type { ReconcilerDeps } from './engine/deps.ts';
 import { Gates } from './engine/gates.ts';
-import { batchVerdict, batchWindowed, recordMissing, resumeHeld, WindowHolds } from './engine/hold.ts';
+import { BatchWindows, batchVerdict, recordMissing, resumeHeld, WindowHolds } from './engine/hold.ts';
 import { plannedCutoff } from './engine/planned-cutoff.ts';
 import { dropReload, forgetGone, forgetIfGone, Recorder } from './engine/recorder.ts';
 import { changeRV, emitOn, fields, reconciledTimer, reportPolicy, versionsOf } from './engine/report.ts';
@@ -46,6 +46,7 @@ export class Reconciler {
   readonly #batcher: Batcher;
   readonly #queue: WorkQueue<ReloadAction>;
   readonly #recorder: Recorder;
+  readonly #windows: BatchWindows;
   readonly #event: ReturnType<typeof emitOn>;
   readonly #abort = new AbortController();
   /** Aborts when this reconciler stops or its leadership term ends, whichever comes first. */
@@ -83,6 +84,7 @@ export class Reconciler {
     this.#recorder = new Recorder(d.ledger, { reloadOnDelete: d.cfg.reloadOnDelete });
     this.#event = emitOn(d.events);
     this.#holds = new WindowHolds(d, (a) => this.#submit(a));
+    this.#windows = new BatchWindows(d, () => this.#timers.now());
     d.ledger.fence(this.#signal);
     d.ledger.identifyWith(identities(d.state));
     this.#batcher = new Batcher({
@@ -398,7 +400,7 @@ export class Reconciler {
   }
 
   #enqueue(a: ReloadAction): void {
-    this.#queue.submit(batchWindowed(this.#d, a));
+    this.#queue.submit(this.#windows.apply(a));
   }
 
   /** Whether two targets record the same thing against the workload's ledger entry (see recordable). */
@@ -411,6 +413,7 @@ export class Reconciler {
   /** Runs one action and forgets its content once nothing more will run for it. */
   async #runTracked(a: ReloadAction): Promise<void> {
     this.#running.add(a.workload);
+    this.#windows.started(a.workload);
     this.#book.started(a);
     // Only this run's own retry keeps its content in flight: an older action's retry timer (it will
     // find itself superseded) must not, or this content would count as under way forever.

@@ -297,7 +297,9 @@ describe('ledger entry uids (docs/catch-up.md)', () => {
     expect(reason(key, JSON.stringify({ w: '', c: {} }))).toMatch(/uid/);
     // Encoding keeps only the uids of configs the entry records: an entry rebuilt from an older one
     // (`{ ...entry, configs }`) is never refused for it (issue 37).
-    expect(JSON.parse(encodeEntry(W, { configs: { a: D1 }, configUids: { b: UID_C } }))).toEqual({ c: { a: D1 } });
+    expect(JSON.parse(encodeEntry(W, { configs: { a: D1 }, configUids: { b: UID_C } }))).toEqual({
+      c: { a: D1 },
+    });
   });
 
   it('round-trips a halt of a progressive reload under "h", and reports a bad one', () => {
