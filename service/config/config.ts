@@ -591,6 +591,11 @@ export interface Config {
   enableCsiIntegration: boolean;
   dryRun: boolean;
   logLevel: LogLevel;
+  /**
+   * --log-format (Reloader's flag): json (ours, the default without the flag) or text (logfmt lines,
+   * Reloader's default: `--log-format=` empty, `text` or `logfmt`).
+   */
+  logFormat?: 'json' | 'text';
   /** What each Reloader flag given became, for the start-up log. */
   reloaderNotes: string[];
 }
@@ -739,6 +744,7 @@ export function buildConfig(
     enableCsiIntegration: values['enable-csi-integration'] === true,
     dryRun: values['dry-run'] === true,
     logLevel: logLevel(values['log-level'] as string),
+    logFormat: values['log-format'] === 'text' ? 'text' : 'json',
     reloaderNotes: [],
   };
   for (const [flag, sel] of [

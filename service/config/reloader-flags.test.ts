@@ -59,8 +59,10 @@ describe('Reloader flags', () => {
     expect(load('--log-level=trace').logLevel).toBe('debug');
     expect(load('--log-level=warning').logLevel).toBe('warn');
     expect(load('--log-level=panic').logLevel).toBe('error');
-    expect(() => load('--log-format=json')).not.toThrow();
-    expect(() => load('--log-format=logfmt')).toThrow(/--log-format=logfmt is refused: logs are always JSON/);
+    expect(load().logFormat).toBe('json');
+    expect(load('--log-format=json').logFormat).toBe('json');
+    for (const v of ['', 'text', 'logfmt']) expect(load(`--log-format=${v}`).logFormat).toBe('text');
+    expect(() => load('--log-format=yaml')).toThrow(/--log-format=yaml is refused: expected json, or text/);
   });
 
   it('accepts the behaviours we always have, and refuses turning them off, naming what we do instead', () => {
@@ -77,10 +79,18 @@ describe('Reloader flags', () => {
     expect(() => load('--sync-after-restart=false')).toThrow(/ledger/);
   });
 
-  it('accepts every --reload-strategy value Reloader has, and says the template is never written', () => {
-    for (const v of ['env-vars', 'annotations', 'default']) {
-      expect(load(`--reload-strategy=${v}`).reloaderNotes[0]).toMatch(/never writes the pod template/);
+  it('accepts every --reload-strategy value Reloader has: annotations selects annotate, the others restart', () => {
+    for (const v of ['env-vars', 'default']) {
+      const c = load(`--reload-strategy=${v}`);
+      expect(c.defaultStrategy).toBe('restart');
+      expect(c.reloaderNotes[0]).toMatch(/never writes the pod template/);
     }
+    const annotations = load('--reload-strategy=annotations');
+    expect(annotations.defaultStrategy).toBe('annotate');
+    expect(annotations.reloaderNotes[0]).toBe('--reload-strategy=annotations → --default-strategy=annotate');
+    expect(() => load('--reload-strategy=annotations', '--default-strategy=restart')).toThrow(
+      /--reload-strategy=annotations contradicts --default-strategy=restart; give only --default-strategy/,
+    );
     expect(() => load('--reload-strategy=rollout')).toThrow(/expected env-vars, annotations or default/);
   });
 

@@ -55,7 +55,7 @@ export const reloaderFlags: readonly FlagSpec[] = [
     name: 'reload-strategy',
     type: 'string',
     help: reloader(
-      'env-vars, annotations or default → our restart strategy, which never writes the pod template (--default-strategy).',
+      'annotations → --default-strategy=annotate (writes a hash annotation into the pod template, as Reloader does; needs patch on workloads); env-vars or default → our restart strategy, which never writes the pod template.',
     ),
   },
   {
@@ -79,7 +79,9 @@ export const reloaderFlags: readonly FlagSpec[] = [
   {
     name: 'log-format',
     type: 'string',
-    help: reloader('json or empty; logs are always JSON. Other values are refused.'),
+    help: reloader(
+      "json (the default without the flag), or text: one logfmt line per entry (also an empty value, Reloader's text default). Other values are refused.",
+    ),
   },
   {
     name: 'enable-pprof',
@@ -101,7 +103,7 @@ export const RELOADER_FLAG_EQUIVALENT: Readonly<Record<string, string>> = {
   'ignored-workload-types': '--ignore-workload-kinds',
   'namespaces-to-ignore': '--ignore-namespaces',
   'is-Argo-Rollouts': '--ignore-workload-kinds=Rollout (false); nothing (true)',
-  'reload-strategy': '--default-strategy=restart',
+  'reload-strategy': '--default-strategy=annotate (annotations); restart (env-vars, default)',
   'enable-ha': '--leader-elect',
   'leader-election-lease-duration': '--lease-duration',
   'leader-election-renew-deadline': '--lease-renew-deadline',
@@ -195,9 +197,15 @@ export function translateReloaderFlags(
     if (!['env-vars', 'annotations', 'default'].includes(v)) {
       refuse('reload-strategy', 'expected env-vars, annotations or default');
     }
-    notes.push(
-      `--reload-strategy=${v}: reloads use --default-strategy=${String(values['default-strategy'])}, which never writes the pod template`,
-    );
+    if (v === 'annotations') {
+      // Reloader's meaning: a hash annotation in the pod template. Ours is annotate (it needs patch on
+      // the workloads: chart rbac.annotate). It drifts from git, which restart never does.
+      agree('reload-strategy', 'default-strategy', 'annotate');
+    } else {
+      notes.push(
+        `--reload-strategy=${v}: reloads use --default-strategy=${String(values['default-strategy'])}, which never writes the pod template (there is no env-var strategy)`,
+      );
+    }
   }
 
   // --reload-on-delete is our own flag (config.ts), with Reloader's meaning and default.
@@ -238,9 +246,12 @@ export function translateReloaderFlags(
   }
 
   if (set('log-format')) {
+    // Reloader: empty is its text format, json is JSON. Without the flag ours is JSON.
     const v = str('log-format').toLowerCase();
-    if (v !== '' && v !== 'json')
-      refuse('log-format', 'logs are always JSON; use --log-format=json or drop it');
+    if (v === '' || v === 'text' || v === 'logfmt') values['log-format'] = 'text';
+    else if (v === 'json') values['log-format'] = 'json';
+    else
+      refuse('log-format', 'expected json, or text (logfmt; also written as an empty value, as in Reloader)');
   }
   if (set('enable-pprof') && values['enable-pprof'] === true) {
     refuse(

@@ -158,6 +158,21 @@ describe('migrate --values', () => {
     });
   });
 
+  it("keeps Reloader's log format: text unless it was told json", async () => {
+    expect((await run(`--values=${fixture('defaults.yaml')}`)).values.logFormat).toBe('text');
+    let out = '';
+    await migrate(
+      ['--values=-'],
+      {},
+      (s) => {
+        out += s;
+      },
+      () => undefined,
+      () => 'reloader:\n  logFormat: json\n',
+    );
+    expect(parse(out)).toMatchObject({ logFormat: 'json' });
+  });
+
   it('refuses to guess: one source, readable YAML', async () => {
     await expect(run()).rejects.toThrow(/exactly one of --values FILE or --deployment/);
     await expect(run('--values=/no/such/file')).rejects.toThrow(

@@ -179,10 +179,11 @@ export function translate(install: ReloaderInstall, o: TranslateOptions): Transl
     if (v) extraArgs.push(`${to}=${v}`);
   }
 
-  const format = get('log-format');
-  if (format !== undefined && format.toLowerCase() !== 'json' && format !== '') {
-    notCarried.push(`--log-format=${format}: gitops-reloader logs JSON only`);
-  }
+  // Reloader logs text unless told json; keep what the team's log pipeline reads.
+  const format = (get('log-format') ?? '').toLowerCase();
+  if (format === '') put('logFormat', 'text', 'logFormat: "" (Reloader logs text)');
+  else if (format === 'json') put('logFormat', 'json', '--log-format=json');
+  else notCarried.push(`--log-format=${format}: neither json nor Reloader's text (empty)`);
   const level = get('log-level');
   if (level) {
     const ours = LOG_LEVEL[level.toLowerCase()];
