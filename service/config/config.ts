@@ -130,6 +130,12 @@ export const serveFlags: readonly FlagSpec[] = [
     default: 'false',
   },
   {
+    name: 'reloader-compat',
+    type: 'bool',
+    help: "Keep Stakater Reloader's observable surfaces for alerts and probes that key on them: the failure Event reason ReloadFail (not ReloadFailed), and the HTTP port :9090 (unless --http-address is given). /live (Reloader's liveness path) is served either way. `migrate` turns it on.",
+    default: 'false',
+  },
+  {
     name: 'include-helm-release-secrets',
     type: 'bool',
     help: 'Also watch Secrets of type helm.sh/release.v1 (Helm release records, up to 1 MiB each). Off: the API server leaves them out of every LIST and watch.',
@@ -539,6 +545,8 @@ export interface Config {
    * being created is a change either way (docs/migrating-from-reloader.md).
    */
   reloadOnCreate?: boolean;
+  /** --reloader-compat: Reloader's failure Event reason (ReloadFail) and port (:9090 unless --http-address). */
+  reloaderCompat?: boolean;
   surgeSweepIntervalMs: number;
   leaderCacheSyncTimeoutMs: number;
   notificationRecordMaxAgeMs: number;
@@ -821,7 +829,13 @@ export function loadConfig(
 ): Config {
   const { values, explicit } = parseFlags(allServeFlags, argv, env);
   const { notes } = translateReloaderFlags(values, explicit);
-  return { ...buildConfig(values, env), reloaderNotes: notes };
+  // Reloader serves /metrics and /live on :9090; ours defaults to :8080.
+  if (values['reloader-compat'] === true && !explicit.has('http-address')) values['http-address'] = ':9090';
+  return {
+    ...buildConfig(values, env),
+    reloaderCompat: values['reloader-compat'] === true,
+    reloaderNotes: notes,
+  };
 }
 
 /** Reads --hash-key-file; a bad file stops start-up with a message naming the flag. */

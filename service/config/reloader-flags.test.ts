@@ -55,6 +55,14 @@ describe('Reloader flags', () => {
     expect(reloaderSelector('env in (a,b),app=x')).toBe('env in (a,b),app=x');
   });
 
+  it("--reloader-compat keeps Reloader's port :9090 unless --http-address is given", () => {
+    expect(load().httpAddress).toBe(':8080');
+    expect(load().reloaderCompat).toBe(false);
+    const c = load('--reloader-compat');
+    expect(c).toMatchObject({ reloaderCompat: true, httpAddress: ':9090' });
+    expect(load('--reloader-compat', '--http-address=:7000').httpAddress).toBe(':7000');
+  });
+
   it("reads Reloader's log levels and log formats", () => {
     expect(load('--log-level=trace').logLevel).toBe('debug');
     expect(load('--log-level=warning').logLevel).toBe('warn');

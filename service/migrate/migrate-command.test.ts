@@ -158,8 +158,12 @@ describe('migrate --values', () => {
     });
   });
 
-  it("keeps Reloader's log format: text unless it was told json", async () => {
-    expect((await run(`--values=${fixture('defaults.yaml')}`)).values.logFormat).toBe('text');
+  it("keeps Reloader's observable surfaces: text logs unless told json, the ReloadFail reason, port 9090", async () => {
+    expect((await run(`--values=${fixture('defaults.yaml')}`)).values).toMatchObject({
+      logFormat: 'text',
+      reloaderCompat: true,
+      http: { port: 9090 },
+    });
     let out = '';
     await migrate(
       ['--values=-'],

@@ -179,6 +179,10 @@ export function translate(install: ReloaderInstall, o: TranslateOptions): Transl
     if (v) extraArgs.push(`${to}=${v}`);
   }
 
+  // Alerts and probes keyed on Reloader's Event reason and port keep working.
+  put('reloaderCompat', true, "Reloader's ReloadFail Event reason");
+  put('http.port', 9090, "Reloader's metrics port :9090 (/metrics, /live)");
+
   // Reloader logs text unless told json; keep what the team's log pipeline reads.
   const format = (get('log-format') ?? '').toLowerCase();
   if (format === '') put('logFormat', 'text', 'logFormat: "" (Reloader logs text)');
