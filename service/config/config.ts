@@ -1,5 +1,7 @@
 // The service's configuration: one validated object built at start-up from flags and env, then
 // passed to every part. No module reads process.env on its own.
+
+import type { AnnotationAliases } from '../core/annotation-keys.ts';
 import { RELOAD_STRATEGIES, type ReloadStrategy } from '../core/types.ts';
 import {
   CONFIG_RESOURCE_NAMES,
@@ -545,6 +547,8 @@ export interface Config {
    * being created is a change either way (docs/migrating-from-reloader.md).
    */
   reloadOnCreate?: boolean;
+  /** Reloader's custom annotation-key flags: its default key → the key read instead (core/annotation-keys.ts). */
+  annotationAliases?: AnnotationAliases;
   /** --reloader-compat: Reloader's failure Event reason (ReloadFail) and port (:9090 unless --http-address). */
   reloaderCompat?: boolean;
   surgeSweepIntervalMs: number;
@@ -828,12 +832,13 @@ export function loadConfig(
   env: Readonly<Record<string, string | undefined>>,
 ): Config {
   const { values, explicit } = parseFlags(allServeFlags, argv, env);
-  const { notes } = translateReloaderFlags(values, explicit);
+  const { notes, aliases } = translateReloaderFlags(values, explicit);
   // Reloader serves /metrics and /live on :9090; ours defaults to :8080.
   if (values['reloader-compat'] === true && !explicit.has('http-address')) values['http-address'] = ':9090';
   return {
     ...buildConfig(values, env),
     reloaderCompat: values['reloader-compat'] === true,
+    ...(Object.keys(aliases).length > 0 ? { annotationAliases: aliases } : {}),
     reloaderNotes: notes,
   };
 }

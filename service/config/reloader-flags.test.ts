@@ -103,16 +103,28 @@ describe('Reloader flags', () => {
   });
 
   it.each(Object.entries(RELOADER_ANNOTATION_FLAGS))(
-    'accepts --%s at its default and refuses another key, naming the key we read',
+    'accepts --%s at its default, and a custom key read instead of it',
     (flag, key) => {
-      expect(() => load(`--${flag}=${key}`)).not.toThrow();
-      expect(() => load(`--${flag}`, 'example.com/mine')).toThrow(
-        new RegExp(
-          `--${flag}=example.com/mine is refused: custom annotation names are not supported; gitops-reloader reads "${key.replace(/[./]/g, '\\$&')}"`,
-        ),
-      );
+      expect(load(`--${flag}=${key}`).annotationAliases).toBeUndefined();
+      const c = load(`--${flag}=example.com/${flag}`);
+      if (flag === 'pause-deployment-time-annotation') expect(c.annotationAliases).toBeUndefined();
+      else expect(c.annotationAliases).toEqual({ [key]: `example.com/${flag}` });
+      expect(c.reloaderNotes.join('\n')).toContain(`read as ${key}`);
     },
   );
+
+  it('refuses a custom annotation key that is not one, is ours, or is taken', () => {
+    expect(() => load('--auto-annotation=not a key')).toThrow(
+      /--auto-annotation=not a key is refused: not an annotation key/,
+    );
+    expect(() => load('--auto-annotation=gitops-reloader.io/auto')).toThrow(/our own/);
+    expect(() => load('--auto-annotation=reloader.stakater.com/search')).toThrow(
+      /default key of another flag/,
+    );
+    expect(() => load('--auto-annotation=example.com/x', '--auto-search-annotation=example.com/x')).toThrow(
+      /names the same key/,
+    );
+  });
 
   it('refuses --enable-pprof=true and bad values, naming the flag', () => {
     expect(() => load('--enable-pprof')).toThrow(/--enable-pprof=true is refused: .*process_\*/);

@@ -4,10 +4,11 @@
 // Flags both tools share by name (--auto-reload-all, --namespaces, --namespace-selector,
 // --resource-label-selector, --log-level, --webhook-url) are our own flags; config.ts accepts
 // Reloader's spelling of their values too.
+import { type AnnotationAliases, annotationKeyProblem } from '../core/annotation-keys.ts';
 import type { FlagSpec, FlagValue } from './flags.ts';
 import { FlagError } from './flags.ts';
 
-/** Reloader's default for each custom-annotation-name flag: the only value we can honour. */
+/** Reloader's default for each custom-annotation-name flag. */
 export const RELOADER_ANNOTATION_FLAGS: Readonly<Record<string, string>> = {
   'auto-annotation': 'reloader.stakater.com/auto',
   'configmap-annotation': 'configmap.reloader.stakater.com/reload',
@@ -29,7 +30,7 @@ export const reloaderFlags: readonly FlagSpec[] = [
       name,
       type: 'string',
       help: reloader(
-        `only its default "${key}" is accepted (both reloader.stakater.com/* and gitops-reloader.io/* keys are always read); another key name is refused.`,
+        `the annotation key read instead of "${key}" (default); gitops-reloader.io/* keys are always read too.`,
       ),
     }),
   ),
@@ -115,6 +116,8 @@ const WORKLOAD_TYPES: Readonly<Record<string, string>> = { jobs: 'Job', cronjobs
 export interface Translation {
   /** Lines for the start-up log: what each accepted Reloader flag became. */
   notes: string[];
+  /** The custom annotation keys: Reloader's default key → the key to read instead. */
+  aliases: AnnotationAliases;
 }
 
 /**
@@ -142,13 +145,23 @@ export function translateReloaderFlags(
     notes.push(`--${from}=${String(values[from])} → --${to}=${Array.isArray(v) ? v.join(',') : String(v)}`);
   };
 
+  const aliases: Record<string, string> = {};
+  const taken = new Map<string, string>();
   for (const [name, key] of Object.entries(RELOADER_ANNOTATION_FLAGS)) {
-    if (set(name) && str(name) !== key) {
-      refuse(
-        name,
-        `custom annotation names are not supported; gitops-reloader reads "${key}" (and its gitops-reloader.io/ twin, see docs/annotations.md), so rename "${str(name)}" to "${key}" on your workloads and configs`,
-      );
-    }
+    if (!set(name) || str(name) === key) continue;
+    const custom = str(name);
+    const problem = annotationKeyProblem(custom);
+    if (problem) refuse(name, `not an annotation key: ${problem}`);
+    if (custom.includes('gitops-reloader.io'))
+      refuse(name, 'gitops-reloader.io keys are our own and always read; give a key of your own');
+    if (Object.values(RELOADER_ANNOTATION_FLAGS).includes(custom))
+      refuse(name, `"${custom}" is the default key of another flag`);
+    const other = taken.get(custom);
+    if (other) refuse(name, `--${other} names the same key`);
+    taken.set(custom, name);
+    // paused-at is written by Reloader and never read here: nothing to rename.
+    if (name !== 'pause-deployment-time-annotation') aliases[key] = custom;
+    notes.push(`--${name}=${custom}: read as ${key} (which is then no longer read)`);
   }
 
   if (set('resources-to-ignore')) {
@@ -259,7 +272,7 @@ export function translateReloaderFlags(
       'there is no Go pprof in a Node.js service; use the process_* and nodejs_* metrics on /metrics, or node --inspect',
     );
   }
-  return { notes };
+  return { notes, aliases };
 }
 
 /**

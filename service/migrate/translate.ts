@@ -205,13 +205,10 @@ export function translate(install: ReloaderInstall, o: TranslateOptions): Transl
     );
   }
 
+  // Custom annotation keys are read as Reloader's (service/core/annotation-keys.ts).
   for (const [name, key] of Object.entries(RELOADER_ANNOTATION_FLAGS)) {
     const v = get(name);
-    if (v !== undefined && v !== key) {
-      notCarried.push(
-        `--${name}=${v}: custom annotation names are not supported; rename "${v}" to "${key}" on your workloads and configs`,
-      );
-    }
+    if (v !== undefined && v !== key) extraArgs.push(`--${name}=${v}`);
   }
   if (truthy(get('enable-pprof')))
     notCarried.push('--enable-pprof: there is no Go pprof; use the process_* and nodejs_* metrics');
