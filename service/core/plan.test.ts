@@ -143,6 +143,12 @@ describe('verdict', () => {
       kind: 'reload',
       changed: ['ConfigMap/ns/new'],
     });
+    // A workload that named only configs that did not exist had nothing to record until one was created.
+    expect(verdict({ 'ConfigMap/ns/new': 'd2' }, undefined).kind).toBe('baseline');
+    expect(verdict({ 'ConfigMap/ns/new': 'd2' }, undefined, { created: ['ConfigMap/ns/new'] })).toEqual({
+      kind: 'reload',
+      changed: ['ConfigMap/ns/new'],
+    });
   });
 
   it('records a workload seen for the first time as a baseline', () => {

@@ -156,7 +156,11 @@ export function verdict(
   applied: Record<string, string> | undefined,
   opts: VerdictOptions = {},
 ): Verdict {
-  if (applied === undefined) return { kind: 'baseline' };
+  if (applied === undefined) {
+    // A workload not tracked until a config it names was created (it named only missing ones).
+    const created = (opts.created ?? []).filter((id) => Object.hasOwn(current, id));
+    return created.length > 0 ? { kind: 'reload', changed: [...created].sort() } : { kind: 'baseline' };
+  }
   const changed: string[] = [];
   const added: string[] = [];
   const deleted: string[] = [];

@@ -83,6 +83,9 @@ export function peer(name: string, binary: string, graceMs = 15_000): Subject {
         },
         { describe: `${name} watching configmaps and secrets`, timeout: 60_000 },
       );
+      // Its informers list after that line; a change listed in their first sync would be an "add"
+      // (ignored until both are initialised), not an update. It says nothing when they are synced.
+      await new Promise((r) => setTimeout(r, 5_000));
     },
     async decidedNoReload() {
       graceOver ??= new Promise((r) => setTimeout(r, graceMs));
