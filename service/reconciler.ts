@@ -458,7 +458,9 @@ export class Reconciler {
     const held = this.#holds.action(a.workload);
     const d = decide({
       workload: t,
-      tracked: t !== undefined && isTracked(watchedSet(t.rec, t.parsed, state, this.#d.globals)),
+      tracked:
+        t !== undefined &&
+        isTracked(watchedSet(t.rec, t.parsed, state, this.#d.globals, ledger.get(a.workload)?.configs)),
       action: a,
       newest: this.#newest.get(a.workload),
       recorded: this.#recorder.recorded(a.workload),
