@@ -3,6 +3,7 @@
 // that opens at the next whole minute, and waits for Events and pods, never for the clock.
 import { afterEach, describe, expect, inject } from 'vitest';
 import { plan } from '../../service/plan-command.ts';
+import { idle } from '../support/decisions.ts';
 import { it, type Kube } from '../support/kube.ts';
 import { events, waitAllReplaced, waitForEvent, waitReadyPods } from '../support/observe.ts';
 import { hashKeyFile, killAll, serviceArgs, startService } from '../support/service.ts';
@@ -149,7 +150,6 @@ describe('maintenance windows and batch windows', () => {
     expect(mapped.message).toMatch(/pause-period=12s is read as a batch window/);
     const generation = (await kube.apps.readNamespacedDeployment({ name: 'web', namespace })).metadata
       ?.generation;
-    const created = await podsCreated(kube, namespace);
 
     // The first change waits for the window; the second, 5 s later (as Reloader's users make them),
     // joins it.
@@ -171,11 +171,14 @@ describe('maintenance windows and batch windows', () => {
 
     const started = await svc.waitForLog('the reload', (l) => l.msg === 'reload started', 60_000);
     expect(Date.parse(started.time as string)).toBeGreaterThanOrEqual(Date.parse(opened.until as string));
-    await waitAllReplaced(kube, namespace, 'web', before, 1);
+    const after = await waitAllReplaced(kube, namespace, 'web', before, 1);
     await svc.waitForLog('reload complete', (l) => l.msg === 'reload complete');
-    // One rollout: one pod created for both changes.
-    expect(await podsCreated(kube, namespace)).toBe(created + 1);
+    // One rollout for both changes: nothing more under way, one reload started, its pod still there.
+    await idle(svc, `Deployment/${namespace}/web`);
     expect(svc.logs.filter((l) => l.msg === 'reload started')).toHaveLength(1);
+    expect((await waitReadyPods(kube, namespace, 'web', 1)).map((p) => p.uid)).toEqual(
+      after.map((p) => p.uid),
+    );
     // Said once; the Deployment was never paused or otherwise written.
     expect(await events(kube, namespace, 'ReloadAnnotationMapped', 'web')).toHaveLength(1);
     const d = await kube.apps.readNamespacedDeployment({ name: 'web', namespace });
