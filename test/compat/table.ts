@@ -6,7 +6,7 @@ export interface Row {
   title: string;
   from: string;
   expected: 'reload' | 'none';
-  observed: 'reloaded' | 'not reloaded' | 'error';
+  observed: 'reloaded' | 'reloaded too early' | 'not reloaded' | 'error';
 }
 
 export interface Results {
