@@ -15,8 +15,15 @@ const unitInclude = [
   'test/reporters/**/*.test.ts',
   'bench/**/*.test.ts',
   'scripts/**/*.test.ts',
+  'test/compat/table.test.ts',
 ];
-const notIntegration = ['test/cluster/**', 'test/support/**', 'test/sim/**', 'test/reporters/**'];
+const notIntegration = [
+  'test/cluster/**',
+  'test/support/**',
+  'test/sim/**',
+  'test/reporters/**',
+  'test/compat/table.test.ts',
+];
 
 // Four projects. `unit` (pure tests next to the code) and `sim` (the deterministic simulations) need
 // no control plane: `npm run test:quick` runs those two. `integration` runs against the one real

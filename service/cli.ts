@@ -106,7 +106,7 @@ function asksHelp(args: readonly string[]): boolean {
 
 async function runServe(argv: string[]): Promise<number> {
   const cfg = loadConfig(argv, process.env);
-  const log = createLogger(cfg.logLevel);
+  const log = createLogger(cfg.logLevel, undefined, cfg.logFormat);
   for (const note of cfg.reloaderNotes) log.info({ flag: note }, 'Stakater Reloader flag translated');
   const metrics = new Metrics({ ...buildInfo(), countByNamespace: cfg.metricsCountByNamespace });
   const kc = observedAccess(await loadClusterAccess(cfg.kubeconfig), (method, host, code, seconds) =>

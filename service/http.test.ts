@@ -79,6 +79,13 @@ describe('the HTTP server', () => {
     expect((await fetch(`${s.url}/healthz`)).status).toBe(200);
   });
 
+  it("answers liveness on Stakater Reloader's path /live too", async () => {
+    const s = await start();
+    const res = await fetch(`${s.url}/live`);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ ok: true });
+  });
+
   it('fails liveness when the event loop was blocked longer than the limit', async () => {
     let lag = 12;
     const s = await start({ eventLoopLagMs: () => lag, maxEventLoopLagMs: 1_000 });

@@ -219,7 +219,8 @@ export async function startHttpServer(o: HttpServerOptions): Promise<HttpServer>
     const body = await o.metrics.text();
     res.set('Content-Type', o.metrics.contentType).set('Cache-Control', 'no-store').send(body);
   });
-  app.get('/healthz', (_req, res) => {
+  // /live is Stakater Reloader's liveness path: probes copied from a Reloader install keep working.
+  app.get(['/healthz', '/live'], (_req, res) => {
     const report = health();
     res
       .status(report.ok ? 200 : 503)

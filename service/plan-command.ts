@@ -65,7 +65,7 @@ export function timing(policy: WorkloadPolicy, nowMs: number): string {
       : `; held until ${new Date(w.opensAt).toISOString()}, when a window of "${policy.windows.text}" opens`;
   }
   if (policy.batchWindowMs !== undefined) {
-    out += `; at most one reload per ${formatDuration(policy.batchWindowMs)} (pause-period)`;
+    out += `; after a batch window of ${formatDuration(policy.batchWindowMs)} (pause-period), with every change made in it`;
   }
   return out;
 }

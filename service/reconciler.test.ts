@@ -222,6 +222,38 @@ describe('Reconciler, step by step', () => {
     expect(w.ledger.get(ID)?.pending).toBeUndefined();
   });
 
+  it('reads pause-period as a trailing window: two changes 5 s apart roll out once, when the window after the first ends (issue 37)', async () => {
+    const w = await world(['--min-reload-interval=0s'], {
+      'deployment.reloader.stakater.com/pause-period': '60s',
+    });
+    const first = w.time.clock.now;
+    w.change('a', 'cm', { k: '2' });
+    await w.time.advance(first + 1000);
+    await w.settle();
+    expect(w.strategies.runs).toHaveLength(0); // the first change waits too
+    w.change('a', 'cm', { k: '3' });
+    await w.time.advance(first + 6000);
+    await w.settle();
+    await w.time.advance(first + 59_000);
+    await w.settle();
+    expect(w.strategies.runs).toHaveLength(0);
+    await w.time.advance(first + 62_000);
+    await w.settle();
+    expect(w.strategies.runs).toHaveLength(1);
+    const run = w.strategies.runs[0];
+    expect(run?.req.action.target).toEqual(w.target()); // the newest content, k=3
+    run?.end({ kind: 'done', replaced: 1, summary: 'restarted' });
+    await w.settle();
+    // A change after the window opens the next one.
+    w.change('a', 'cm', { k: '4' });
+    await w.time.advance(w.time.clock.now + 30_000);
+    await w.settle();
+    expect(w.strategies.runs).toHaveLength(1);
+    await w.time.advance(w.time.clock.now + 31_000);
+    await w.settle();
+    expect(w.strategies.runs).toHaveLength(2);
+  });
+
   it('finding 8: the surge sweep spares in-scope pending and running reloads only, and is told every reloaded workload', async () => {
     // Namespace b left the scope after a reload of b/api was cut: its entry (pending) is still in the ledger.
     const w = engineWorld(['--surge-sweep-interval=1m'], { inScope: (ns) => ns !== 'b' });

@@ -27,7 +27,7 @@ import { ConfigHooks } from './engine/config-hooks.ts';
 import { decide } from './engine/decide.ts';
 import type { ReconcilerDeps } from './engine/deps.ts';
 import { Gates } from './engine/gates.ts';
-import { batchVerdict, batchWindowed, recordMissing, resumeHeld, WindowHolds } from './engine/hold.ts';
+import { BatchWindows, batchVerdict, recordMissing, resumeHeld, WindowHolds } from './engine/hold.ts';
 import { plannedCutoff } from './engine/planned-cutoff.ts';
 import { dropReload, forgetGone, forgetIfGone, Recorder } from './engine/recorder.ts';
 import { changeRV, emitOn, fields, reconciledTimer, reportPolicy, versionsOf } from './engine/report.ts';
@@ -47,6 +47,7 @@ export class Reconciler {
   readonly #batcher: Batcher;
   readonly #queue: WorkQueue<ReloadAction>;
   readonly #recorder: Recorder;
+  readonly #windows: BatchWindows;
   readonly #event: ReturnType<typeof emitOn>;
   readonly #abort = new AbortController();
   /** Aborts when this reconciler stops or its leadership term ends, whichever comes first. */
@@ -86,6 +87,7 @@ export class Reconciler {
     this.#recorder = new Recorder(d.ledger, { reloadOnDelete: d.cfg.reloadOnDelete });
     this.#event = emitOn(d.events);
     this.#holds = new WindowHolds(d, (a) => this.#submit(a));
+    this.#windows = new BatchWindows(d, () => this.#timers.now());
     d.ledger.fence(this.#signal);
     d.ledger.identifyWith(identities(d.state));
     this.#batcher = new Batcher({
@@ -290,9 +292,15 @@ export class Reconciler {
   }
 
   #set(t: TrackedWorkload): Record<string, string> | undefined {
-    const s = watchedSet(t.rec, t.parsed, this.#d.state, this.#d.globals);
+    return this.#watched(t).digests;
+  }
+
+  /** The watched set (undefined digests: not tracked), and the named configs it holds unreferenced. */
+  #watched(t: TrackedWorkload): { digests: Record<string, string> | undefined; unreferenced: string[] } {
+    const applied = this.#d.ledger.get(t.id)?.configs ?? this.#refused.get(t.id);
+    const s = watchedSet(t.rec, t.parsed, this.#d.state, this.#d.globals, applied);
     for (const p of s.problems) void this.#event(t, 'ReloadConfigInvalid', p, 'Warning');
-    return isTracked(s) ? s.digests : undefined;
+    return { digests: isTracked(s) ? s.digests : undefined, unreferenced: s.unreferenced };
   }
 
   async #onBatch(b: Batch): Promise<void> {
@@ -308,11 +316,17 @@ export class Reconciler {
       log.info({ ...fields(t), ...changes }, 'change ignored: invalid reload annotations');
       return;
     }
-    const set = this.#set(t) ?? {};
+    const watched = this.#watched(t);
+    const set = watched.digests ?? {};
     // A baseline the ledger refused still says what the pods read: a change since is one (seed 12045).
     const refused = ledger.get(t.id) ? undefined : this.#refused.get(t.id);
     const entry = ledger.get(t.id) ?? (refused && { configs: refused });
-    const v = batchVerdict(this.#d, t.id, set, entry?.configs);
+    // --reload-on-create: a named config the template does not use, whose event made this batch, is
+    // a change when it first appears (Reloader's create handler); otherwise it is recorded.
+    const created = this.#d.cfg.reloadOnCreate
+      ? watched.unreferenced.filter((c) => b.configs.includes(c))
+      : [];
+    const v = batchVerdict(this.#d, t.id, set, entry?.configs, created);
     try {
       switch (v.kind) {
         case 'baseline':
@@ -393,7 +407,7 @@ export class Reconciler {
   }
 
   #enqueue(a: ReloadAction): void {
-    this.#queue.submit(batchWindowed(this.#d, a));
+    this.#queue.submit(this.#windows.apply(a));
   }
 
   /** Whether two targets record the same thing against the workload's ledger entry (see recordable). */
@@ -406,6 +420,7 @@ export class Reconciler {
   /** Runs one action and forgets its content once nothing more will run for it. */
   async #runTracked(a: ReloadAction): Promise<void> {
     this.#running.add(a.workload);
+    this.#windows.started(a.workload);
     this.#book.started(a);
     // Only this run's own retry keeps its content in flight: an older action's retry timer (it will
     // find itself superseded) must not, or this content would count as under way forever.
@@ -450,7 +465,9 @@ export class Reconciler {
     const held = this.#holds.action(a.workload);
     const d = decide({
       workload: t,
-      tracked: t !== undefined && isTracked(watchedSet(t.rec, t.parsed, state, this.#d.globals)),
+      tracked:
+        t !== undefined &&
+        isTracked(watchedSet(t.rec, t.parsed, state, this.#d.globals, ledger.get(a.workload)?.configs)),
       action: a,
       newest: this.#newest.get(a.workload),
       recorded: this.#recorder.recorded(a.workload),

@@ -75,7 +75,10 @@ export async function routeEvents(d: RoutingDeps): Promise<void> {
             (raw as RawObject).metadata?.labels?.['app.kubernetes.io/name'] === 'gitops-reloader') ||
           isInboxRecord((raw as RawObject).metadata?.labels ?? undefined)
             ? undefined
-            : d.argocd.withTrackingLabel(raw as RawObject, configRecord(r.kind, raw as RawObject, d.hashKey)),
+            : d.argocd.withTrackingLabel(
+                raw as RawObject,
+                configRecord(r.kind, raw as RawObject, d.hashKey, cfg.annotationAliases),
+              ),
         onAdd: (_k, rec) => {
           metrics.reloader.eventReceived('add', r.plural);
           const old = state.putConfig(rec);
@@ -119,7 +122,7 @@ export async function routeEvents(d: RoutingDeps): Promise<void> {
     }
     for (const ns of scopes) {
       watch<WorkloadRecord>(collectionPath(r, ns), {
-        transform: (raw) => workloadRecord(r.kind, raw as RawObject),
+        transform: (raw) => workloadRecord(r.kind, raw as RawObject, cfg.annotationAliases),
         onAdd: (_k, rec) => {
           const { now, old } = state.putWorkload(rec);
           d.reconciler()?.workloadChanged(old, now);

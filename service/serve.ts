@@ -214,7 +214,7 @@ export async function serve(
       });
   const flux = await startFlux({ cfg, kc, log });
   const gate = composeGates([argocd.gate, flux.gate]);
-  const events = new EventRecorder(core, log);
+  const events = new EventRecorder(core, log, undefined, { reloaderReasons: cfg.reloaderCompat === true });
   // Events about our own objects (the Lease) go where they live.
   const homeEvents = hub ? new EventRecorder(homeCore, log) : events;
   const apis = {

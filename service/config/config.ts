@@ -1,5 +1,7 @@
 // The service's configuration: one validated object built at start-up from flags and env, then
 // passed to every part. No module reads process.env on its own.
+
+import type { AnnotationAliases } from '../core/annotation-keys.ts';
 import { RELOAD_STRATEGIES, type ReloadStrategy } from '../core/types.ts';
 import {
   CONFIG_RESOURCE_NAMES,
@@ -127,6 +129,12 @@ export const serveFlags: readonly FlagSpec[] = [
     name: 'reload-on-delete',
     type: 'bool',
     help: "A deleted ConfigMap or Secret a workload references is a change that reloads it (Stakater Reloader's flag, same name and default). Off: a deletion changes nothing, and the config's next content is compared with the one the pods run. Either way a reload never replaces pods while a config they need (not optional) is missing: it is held, with a ReloadHeld Warning Event, until the config exists again.",
+    default: 'false',
+  },
+  {
+    name: 'reloader-compat',
+    type: 'bool',
+    help: "Keep Stakater Reloader's observable surfaces for alerts and probes that key on them: the failure Event reason ReloadFail (not ReloadFailed), and the HTTP port :9090 (unless --http-address is given). /live (Reloader's liveness path) is served either way. `migrate` turns it on.",
     default: 'false',
   },
   {
@@ -533,6 +541,16 @@ export interface Config {
   progressive?: { firstWave: number; settleMs: number; gatherMs: number };
   /** --reload-on-delete: a deleted config a workload references is a change (Reloader's default: off). */
   reloadOnDelete: boolean;
+  /**
+   * --reload-on-create=true (Reloader's flag): a named config the pod template does not use, created,
+   * is a change (Reloader's create handler); off, it is recorded as a new baseline. A referenced config
+   * being created is a change either way (docs/migrating-from-reloader.md).
+   */
+  reloadOnCreate?: boolean;
+  /** Reloader's custom annotation-key flags: its default key → the key read instead (core/annotation-keys.ts). */
+  annotationAliases?: AnnotationAliases;
+  /** --reloader-compat: Reloader's failure Event reason (ReloadFail) and port (:9090 unless --http-address). */
+  reloaderCompat?: boolean;
   surgeSweepIntervalMs: number;
   leaderCacheSyncTimeoutMs: number;
   notificationRecordMaxAgeMs: number;
@@ -585,6 +603,11 @@ export interface Config {
   enableCsiIntegration: boolean;
   dryRun: boolean;
   logLevel: LogLevel;
+  /**
+   * --log-format (Reloader's flag): json (ours, the default without the flag) or text (logfmt lines,
+   * Reloader's default: `--log-format=` empty, `text` or `logfmt`).
+   */
+  logFormat?: 'json' | 'text';
   /** What each Reloader flag given became, for the start-up log. */
   reloaderNotes: string[];
 }
@@ -679,6 +702,10 @@ export function buildConfig(
         }
       : {}),
     reloadOnDelete: values['reload-on-delete'] === true,
+    reloadOnCreate:
+      String(values['reload-on-create'] ?? '')
+        .trim()
+        .toLowerCase() === 'true',
     surgeSweepIntervalMs: num(values['surge-sweep-interval']),
     leaderCacheSyncTimeoutMs: num(values['leader-cache-sync-timeout']),
     notificationRecordMaxAgeMs: num(values['notification-record-max-age']),
@@ -729,6 +756,7 @@ export function buildConfig(
     enableCsiIntegration: values['enable-csi-integration'] === true,
     dryRun: values['dry-run'] === true,
     logLevel: logLevel(values['log-level'] as string),
+    logFormat: values['log-format'] === 'text' ? 'text' : 'json',
     reloaderNotes: [],
   };
   for (const [flag, sel] of [
@@ -804,8 +832,15 @@ export function loadConfig(
   env: Readonly<Record<string, string | undefined>>,
 ): Config {
   const { values, explicit } = parseFlags(allServeFlags, argv, env);
-  const { notes } = translateReloaderFlags(values, explicit);
-  return { ...buildConfig(values, env), reloaderNotes: notes };
+  const { notes, aliases } = translateReloaderFlags(values, explicit);
+  // Reloader serves /metrics and /live on :9090; ours defaults to :8080.
+  if (values['reloader-compat'] === true && !explicit.has('http-address')) values['http-address'] = ':9090';
+  return {
+    ...buildConfig(values, env),
+    reloaderCompat: values['reloader-compat'] === true,
+    ...(Object.keys(aliases).length > 0 ? { annotationAliases: aliases } : {}),
+    reloaderNotes: notes,
+  };
 }
 
 /** Reads --hash-key-file; a bad file stops start-up with a message naming the flag. */

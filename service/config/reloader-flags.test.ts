@@ -55,12 +55,22 @@ describe('Reloader flags', () => {
     expect(reloaderSelector('env in (a,b),app=x')).toBe('env in (a,b),app=x');
   });
 
+  it("--reloader-compat keeps Reloader's port :9090 unless --http-address is given", () => {
+    expect(load().httpAddress).toBe(':8080');
+    expect(load().reloaderCompat).toBe(false);
+    const c = load('--reloader-compat');
+    expect(c).toMatchObject({ reloaderCompat: true, httpAddress: ':9090' });
+    expect(load('--reloader-compat', '--http-address=:7000').httpAddress).toBe(':7000');
+  });
+
   it("reads Reloader's log levels and log formats", () => {
     expect(load('--log-level=trace').logLevel).toBe('debug');
     expect(load('--log-level=warning').logLevel).toBe('warn');
     expect(load('--log-level=panic').logLevel).toBe('error');
-    expect(() => load('--log-format=json')).not.toThrow();
-    expect(() => load('--log-format=logfmt')).toThrow(/--log-format=logfmt is refused: logs are always JSON/);
+    expect(load().logFormat).toBe('json');
+    expect(load('--log-format=json').logFormat).toBe('json');
+    for (const v of ['', 'text', 'logfmt']) expect(load(`--log-format=${v}`).logFormat).toBe('text');
+    expect(() => load('--log-format=yaml')).toThrow(/--log-format=yaml is refused: expected json, or text/);
   });
 
   it('accepts the behaviours we always have, and refuses turning them off, naming what we do instead', () => {
@@ -77,24 +87,44 @@ describe('Reloader flags', () => {
     expect(() => load('--sync-after-restart=false')).toThrow(/ledger/);
   });
 
-  it('accepts every --reload-strategy value Reloader has, and says the template is never written', () => {
-    for (const v of ['env-vars', 'annotations', 'default']) {
-      expect(load(`--reload-strategy=${v}`).reloaderNotes[0]).toMatch(/never writes the pod template/);
+  it('accepts every --reload-strategy value Reloader has: annotations selects annotate, the others restart', () => {
+    for (const v of ['env-vars', 'default']) {
+      const c = load(`--reload-strategy=${v}`);
+      expect(c.defaultStrategy).toBe('restart');
+      expect(c.reloaderNotes[0]).toMatch(/never writes the pod template/);
     }
+    const annotations = load('--reload-strategy=annotations');
+    expect(annotations.defaultStrategy).toBe('annotate');
+    expect(annotations.reloaderNotes[0]).toBe('--reload-strategy=annotations → --default-strategy=annotate');
+    expect(() => load('--reload-strategy=annotations', '--default-strategy=restart')).toThrow(
+      /--reload-strategy=annotations contradicts --default-strategy=restart; give only --default-strategy/,
+    );
     expect(() => load('--reload-strategy=rollout')).toThrow(/expected env-vars, annotations or default/);
   });
 
   it.each(Object.entries(RELOADER_ANNOTATION_FLAGS))(
-    'accepts --%s at its default and refuses another key, naming the key we read',
+    'accepts --%s at its default, and a custom key read instead of it',
     (flag, key) => {
-      expect(() => load(`--${flag}=${key}`)).not.toThrow();
-      expect(() => load(`--${flag}`, 'example.com/mine')).toThrow(
-        new RegExp(
-          `--${flag}=example.com/mine is refused: custom annotation names are not supported; gitops-reloader reads "${key.replace(/[./]/g, '\\$&')}"`,
-        ),
-      );
+      expect(load(`--${flag}=${key}`).annotationAliases).toBeUndefined();
+      const c = load(`--${flag}=example.com/${flag}`);
+      if (flag === 'pause-deployment-time-annotation') expect(c.annotationAliases).toBeUndefined();
+      else expect(c.annotationAliases).toEqual({ [key]: `example.com/${flag}` });
+      expect(c.reloaderNotes.join('\n')).toContain(`read as ${key}`);
     },
   );
+
+  it('refuses a custom annotation key that is not one, is ours, or is taken', () => {
+    expect(() => load('--auto-annotation=not a key')).toThrow(
+      /--auto-annotation=not a key is refused: not an annotation key/,
+    );
+    expect(() => load('--auto-annotation=gitops-reloader.io/auto')).toThrow(/our own/);
+    expect(() => load('--auto-annotation=reloader.stakater.com/search')).toThrow(
+      /default key of another flag/,
+    );
+    expect(() => load('--auto-annotation=example.com/x', '--auto-search-annotation=example.com/x')).toThrow(
+      /names the same key/,
+    );
+  });
 
   it('refuses --enable-pprof=true and bad values, naming the flag', () => {
     expect(() => load('--enable-pprof')).toThrow(/--enable-pprof=true is refused: .*process_\*/);

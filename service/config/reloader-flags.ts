@@ -4,10 +4,11 @@
 // Flags both tools share by name (--auto-reload-all, --namespaces, --namespace-selector,
 // --resource-label-selector, --log-level, --webhook-url) are our own flags; config.ts accepts
 // Reloader's spelling of their values too.
+import { type AnnotationAliases, annotationKeyProblem } from '../core/annotation-keys.ts';
 import type { FlagSpec, FlagValue } from './flags.ts';
 import { FlagError } from './flags.ts';
 
-/** Reloader's default for each custom-annotation-name flag: the only value we can honour. */
+/** Reloader's default for each custom-annotation-name flag. */
 export const RELOADER_ANNOTATION_FLAGS: Readonly<Record<string, string>> = {
   'auto-annotation': 'reloader.stakater.com/auto',
   'configmap-annotation': 'configmap.reloader.stakater.com/reload',
@@ -29,7 +30,7 @@ export const reloaderFlags: readonly FlagSpec[] = [
       name,
       type: 'string',
       help: reloader(
-        `only its default "${key}" is accepted (both reloader.stakater.com/* and gitops-reloader.io/* keys are always read); another key name is refused.`,
+        `the annotation key read instead of "${key}" (default); gitops-reloader.io/* keys are always read too.`,
       ),
     }),
   ),
@@ -55,14 +56,14 @@ export const reloaderFlags: readonly FlagSpec[] = [
     name: 'reload-strategy',
     type: 'string',
     help: reloader(
-      'env-vars, annotations or default → our restart strategy, which never writes the pod template (--default-strategy).',
+      'annotations → --default-strategy=annotate (writes a hash annotation into the pod template, as Reloader does; needs patch on workloads); env-vars or default → our restart strategy, which never writes the pod template.',
     ),
   },
   {
     name: 'reload-on-create',
     type: 'string',
     help: reloader(
-      'true is our behaviour (a created config a workload references is a change); false is refused.',
+      'true: a created config a workload names in a reload list but does not use is a change, as a created config it uses always is; false is refused (a created config the pods use is always a change).',
     ),
   },
   {
@@ -79,7 +80,9 @@ export const reloaderFlags: readonly FlagSpec[] = [
   {
     name: 'log-format',
     type: 'string',
-    help: reloader('json or empty; logs are always JSON. Other values are refused.'),
+    help: reloader(
+      "json (the default without the flag), or text: one logfmt line per entry (also an empty value, Reloader's text default). Other values are refused.",
+    ),
   },
   {
     name: 'enable-pprof',
@@ -101,7 +104,7 @@ export const RELOADER_FLAG_EQUIVALENT: Readonly<Record<string, string>> = {
   'ignored-workload-types': '--ignore-workload-kinds',
   'namespaces-to-ignore': '--ignore-namespaces',
   'is-Argo-Rollouts': '--ignore-workload-kinds=Rollout (false); nothing (true)',
-  'reload-strategy': '--default-strategy=restart',
+  'reload-strategy': '--default-strategy=annotate (annotations); restart (env-vars, default)',
   'enable-ha': '--leader-elect',
   'leader-election-lease-duration': '--lease-duration',
   'leader-election-renew-deadline': '--lease-renew-deadline',
@@ -113,6 +116,8 @@ const WORKLOAD_TYPES: Readonly<Record<string, string>> = { jobs: 'Job', cronjobs
 export interface Translation {
   /** Lines for the start-up log: what each accepted Reloader flag became. */
   notes: string[];
+  /** The custom annotation keys: Reloader's default key → the key to read instead. */
+  aliases: AnnotationAliases;
 }
 
 /**
@@ -140,13 +145,23 @@ export function translateReloaderFlags(
     notes.push(`--${from}=${String(values[from])} → --${to}=${Array.isArray(v) ? v.join(',') : String(v)}`);
   };
 
+  const aliases: Record<string, string> = {};
+  const taken = new Map<string, string>();
   for (const [name, key] of Object.entries(RELOADER_ANNOTATION_FLAGS)) {
-    if (set(name) && str(name) !== key) {
-      refuse(
-        name,
-        `custom annotation names are not supported; gitops-reloader reads "${key}" (and its gitops-reloader.io/ twin, see docs/annotations.md), so rename "${str(name)}" to "${key}" on your workloads and configs`,
-      );
-    }
+    if (!set(name) || str(name) === key) continue;
+    const custom = str(name);
+    const problem = annotationKeyProblem(custom);
+    if (problem) refuse(name, `not an annotation key: ${problem}`);
+    if (custom.includes('gitops-reloader.io'))
+      refuse(name, 'gitops-reloader.io keys are our own and always read; give a key of your own');
+    if (Object.values(RELOADER_ANNOTATION_FLAGS).includes(custom))
+      refuse(name, `"${custom}" is the default key of another flag`);
+    const other = taken.get(custom);
+    if (other) refuse(name, `--${other} names the same key`);
+    taken.set(custom, name);
+    // paused-at is written by Reloader and never read here: nothing to rename.
+    if (name !== 'pause-deployment-time-annotation') aliases[key] = custom;
+    notes.push(`--${name}=${custom}: read as ${key} (which is then no longer read)`);
   }
 
   if (set('resources-to-ignore')) {
@@ -195,9 +210,15 @@ export function translateReloaderFlags(
     if (!['env-vars', 'annotations', 'default'].includes(v)) {
       refuse('reload-strategy', 'expected env-vars, annotations or default');
     }
-    notes.push(
-      `--reload-strategy=${v}: reloads use --default-strategy=${String(values['default-strategy'])}, which never writes the pod template`,
-    );
+    if (v === 'annotations') {
+      // Reloader's meaning: a hash annotation in the pod template. Ours is annotate (it needs patch on
+      // the workloads: chart rbac.annotate). It drifts from git, which restart never does.
+      agree('reload-strategy', 'default-strategy', 'annotate');
+    } else {
+      notes.push(
+        `--reload-strategy=${v}: reloads use --default-strategy=${String(values['default-strategy'])}, which never writes the pod template (there is no env-var strategy)`,
+      );
+    }
   }
 
   // --reload-on-delete is our own flag (config.ts), with Reloader's meaning and default.
@@ -214,7 +235,9 @@ export function translateReloaderFlags(
     } else if (v !== 'true') {
       refuse(name, 'expected true or false');
     }
-    notes.push(`--${name}=true: always on in gitops-reloader`);
+    notes.push(
+      `--${name}=true: a created config a workload names (reload list) but does not use reloads it; one it uses always does`,
+    );
   }
   if (set('sync-after-restart')) {
     if (values['sync-after-restart'] === false) {
@@ -236,9 +259,12 @@ export function translateReloaderFlags(
   }
 
   if (set('log-format')) {
+    // Reloader: empty is its text format, json is JSON. Without the flag ours is JSON.
     const v = str('log-format').toLowerCase();
-    if (v !== '' && v !== 'json')
-      refuse('log-format', 'logs are always JSON; use --log-format=json or drop it');
+    if (v === '' || v === 'text' || v === 'logfmt') values['log-format'] = 'text';
+    else if (v === 'json') values['log-format'] = 'json';
+    else
+      refuse('log-format', 'expected json, or text (logfmt; also written as an empty value, as in Reloader)');
   }
   if (set('enable-pprof') && values['enable-pprof'] === true) {
     refuse(
@@ -246,7 +272,7 @@ export function translateReloaderFlags(
       'there is no Go pprof in a Node.js service; use the process_* and nodejs_* metrics on /metrics, or node --inspect',
     );
   }
-  return { notes };
+  return { notes, aliases };
 }
 
 /**

@@ -615,8 +615,8 @@ describe("pause-period (Reloader's, read as a batch window)", () => {
     expect(p.warnings).toEqual([]);
     expect(p.policy.batchWindowMs).toBe(90_000);
     expect(p.notes).toEqual([
-      `${KEY}=90s is read as a batch window: after a reload, further changes wait until 90s have ` +
-        'passed and then reload once; the Deployment is never paused',
+      `${KEY}=90s is read as a batch window: a change waits 90s, and every change in that time ` +
+        'reloads once when it ends; the Deployment is never paused',
     ]);
   });
 

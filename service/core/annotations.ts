@@ -480,8 +480,8 @@ function readPausePeriod(
     return undefined;
   }
   notes.add(
-    `${key}=${raw} is read as a batch window: after a reload, further changes wait until ` +
-      `${formatDuration(ms)} have passed and then reload once; the Deployment is never paused`,
+    `${key}=${raw} is read as a batch window: a change waits ${formatDuration(ms)}, and every ` +
+      'change in that time reloads once when it ends; the Deployment is never paused',
   );
   return ms;
 }

@@ -71,14 +71,27 @@ export interface HaltRecord {
 /** The longest reason a halt keeps (it names pods, never config data). */
 export const MAX_HALT_WHY_CHARS = 512;
 
+/** A halt's reason as the ledger keeps it: one line (a pod's message may hold newlines), at most 512. */
+export function haltWhy(why: string): string {
+  return [...why]
+    .map((ch) => (isControl(ch) ? ' ' : ch))
+    .join('')
+    .slice(0, MAX_HALT_WHY_CHARS);
+}
+
 export type DecodedEntry =
   | { ok: true; id: string; entry: LedgerEntry }
   | { ok: false; key: string; reason: string };
 
 /** A ConfigMap's data key: [-._a-zA-Z0-9]+, at most 253 characters, not `.`/`..` or starting with `..`. */
 export const MAX_KEY_CHARS = 253;
-/** Digests are expected to be ~32 hex characters; this bound only catches something that is not a digest. */
-export const MAX_DIGEST_CHARS = 4096;
+/**
+ * A digest is ~32 hex characters, or for a use of named keys a JSON list of [key, digest] pairs
+ * (core/config-hash usageDigest), as long as the pod template's key list: a few hundred keys take
+ * tens of KiB. The bound only catches something that is not a digest; a shard's byte budget is what
+ * limits real entries (LedgerFullError), so the engine never builds one this refuses.
+ */
+export const MAX_DIGEST_CHARS = 512 * 1024;
 export const MAX_ID_CHARS = 1024;
 
 /** Thrown when asked to encode an entry that does not satisfy the format: a caller's bug. */
@@ -130,11 +143,17 @@ export function shardOf(id: string, shards: number): number {
   return createHash('sha256').update(id, 'utf8').digest().readUInt32BE(0) % shards;
 }
 
-/** The stored value for an entry. Validates it, and normalises maps and sets to a sorted order. */
+/**
+ * The stored value for an entry. Validates it, and normalises maps and sets to a sorted order.
+ * `configUids` is derived data (the uids of the configs in `configs`): a uid of a config the entry no
+ * longer records (an entry rebuilt from an older one, `{ ...entry, configs }`) is dropped, not
+ * refused. A refusal here is for good: the engine retries the same entry, and the workload would
+ * never be recorded again (issue 37).
+ */
 export function encodeEntry(id: string, entry: LedgerEntry): string {
   const idProblem = checkId(id);
   if (idProblem) throw new LedgerEntryError(idProblem);
-  const problem = checkEntry(entry);
+  const problem = checkEntry(withRecordedUids(entry));
   if (problem) throw new LedgerEntryError(`invalid ledger entry for ${id}: ${problem}`);
   const value: Record<string, unknown> = {};
   if (HASHED_KEY.test(ledgerKey(id))) value.id = id;
@@ -157,6 +176,15 @@ export function encodeEntry(id: string, entry: LedgerEntry): string {
   const h = entry.halt;
   if (h) value.h = { c: h.config, d: h.digest, t: h.cutoff, n: h.wave, y: h.why, a: h.at };
   return JSON.stringify(value);
+}
+
+/** The entry with only the config uids of configs it records (none: no `configUids`). */
+export function withRecordedUids(entry: LedgerEntry): LedgerEntry {
+  if (!isPlainObject(entry) || !isPlainObject(entry.configUids) || !isPlainObject(entry.configs))
+    return entry;
+  const kept = Object.entries(entry.configUids).filter(([c]) => Object.hasOwn(entry.configs, c));
+  const { configUids: _all, ...rest } = entry;
+  return kept.length > 0 ? { ...rest, configUids: Object.fromEntries(kept) } : rest;
 }
 
 /** Reads one data key and value of a shard. Anything not written by encodeEntry is reported, not thrown. */

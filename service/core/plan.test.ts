@@ -50,12 +50,17 @@ const use = (name: string, keys: 'all' | string[] = 'all') => ({
   optional: false,
 });
 
-function setOf(w: WorkloadRecord, configs: ConfigLookup, globals = DEFAULT_GLOBALS) {
+function setOf(
+  w: WorkloadRecord,
+  configs: ConfigLookup,
+  globals = DEFAULT_GLOBALS,
+  applied?: Record<string, string>,
+) {
   const parsed = parseWorkloadPolicy(w.annotations, w.templateAnnotations, {
     kind: 'Deployment',
     defaultStrategy: 'restart',
   });
-  return watchedSet(w, parsed, configs, globals);
+  return watchedSet(w, parsed, configs, globals, applied);
 }
 
 describe('watchedSet', () => {
@@ -76,6 +81,33 @@ describe('watchedSet', () => {
     const w = workload({ 'configmap.reloader.stakater.com/reload': 'extra' }, []);
     const s = setOf(w, lookup(cm('extra', { x: '1' }), cm('other', { x: '1' })));
     expect(Object.keys(s.digests)).toEqual(['ConfigMap/ns/extra']);
+  });
+
+  it('sees a named config the template does not use, deleted since it was recorded, as MISSING (issue 37)', () => {
+    const w = workload({ 'configmap.reloader.stakater.com/reload': 'gone-cm,other' }, []);
+    const before = setOf(w, lookup(cm('gone-cm', { x: '1' })));
+    expect(before.unreferenced).toEqual(['ConfigMap/ns/gone-cm']);
+    const after = setOf(w, lookup(), DEFAULT_GLOBALS, before.digests);
+    expect(after.digests).toEqual({ 'ConfigMap/ns/gone-cm': MISSING });
+    expect(after.unreferenced).toEqual(['ConfigMap/ns/gone-cm']);
+    expect(verdict(after.digests, before.digests)).toEqual({
+      kind: 'none',
+      deleted: ['ConfigMap/ns/gone-cm'],
+    });
+    expect(verdict(after.digests, before.digests, { reloadOnDelete: true })).toEqual({
+      kind: 'reload',
+      changed: ['ConfigMap/ns/gone-cm'],
+    });
+    // Once MISSING is recorded (a reload of the deletion ran), the config is no longer watched.
+    expect(setOf(w, lookup(), DEFAULT_GLOBALS, after.digests).digests).toEqual({});
+    // No longer named: not watched, whether or not it exists.
+    const unnamed = workload({ 'configmap.reloader.stakater.com/reload': 'other' }, []);
+    expect(setOf(unnamed, lookup(), DEFAULT_GLOBALS, before.digests).digests).toEqual({});
+  });
+
+  it('makes a reload request the ledger cannot hold as a line into its SHA-256, keeping ordinary values', () => {
+    const w = workload({ 'gitops-reloader.io/reload-requested-at': 'a\nb' }, []);
+    expect(setOf(w, lookup()).digests[REQUEST]).toMatch(/^sha256:[0-9a-f]{64}$/);
   });
 
   it('honours the global ignore list', () => {
@@ -103,6 +135,22 @@ describe('watchedSet', () => {
 });
 
 describe('verdict', () => {
+  it('judges a created config named in `created` a change, and any other new config a new baseline', () => {
+    const applied = { 'ConfigMap/ns/a': 'd1' };
+    const current = { ...applied, 'ConfigMap/ns/new': 'd2' };
+    expect(verdict(current, applied).kind).toBe('rebaseline');
+    expect(verdict(current, applied, { created: ['ConfigMap/ns/new'] })).toEqual({
+      kind: 'reload',
+      changed: ['ConfigMap/ns/new'],
+    });
+    // A workload that named only configs that did not exist had nothing to record until one was created.
+    expect(verdict({ 'ConfigMap/ns/new': 'd2' }, undefined).kind).toBe('baseline');
+    expect(verdict({ 'ConfigMap/ns/new': 'd2' }, undefined, { created: ['ConfigMap/ns/new'] })).toEqual({
+      kind: 'reload',
+      changed: ['ConfigMap/ns/new'],
+    });
+  });
+
   it('records a workload seen for the first time as a baseline', () => {
     expect(verdict({ a: '1' }, undefined)).toEqual({ kind: 'baseline' });
   });

@@ -4,6 +4,7 @@
 // A workload's watched set maps configId → usage digest for every config that, by its
 // annotations, should reload it (plus the manual reload request, if any). Comparing that set
 // with the ledger's gives level-triggered decisions: a restart misses nothing and repeats nothing.
+import { createHash } from 'node:crypto';
 import {
   type AnnotationGlobals,
   CONFIG_KINDS,
@@ -14,7 +15,7 @@ import {
 } from './annotations.ts';
 import { MISSING, UNSEEN, usageDigest } from './config-hash.ts';
 import type { ConfigRecord, WorkloadRecord } from './records.ts';
-import { type ConfigRef, type ConfigUse, configId } from './types.ts';
+import { type ConfigRef, type ConfigUse, configId, configRefOf } from './types.ts';
 
 /** Pseudo-config carrying the value of gitops-reloader.io/reload-requested-at. */
 export const REQUEST = 'request';
@@ -33,15 +34,24 @@ export interface WatchedSet {
   skipped: Record<string, string>;
   /** Bad annotations on configs (reported as Events on the workload). */
   problems: string[];
+  /** The configIds of `digests` watched only because a named list names them (the template does not use them). */
+  unreferenced: string[];
 }
 
+/**
+ * `applied` (the ledger's record, when there is one) lets a named config the template does not use be
+ * seen as deleted: it is gone from the namespace, so only the record still names it. It then counts
+ * as MISSING, like a deleted referenced config, and a deletion reloads only with --reload-on-delete
+ * (as in Reloader, whose delete handler reloads every workload naming the config).
+ */
 export function watchedSet(
   w: WorkloadRecord,
   parsed: ParsedWorkloadPolicy,
   configs: ConfigLookup,
   globals: AnnotationGlobals,
+  applied?: Readonly<Record<string, string>>,
 ): WatchedSet {
-  const out: WatchedSet = { digests: {}, reasons: {}, skipped: {}, problems: [] };
+  const out: WatchedSet = { digests: {}, reasons: {}, skipped: {}, problems: [], unreferenced: [] };
   const consider = (use: ConfigUse, referenced: boolean) => {
     const rec = configs.get(use.config);
     // A SecretProviderClass has content only once a pod's mount reported object versions (and only
@@ -69,14 +79,42 @@ export function watchedSet(
     for (const rec of configs.inNamespace(w.ref.namespace, kind)) {
       if (referenced.has(configId(rec.ref))) continue;
       consider({ config: rec.ref, keys: 'all', optional: true }, false);
+      if (Object.hasOwn(out.digests, configId(rec.ref))) out.unreferenced.push(configId(rec.ref));
     }
+  }
+  // A named config deleted since it was recorded: MISSING once (a record of MISSING is not kept up).
+  for (const [id, digest] of Object.entries(applied ?? {})) {
+    if (id === REQUEST || digest === MISSING || referenced.has(id) || Object.hasOwn(out.digests, id))
+      continue;
+    const ref = configRefOf(id);
+    if (ref.namespace !== w.ref.namespace || ref.kind === 'SecretProviderClass') continue;
+    if (configs.get(ref) !== undefined) continue; // present, and not watched: no longer named
+    const d = decide(parsed.policy, { ref, annotations: undefined, referenced: false }, globals);
+    if (d.rule !== 'named') continue;
+    out.digests[id] = MISSING;
+    out.reasons[id] = `${d.reason}; deleted`;
+    out.unreferenced.push(id);
   }
   const request = w.annotations[KEYS.reloadRequestedAt];
   if (request !== undefined && request !== '') {
-    out.digests[REQUEST] = request;
+    out.digests[REQUEST] = requestDigest(request);
     out.reasons[REQUEST] = `${KEYS.reloadRequestedAt}=${request}`;
   }
   return out;
+}
+
+/** The longest reload request kept as it is in the ledger (a longer one is kept as its SHA-256). */
+const MAX_REQUEST_CHARS = 256;
+
+/**
+ * What the ledger records of a reload request: the annotation's value as written (a time, usually),
+ * or, for a value the ledger cannot hold as a line of text (control characters, very long), its
+ * SHA-256. Only equality is ever asked of it.
+ */
+export function requestDigest(value: string): string {
+  const printable = ![...value].some((ch) => ch.charCodeAt(0) < 0x20 || ch.charCodeAt(0) === 0x7f);
+  if (printable && value.length <= MAX_REQUEST_CHARS) return value;
+  return `sha256:${createHash('sha256').update(value, 'utf8').digest('hex')}`;
 }
 
 export type Verdict =
@@ -98,6 +136,11 @@ export interface VerdictOptions {
    * content is compared with the digest last applied.
    */
   reloadOnDelete?: boolean;
+  /**
+   * Configs whose first appearance in the set is a change, not a new baseline: named configs the
+   * template does not use, just created, under --reload-on-create (Reloader's create handler).
+   */
+  created?: readonly string[];
 }
 
 /**
@@ -113,13 +156,17 @@ export function verdict(
   applied: Record<string, string> | undefined,
   opts: VerdictOptions = {},
 ): Verdict {
-  if (applied === undefined) return { kind: 'baseline' };
+  if (applied === undefined) {
+    // A workload not tracked until a config it names was created (it named only missing ones).
+    const created = (opts.created ?? []).filter((id) => Object.hasOwn(current, id));
+    return created.length > 0 ? { kind: 'reload', changed: [...created].sort() } : { kind: 'baseline' };
+  }
   const changed: string[] = [];
   const added: string[] = [];
   const deleted: string[] = [];
   for (const [id, digest] of Object.entries(current)) {
     if (!Object.hasOwn(applied, id)) {
-      if (id === REQUEST) changed.push(id);
+      if (id === REQUEST || opts.created?.includes(id)) changed.push(id);
       else added.push(id);
     } else if (applied[id] !== digest) {
       if (digest === MISSING && !opts.reloadOnDelete) deleted.push(id);

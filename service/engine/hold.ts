@@ -1,8 +1,8 @@
 // Records a reload held until its workload's restart window opens: the pending action goes to the
 // ledger (so a restarted service holds it too, with the same cutoff), and a ReloadDeferred Event says
 // until when. The reconciler keeps the timer that submits it again. And records a reload held while
-// a config its pods need is missing, which needs no timer (docs/adr/0024). And applies a workload's
-// batch window (pause-period) to an action the queue takes.
+// a config its pods need is missing, which needs no timer (docs/adr/0024). And keeps each workload's
+// batch window (pause-period), which the queue waits for.
 
 import { KEYS } from '../core/annotations.ts';
 import { realTimers, type Timers } from '../core/batcher.ts';
@@ -178,21 +178,78 @@ export function batchVerdict(
   workload: string,
   set: Record<string, string>,
   applied: Record<string, string> | undefined,
+  created: readonly string[] = [],
 ): Verdict {
-  const v = verdict(set, applied, { reloadOnDelete: d.cfg.reloadOnDelete });
+  const v = verdict(set, applied, { reloadOnDelete: d.cfg.reloadOnDelete, created });
   const gate = d.gate;
   if (v.kind !== 'reload' || !gate?.holding || !v.changed.every((c) => gate.holding?.(workload, c))) return v;
   return { kind: 'none', deleted: [] };
 }
 
 /**
- * The action as the queue takes it under the workload's batch window (pause-period), if it has one:
- * the window runs from the end of the last reload, also one from before a restart (the ledger's).
+ * Reloader's pause-period, read as a trailing batch window (issue 37): a workload's first change
+ * opens a window of the period, every change made in it joins the one reload that runs when it ends,
+ * and a change after that opens the next window. Reloader gets the same by pausing the Deployment
+ * (`spec.paused`) with its first change and resuming it after the period; nothing is written here:
+ * the queue does not start the action before the window's end (`notBefore`). The window is kept in
+ * memory: a change found at start-up opens a new one.
  */
-export function batchWindowed(d: Pick<ReconcilerDeps, 'state' | 'ledger'>, a: ReloadAction): ReloadAction {
-  const windowMs = d.state.workloads.get(a.workload)?.parsed.policy.batchWindowMs;
-  if (windowMs === undefined) return a;
-  const last = d.ledger.get(a.workload)?.reloadedAt;
-  const notBefore = last ? Date.parse(last) + windowMs : undefined;
-  return { ...a, minIntervalMs: windowMs, ...(notBefore ? { notBefore } : {}) };
+export class BatchWindows {
+  /** Per workload: when its open window ends (epoch ms). */
+  readonly #ends = new Map<string, number>();
+  readonly #d: Pick<ReconcilerDeps, 'state' | 'log'>;
+  readonly #now: () => number;
+
+  constructor(d: Pick<ReconcilerDeps, 'state' | 'log'>, now: () => number) {
+    this.#d = d;
+    this.#now = now;
+  }
+
+  /** The action as the queue takes it: not before its window's end, opening one if none is open. */
+  apply(a: ReloadAction): ReloadAction {
+    const t = this.#d.state.workloads.get(a.workload);
+    const windowMs = t?.parsed.policy.batchWindowMs;
+    if (t === undefined || windowMs === undefined) {
+      this.#ends.delete(a.workload);
+      return a;
+    }
+    const now = this.#now();
+    let end = this.#ends.get(a.workload);
+    if (end === undefined || end <= now) {
+      // A retry or a resumed reload has waited for its window already.
+      if (a.resumed) return a;
+      end = now + windowMs;
+      this.#ends.set(a.workload, end);
+      this.#d.log.info(
+        {
+          workload: a.workload,
+          configs: a.changed.map(display),
+          changeRV: a.changeRV,
+          until: new Date(end).toISOString(),
+        },
+        'reload waits for its batch window (pause-period)',
+      );
+    } else {
+      this.#d.log.info(
+        {
+          workload: a.workload,
+          configs: a.changed.map(display),
+          changeRV: a.changeRV,
+          until: new Date(end).toISOString(),
+        },
+        'change joins the open batch window (pause-period)',
+      );
+    }
+    return { ...a, notBefore: end };
+  }
+
+  /** The workload's reload started: its window is over, and the next change opens a new one. */
+  started(workload: string): void {
+    this.#ends.delete(workload);
+  }
+
+  /** When each open window ends, for the status page and tests. */
+  openUntil(workload: string): number | undefined {
+    return this.#ends.get(workload);
+  }
 }

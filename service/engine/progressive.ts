@@ -6,7 +6,7 @@
 
 import { KEYS } from '../core/annotations.ts';
 import { realTimers, type Timers } from '../core/batcher.ts';
-import { MAX_HALT_WHY_CHARS } from '../core/ledger-entry.ts';
+import { haltWhy } from '../core/ledger-entry.ts';
 import { notJudgedAtAdmission, replacementsFailed } from '../core/pod-health.ts';
 import type { ConfigRecord } from '../core/records.ts';
 import { type CutReason, mergeActions, type Outcome, type ReloadAction } from '../core/reload-action.ts';
@@ -603,7 +603,7 @@ export class Progressive {
       digest: h.digest,
       cutoff: new Date(a.cutoffMs).toISOString(),
       wave: h.wave,
-      why: h.why.slice(0, MAX_HALT_WHY_CHARS),
+      why: haltWhy(h.why),
       at: new Date(h.atMs).toISOString(),
     };
     try {

@@ -104,7 +104,7 @@ export async function judgeAtStart(d: ReconcilerDeps, h: StartupHooks): Promise<
       writes.push([t.id, { ...base, configs: recordable(set, entry?.configs, opts) }]);
       if (keyChanged) rebaselined++;
     } else if (v.kind === 'baseline' || v.kind === 'rebaseline') {
-      if (!isTracked({ digests: set, reasons: {}, skipped: {}, problems: [] })) continue;
+      if (!isTracked({ digests: set, reasons: {}, skipped: {}, problems: [], unreferenced: [] })) continue;
       writes.push([t.id, { ...base, configs: v.kind === 'rebaseline' ? v.record : set }]);
       if (v.kind === 'baseline') log.info(fields(t), 'baseline recorded');
     } else if (v.kind === 'none' && base && entry?.pending) {

@@ -51,6 +51,11 @@ export function apiVersionOf(kind: string): string {
   return API_VERSIONS[kind] ?? 'v1';
 }
 
+/** Stakater Reloader's reason for a reason of ours with the same meaning (--reloader-compat). */
+export const RELOADER_REASONS: Readonly<Partial<Record<EventReason, string>>> = {
+  ReloadFailed: 'ReloadFail',
+};
+
 export class EventRecorder {
   readonly #core: CoreApi;
   readonly #log: Logger;
@@ -58,10 +63,14 @@ export class EventRecorder {
   readonly #suppressMs: number;
   readonly #instance = os.hostname();
 
-  constructor(core: CoreApi, log: Logger, suppressMs = 10 * 60_000) {
+  /** Reason names changed on the way out (--reloader-compat: ReloadFailed is Reloader's ReloadFail). */
+  readonly #renamed: Readonly<Partial<Record<EventReason, string>>>;
+
+  constructor(core: CoreApi, log: Logger, suppressMs = 10 * 60_000, o: { reloaderReasons?: boolean } = {}) {
     this.#core = core;
     this.#log = log;
     this.#suppressMs = suppressMs;
+    this.#renamed = o.reloaderReasons ? RELOADER_REASONS : {};
   }
 
   /** Emits an Event; never throws (a failed Event is logged, the reload goes on). */
@@ -90,7 +99,7 @@ export class EventRecorder {
             namespace: target.namespace,
             uid: target.uid,
           },
-          reason,
+          reason: this.#renamed[reason] ?? reason,
           message: message.slice(0, 1024),
           type,
           source: { component: 'gitops-reloader' },

@@ -360,10 +360,11 @@ export class Ledger {
   #identified(id: string, entry: LedgerEntry): LedgerEntry {
     const known = this.#identify?.(id, Object.keys(entry.configs));
     if (!known) return entry;
-    const configUids = { ...entry.configUids, ...known.configUids };
+    const { configUids: before, ...rest } = entry;
+    const configUids = { ...before, ...known.configUids };
     for (const c of Object.keys(configUids)) if (!Object.hasOwn(entry.configs, c)) delete configUids[c];
     return {
-      ...entry,
+      ...rest,
       ...(known.uid ? { uid: known.uid } : {}),
       ...(Object.keys(configUids).length > 0 ? { configUids } : {}),
     };
@@ -387,6 +388,8 @@ export class Ledger {
       group.change.set(key, value);
       group.ids.push(id);
     };
+    // An entry that cannot be encoded fails alone: the other entries of the call are still written.
+    const failures: unknown[] = [];
     for (const [id, entry] of changes) {
       const key = ledgerKey(id);
       const home = this.shardFor(id);
@@ -395,7 +398,10 @@ export class Ledger {
         try {
           value = encodeEntry(id, this.#identified(id, entry));
         } catch (err) {
-          throw this.#wrap(err, `encoding the ledger entry of ${id}`, { workloads: [id], shard: home });
+          failures.push(
+            this.#wrap(err, `encoding the ledger entry of ${id}`, { workloads: [id], shard: home }),
+          );
+          continue;
         }
       }
       add(home, key, value, id);
@@ -414,7 +420,6 @@ export class Ledger {
         () =>
           this.#enqueue(shard, change, ids, fence),
     );
-    const failures: unknown[] = [];
     const run = async () => {
       for (let job = jobs.shift(); job; job = jobs.shift()) {
         await job().catch((err: unknown) => failures.push(err));
@@ -424,7 +429,7 @@ export class Ledger {
     if (failures.length === 1) throw failures[0];
     if (failures.length > 1) {
       throw new LedgerError(
-        `${failures.length} of ${perShard.size} ledger shard writes failed: ` +
+        `${failures.length} ledger writes failed (${perShard.size} shards written to): ` +
           failures.map((f) => (f instanceof Error ? f.message : String(f))).join('; '),
         { cause: new AggregateError(failures) },
       );

@@ -131,3 +131,38 @@ describe('configRecord', () => {
     expect(rec?.writer).toBe(`flapper?${'x'.repeat(120)}`);
   });
 });
+
+describe("Reloader's custom annotation keys on records", () => {
+  const aliases = {
+    'reloader.stakater.com/auto': 'example.com/auto',
+    'reloader.stakater.com/ignore': 'example.com/ignore',
+  };
+
+  it('reads a custom key as the default one, on the workload and its pod template, and drops the default', () => {
+    const rec = workloadRecord(
+      'Deployment',
+      {
+        metadata: {
+          ...meta,
+          annotations: { 'example.com/auto': 'true', 'reloader.stakater.com/auto': 'false' },
+        },
+        spec: {
+          template: { metadata: { annotations: { 'example.com/auto': 'true' } }, spec: { containers: [] } },
+        },
+      },
+      aliases,
+    );
+    expect(rec?.annotations).toEqual({ 'reloader.stakater.com/auto': 'true' });
+    expect(rec?.templateAnnotations).toEqual({ 'reloader.stakater.com/auto': 'true' });
+  });
+
+  it('reads a custom key on a config', () => {
+    const rec = configRecord(
+      'ConfigMap',
+      { metadata: { ...meta, annotations: { 'example.com/ignore': 'true' } }, data: {} },
+      Buffer.alloc(32, 1),
+      aliases,
+    );
+    expect(rec?.annotations).toEqual({ 'reloader.stakater.com/ignore': 'true' });
+  });
+});

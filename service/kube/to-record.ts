@@ -1,6 +1,7 @@
 // Turns raw API objects (plain JSON from LIST/WATCH) into the slim records the caches keep.
 // ConfigMap and Secret data is hashed here and goes no further.
 import { createHash } from 'node:crypto';
+import { type AnnotationAliases, withDefaultKeys } from '../core/annotation-keys.ts';
 import { canonicalJson } from '../core/canonical-json.ts';
 import { newestWrite } from '../core/catch-up.ts';
 import { type ConfigDigest, hashConfig, namespaceKey } from '../core/config-hash.ts';
@@ -26,7 +27,12 @@ export interface RawObject {
   [k: string]: unknown;
 }
 
-export function configRecord(kind: ConfigKind, raw: RawObject, key: Buffer): ConfigRecord | undefined {
+export function configRecord(
+  kind: ConfigKind,
+  raw: RawObject,
+  key: Buffer,
+  aliases?: AnnotationAliases,
+): ConfigRecord | undefined {
   const m = raw.metadata;
   if (!m?.name || !m.namespace) return undefined;
   const digest: ConfigDigest = hashConfig(
@@ -41,7 +47,7 @@ export function configRecord(kind: ConfigKind, raw: RawObject, key: Buffer): Con
     ref: { kind, namespace: m.namespace, name: m.name },
     uid: m.uid ?? '',
     resourceVersion: m.resourceVersion ?? '',
-    annotations: relevant(m.annotations),
+    annotations: relevant(withDefaultKeys(m.annotations, aliases)),
     labels: relevant(m.labels),
     digest,
     ...optional('writtenAtMs', newestWrite(m)),
@@ -107,7 +113,11 @@ export function templateHashOf(kind: WorkloadKind, raw: RawObject): string {
  * controller (a CronJob's Job: the CronJob is reloaded instead; another controller's Job is its own
  * business, and recreating it would fight that controller).
  */
-export function workloadRecord(kind: WorkloadKind, raw: RawObject): WorkloadRecord | undefined {
+export function workloadRecord(
+  kind: WorkloadKind,
+  raw: RawObject,
+  aliases?: AnnotationAliases,
+): WorkloadRecord | undefined {
   const m = raw.metadata;
   if (!m?.name || !m.namespace || !m.uid) return undefined;
   if (kind === 'Job' && m.ownerReferences?.some((o) => o.controller === true)) return undefined;
@@ -123,8 +133,8 @@ export function workloadRecord(kind: WorkloadKind, raw: RawObject): WorkloadReco
     ref: { kind, namespace: m.namespace, name: m.name, uid: m.uid },
     resourceVersion: m.resourceVersion ?? '',
     generation: m.generation ?? 0,
-    annotations: relevant(m.annotations),
-    templateAnnotations: relevant(template?.metadata?.annotations),
+    annotations: relevant(withDefaultKeys(m.annotations, aliases)),
+    templateAnnotations: relevant(withDefaultKeys(template?.metadata?.annotations, aliases)),
     labels: workloadLabels(m.labels),
     uses: template?.spec ? extractReferences(m.namespace, template.spec) : [],
     templateHash: hashTemplate(template),

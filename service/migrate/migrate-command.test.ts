@@ -113,9 +113,8 @@ describe('migrate --values', () => {
     expect(code).toBe(NOT_CARRIED_EXIT);
     expect(err).toMatch(/could not be carried over/);
     const notCarried = out.slice(out.indexOf('NOT CARRIED OVER'));
-    expect(notCarried).toMatch(
-      /--auto-annotation=example\.io\/reload-me: custom annotation names are not supported; rename/,
-    );
+    expect(notCarried).not.toMatch(/--auto-annotation/);
+    expect(values.extraArgs).toContain('--auto-annotation=example.io/reload-me');
     expect(notCarried).toMatch(/ALERT_ON_RELOAD: chat alerts/);
     expect(notCarried).toMatch(/ALERT_WEBHOOK_URL: chat alerts/);
     expect(notCarried).toMatch(/isOpenshift/);
@@ -138,6 +137,43 @@ describe('migrate --values', () => {
     );
     expect(code).toBe(NOT_CARRIED_EXIT);
     expect(out).toMatch(/reloader\.frobnicate: not a Reloader chart value that migrate knows/);
+  });
+
+  it('carries reloadOnCreate: true over as --reload-on-create=true (named configs the template does not use)', async () => {
+    let out = '';
+    const code = await migrate(
+      ['--values=-'],
+      {},
+      (s) => {
+        out += s;
+      },
+      () => undefined,
+      () => 'reloader:\n  reloadOnCreate: true\n  reloadOnDelete: true\n',
+    );
+    expect(code).toBe(0);
+    expect(parse(out)).toMatchObject({
+      reload: { reloadOnDelete: true },
+      extraArgs: ['--reload-on-create=true'],
+    });
+  });
+
+  it("keeps Reloader's observable surfaces: text logs unless told json, the ReloadFail reason, port 9090", async () => {
+    expect((await run(`--values=${fixture('defaults.yaml')}`)).values).toMatchObject({
+      logFormat: 'text',
+      reloaderCompat: true,
+      http: { port: 9090 },
+    });
+    let out = '';
+    await migrate(
+      ['--values=-'],
+      {},
+      (s) => {
+        out += s;
+      },
+      () => undefined,
+      () => 'reloader:\n  logFormat: json\n',
+    );
+    expect(parse(out)).toMatchObject({ logFormat: 'json' });
   });
 
   it('refuses to guess: one source, readable YAML', async () => {

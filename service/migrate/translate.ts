@@ -138,6 +138,9 @@ export function translate(install: ReloaderInstall, o: TranslateOptions): Transl
     notes.push(
       'reloadOnCreate: false in Reloader: gitops-reloader always reloads when a ConfigMap or Secret a workload references is created (a missing config is a state of its own)',
     );
+  } else {
+    // The creation of a config a workload names but does not use reloads it only with the flag.
+    extraArgs.push('--reload-on-create=true');
   }
   if (truthy(get('reload-on-delete'))) {
     put(
@@ -176,10 +179,15 @@ export function translate(install: ReloaderInstall, o: TranslateOptions): Transl
     if (v) extraArgs.push(`${to}=${v}`);
   }
 
-  const format = get('log-format');
-  if (format !== undefined && format.toLowerCase() !== 'json' && format !== '') {
-    notCarried.push(`--log-format=${format}: gitops-reloader logs JSON only`);
-  }
+  // Alerts and probes keyed on Reloader's Event reason and port keep working.
+  put('reloaderCompat', true, "Reloader's ReloadFail Event reason");
+  put('http.port', 9090, "Reloader's metrics port :9090 (/metrics, /live)");
+
+  // Reloader logs text unless told json; keep what the team's log pipeline reads.
+  const format = (get('log-format') ?? '').toLowerCase();
+  if (format === '') put('logFormat', 'text', 'logFormat: "" (Reloader logs text)');
+  else if (format === 'json') put('logFormat', 'json', '--log-format=json');
+  else notCarried.push(`--log-format=${format}: neither json nor Reloader's text (empty)`);
   const level = get('log-level');
   if (level) {
     const ours = LOG_LEVEL[level.toLowerCase()];
@@ -197,13 +205,10 @@ export function translate(install: ReloaderInstall, o: TranslateOptions): Transl
     );
   }
 
+  // Custom annotation keys are read as Reloader's (service/core/annotation-keys.ts).
   for (const [name, key] of Object.entries(RELOADER_ANNOTATION_FLAGS)) {
     const v = get(name);
-    if (v !== undefined && v !== key) {
-      notCarried.push(
-        `--${name}=${v}: custom annotation names are not supported; rename "${v}" to "${key}" on your workloads and configs`,
-      );
-    }
+    if (v !== undefined && v !== key) extraArgs.push(`--${name}=${v}`);
   }
   if (truthy(get('enable-pprof')))
     notCarried.push('--enable-pprof: there is no Go pprof; use the process_* and nodejs_* metrics');

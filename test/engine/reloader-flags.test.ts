@@ -3,6 +3,7 @@
 // Rollout watch with --is-Argo-Rollouts=false.
 import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect } from 'vitest';
+import { changeOf, decidedNoReload } from '../support/decisions.ts';
 import { it, type Kube } from '../support/kube.ts';
 import { events, waitForEvent, waitReadyPods } from '../support/observe.ts';
 import { hashKeyFile, killAll, serviceArgs, startService } from '../support/service.ts';
@@ -91,12 +92,44 @@ describe("Reloader's flags", () => {
   });
 
   it('stop start-up with a message naming what to do instead', async ({ namespace }) => {
-    const svc = startService(
-      serviceArgs(namespace, await hashKeyFile(), ['--secret-annotation=example.io/reload']),
-    );
+    const svc = startService(serviceArgs(namespace, await hashKeyFile(), ['--enable-pprof=true']));
     expect(await svc.exited).toBe(2);
-    expect(svc.text.join('')).toMatch(
-      /--secret-annotation=example\.io\/reload is refused: .*rename "example\.io\/reload" to "secret\.reloader\.stakater\.com\/reload"/,
+    expect(svc.text.join('')).toMatch(/--enable-pprof=true is refused: there is no Go pprof/);
+  });
+
+  it('read a custom annotation key (--configmap-annotation) instead of the default one', async ({
+    kube,
+    namespace,
+  }) => {
+    await kube.core.createNamespacedConfigMap({ namespace, body: configMap('app', { k: '1' }) });
+    for (const [name, key] of [
+      ['custom', 'example.io/reload'],
+      ['default', 'configmap.reloader.stakater.com/reload'],
+    ] as const) {
+      await kube.apps.createNamespacedDeployment({
+        namespace,
+        body: deployment(name, {
+          annotations: { [key]: 'app' },
+          container: { envFrom: [{ configMapRef: { name: 'app' } }] },
+        }),
+      });
+      await waitReadyPods(kube, namespace, name, 1);
+    }
+    const svc = startService(
+      serviceArgs(namespace, await hashKeyFile(), [
+        '--debounce=0s',
+        '--configmap-annotation=example.io/reload',
+      ]),
     );
+    await svc.waitForLog('ready', (l) => l.msg === 'ready', 60_000);
+    const change = await kube.core.replaceNamespacedConfigMap({
+      name: 'app',
+      namespace,
+      body: configMap('app', { k: '2' }),
+    });
+    await waitForEvent(kube, namespace, 'Reloaded', 'custom');
+    // The default key is no longer read, as in Reloader with the flag.
+    await decidedNoReload(svc, changeOf('ConfigMap', change), { workload: 'Deployment/default' });
+    expect(await events(kube, namespace, 'Reloaded', 'default')).toHaveLength(0);
   });
 });

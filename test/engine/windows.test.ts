@@ -3,6 +3,7 @@
 // that opens at the next whole minute, and waits for Events and pods, never for the clock.
 import { afterEach, describe, expect, inject } from 'vitest';
 import { plan } from '../../service/plan-command.ts';
+import { idle } from '../support/decisions.ts';
 import { it, type Kube } from '../support/kube.ts';
 import { events, waitAllReplaced, waitForEvent, waitReadyPods } from '../support/observe.ts';
 import { hashKeyFile, killAll, serviceArgs, startService } from '../support/service.ts';
@@ -130,7 +131,7 @@ describe('maintenance windows and batch windows', () => {
     expect(done?.p).toBeUndefined();
   });
 
-  it('reads pause-period as a batch window: the first change reloads at once, later ones once after it', async ({
+  it('reads pause-period as a trailing batch window: two changes 5 s apart roll out once, after the window (issue 37)', async ({
     kube,
     namespace,
   }) => {
@@ -150,26 +151,34 @@ describe('maintenance windows and batch windows', () => {
     const generation = (await kube.apps.readNamespacedDeployment({ name: 'web', namespace })).metadata
       ?.generation;
 
+    // The first change waits for the window; the second, 5 s later (as Reloader's users make them),
+    // joins it.
     await setCm(kube, namespace, '2');
-    const firstDone = await svc.waitForLog('first reload', (l) => l.msg === 'reload complete');
-    const afterFirst = await waitAllReplaced(kube, namespace, 'web', before, 1);
+    const opened = await svc.waitForLog(
+      'the batch window opened',
+      (l) => l.msg === 'reload waits for its batch window (pause-period)',
+    );
+    await waitFor(() => (Date.now() - Date.parse(opened.time as string) >= 5_000 ? true : pending('5 s')), {
+      describe: 'the second change 5 s after the first',
+      timeout: 10_000,
+    });
     await setCm(kube, namespace, '3');
-    await setCm(kube, namespace, '4');
+    await svc.waitForLog(
+      'the change joined',
+      (l) => l.msg === 'change joins the open batch window (pause-period)',
+    );
+    expect(svc.logs.filter((l) => l.msg === 'reload started')).toEqual([]);
 
-    const second = await waitFor(
-      () => {
-        const started = svc.logs.filter((l) => l.msg === 'reload started');
-        const second = started[1];
-        return second ?? pending(started.length);
-      },
-      { describe: 'a second reload', timeout: 60_000 },
+    const started = await svc.waitForLog('the reload', (l) => l.msg === 'reload started', 60_000);
+    expect(Date.parse(started.time as string)).toBeGreaterThanOrEqual(Date.parse(opened.until as string));
+    const after = await waitAllReplaced(kube, namespace, 'web', before, 1);
+    await svc.waitForLog('reload complete', (l) => l.msg === 'reload complete');
+    // One rollout for both changes: nothing more under way, one reload started, its pod still there.
+    await idle(svc, `Deployment/${namespace}/web`);
+    expect(svc.logs.filter((l) => l.msg === 'reload started')).toHaveLength(1);
+    expect((await waitReadyPods(kube, namespace, 'web', 1)).map((p) => p.uid)).toEqual(
+      after.map((p) => p.uid),
     );
-    expect(Date.parse(second.time as string) - Date.parse(firstDone.time as string)).toBeGreaterThanOrEqual(
-      12_000,
-    );
-    await waitAllReplaced(kube, namespace, 'web', afterFirst, 1);
-    await svc.waitForLog('second reload complete', (l) => l.msg === 'reload complete' && l !== firstDone);
-    expect(svc.logs.filter((l) => l.msg === 'reload started')).toHaveLength(2);
     // Said once; the Deployment was never paused or otherwise written.
     expect(await events(kube, namespace, 'ReloadAnnotationMapped', 'web')).toHaveLength(1);
     const d = await kube.apps.readNamespacedDeployment({ name: 'web', namespace });
