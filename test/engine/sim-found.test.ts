@@ -135,8 +135,12 @@ describe('defects the engine simulation found', () => {
     mark = svc.logs.length;
     await kube.core.deleteNamespacedConfigMap({ name: 'app', namespace });
     await logAfter(svc, 'the deletion observed', mark, (l) => l.msg === 'config changed');
+    // A1 ends one of two ways, by a race inside the service (measured both ways; issue 34 leaves it
+    // open): the deletion supersedes it at once (ADR 0039: it stops, its slot released), or it runs
+    // on until its webhook's answer fails it and its retry waits. Either way the config is missing, so
+    // what is planned is held; the claim is what follows: the config's return is reloaded, its
+    // content not taken for one under way.
     hook.open.shift()?.writeHead(400).end();
-    await svc.waitForLog('A1 failed', (l) => web(l) && l.msg === 'reload failed');
     await svc.waitForLog(
       'A2 held',
       (l) => web(l) && l.msg === 'reload held: a config the pods need is missing',
@@ -261,8 +265,8 @@ describe('a pending reload whose configs changed again while the service was dow
     kube,
     namespace,
   }) => {
-    // A1 (k=2) runs slowly; the config changes again (k=3); the service crashes with A1 pending. While
-    // it is down the pod template changes: every pod is new, created after k=3 was written. Before the
+    // A1 (k=2) runs slowly; the service crashes with A1 pending; while it is down the config changes
+    // again (k=3) and the pod template changes: every pod is new, created after k=3 was written. Before the
     // fix the start took the pending reload whose target differs for a change found "now", with no
     // pod-age check, and replaced every pod again.
     await kube.core.createNamespacedConfigMap({ namespace, body: configMap('app', { k: '1' }) });
@@ -280,13 +284,12 @@ describe('a pending reload whose configs changed again while the service was dow
       async () => (await ledgerEntry(kube, namespace, id))?.pending ?? pending('no pending entry yet'),
       { describe: 'A1 recorded as pending', timeout: 30_000 },
     );
-    const mark = first.logs.length;
-    const written = await setApp(kube, namespace, '3');
-    await logAfter(first, 'the second change seen', mark, (l) => l.msg === 'config changed');
     await first.kill();
     expect((await ledgerEntry(kube, namespace, id))?.pending).toBeDefined();
 
-    // While down: a template change rolls every pod, each created after k=3 was written.
+    // While down: the config changes again (k=3; a change the running service saw would supersede A1
+    // at once, ADR 0039), then a template change rolls every pod, each created after k=3 was written.
+    const written = await setApp(kube, namespace, '3');
     const writeMs = writtenAt(written);
     await pastTheSecondOf(writeMs + 1000);
     await kube.apps.replaceNamespacedDeployment({ name: 'web', namespace, body: body('2') });
