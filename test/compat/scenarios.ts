@@ -16,6 +16,7 @@ import type {
   V1Volume,
 } from '@kubernetes/client-node';
 import type { Kube } from '../support/kube.ts';
+import { configMap } from '../support/workloads.ts';
 
 export type WorkloadKind = 'Deployment' | 'StatefulSet' | 'DaemonSet' | 'CronJob' | 'Job';
 export type Expected = 'reload' | 'none';
@@ -56,18 +57,8 @@ const AUTO = { 'reloader.stakater.com/auto': 'true' };
 const cmReload = (names: string) => ({ 'configmap.reloader.stakater.com/reload': names });
 const secretReload = (names: string) => ({ 'secret.reloader.stakater.com/reload': names });
 
-export function cm(
-  name: string,
-  data: Record<string, string>,
-  annotations?: Record<string, string>,
-): V1ConfigMap {
-  return {
-    apiVersion: 'v1',
-    kind: 'ConfigMap',
-    metadata: { name, ...(annotations ? { annotations } : {}) },
-    data,
-  };
-}
+/** A ConfigMap: the suite's short name for the one helper of test/support. */
+export const cm = configMap;
 
 export function secret(
   name: string,
