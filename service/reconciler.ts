@@ -9,6 +9,7 @@
 import { identities } from './catch-up.ts';
 import { KEYS } from './core/annotations.ts';
 import { type Batch, Batcher, type Change, realTimers, type Timers } from './core/batcher.ts';
+import { ofThisObject } from './core/ledger-entry.ts';
 import { isTracked, REQUEST, recordable, watchedSet } from './core/plan.ts';
 import type { ConfigRecord } from './core/records.ts';
 import {
@@ -60,6 +61,12 @@ export class Reconciler {
   readonly #newest = new Map<string, Recency>();
   /** Workloads whose baseline the ledger refused: the digests it was for, until one is recorded. */
   readonly #refused = new Map<string, Record<string, string>>();
+  /**
+   * Workloads this term saw created: their pods read what the configs held then, so a ledger entry
+   * about an older object of the name (its removal refused when that one was deleted) says nothing of
+   * them. One found at a term's start is judged by the catch-up instead, old entry and pods together.
+   */
+  readonly #createdHere = new Set<string>();
   readonly #retrying = new Set<string>();
   readonly #holds: WindowHolds;
   readonly #running = new Set<string>();
@@ -113,7 +120,13 @@ export class Reconciler {
       const r = this.#cuts.get(workload);
       if (r && !r.ctl.signal.aborted && carries(r.action)) r.ctl.abort(why);
     };
-    this.#gates = new Gates(d, { release: (a) => this.#enqueue(a), forget, cut, signal: this.#signal });
+    this.#gates = new Gates(d, {
+      release: (a) => this.#enqueue(a),
+      forget,
+      cut,
+      running: (w) => this.#running.has(w),
+      signal: this.#signal,
+    });
     this.#hooks = new ConfigHooks(d, this.#gates.progressive);
     this.#book = new StatusBook({
       now: () => this.#timers.now(),
@@ -253,6 +266,7 @@ export class Reconciler {
     if (!old && !this.#running.has(now.id)) {
       // A new workload: record its baseline so its first config change is recognised. (One that
       // appears while its reload runs is that reload's doing, a recreated Job: the reload records it.)
+      this.#createdHere.add(now.id);
       this.#judgeAfresh(now.id);
     }
   }
@@ -264,6 +278,7 @@ export class Reconciler {
       void this.#d.strategies.resumeJobs(this.#view(), this.#signal);
     }
     this.#refused.delete(id);
+    this.#createdHere.delete(id);
     if (!this.#running.has(id) && !this.#retrying.has(id)) {
       this.#newest.delete(id);
       this.#recorder.forget(id);
@@ -285,6 +300,7 @@ export class Reconciler {
     this.#timers.clear(this.#sweepTimer);
     for (const t of this.#retryTimers) this.#timers.clear(t);
     this.#retryTimers.clear();
+    this.#createdHere.clear();
     this.#holds.clear();
     this.#gates.stop();
     this.#abort.abort(new Error('the service is stopping'));
@@ -318,9 +334,15 @@ export class Reconciler {
     }
     const watched = this.#watched(t);
     const set = watched.digests ?? {};
+    // An entry about an older object of this name (its removal was refused when that one was deleted)
+    // says nothing of one created while this term watched: it is judged as new, and its baseline
+    // replaces that entry (simulation seed 24741).
+    const recorded = this.#createdHere.has(t.id)
+      ? ofThisObject(ledger.get(t.id), t.rec.ref.uid)
+      : ledger.get(t.id);
     // A baseline the ledger refused still says what the pods read: a change since is one (seed 12045).
-    const refused = ledger.get(t.id) ? undefined : this.#refused.get(t.id);
-    const entry = ledger.get(t.id) ?? (refused && { configs: refused });
+    const refused = recorded ? undefined : this.#refused.get(t.id);
+    const entry = recorded ?? (refused && { configs: refused });
     // --reload-on-create: a named config the template does not use, whose event made this batch, is
     // a change when it first appears (Reloader's create handler); otherwise it is recorded.
     const created = this.#d.cfg.reloadOnCreate

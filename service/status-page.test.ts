@@ -48,7 +48,7 @@ function page() {
   };
 }
 
-const empty = { brake: false, halted: [], running: [], waiting: [], done: [] };
+const empty = { brake: false, halted: [], running: [], waiting: [], excused: [], done: [] };
 
 describe('the status page in hub mode', () => {
   it('shows each cluster, led here or not, and the work of those led here under their names', () => {
@@ -78,5 +78,30 @@ describe('the status page in hub mode', () => {
     const p = page();
     p.show({ leader: false });
     expect(p.summary()).toMatch(/not the leader/);
+  });
+});
+
+describe('the status page, excused members (issue 34)', () => {
+  it('lists the workloads reloaded but not judged, with the reason, for one cluster and in hub mode', () => {
+    const excused = [
+      {
+        workload: 'Deployment/shop/a-api',
+        config: 'ConfigMap/shop/shared',
+        why: 'its pods were not Ready before the change',
+        since: 't1',
+      },
+    ];
+    const p = page();
+    p.show({ leader: true, ...empty, excused });
+    expect(p.rows('excused')).toEqual([
+      ['Deployment/shop/a-api', 'ConfigMap/shop/shared', 'its pods were not Ready before the change', 't1'],
+    ]);
+    expect(p.summary()).toContain('1 excused');
+    const h = page();
+    h.show({
+      hub: true,
+      clusters: { 'a-1': { name: 'prod', server: 'https://a.example', leader: true, ...empty, excused } },
+    });
+    expect(h.rows('excused')[0]?.[0]).toBe('prod: Deployment/shop/a-api');
   });
 });

@@ -24,6 +24,7 @@ th { border-bottom: 1px solid #999; } .brake-on { color: #b00; font-weight: bold
 <h2>Halted changes</h2><table id="halted"><thead><tr><th>config</th><th>wave</th><th>workload</th><th>why</th><th>since</th><th>pods that failed</th></tr></thead><tbody></tbody></table>
 <h2>Running</h2><table id="running"><thead><tr><th>workload</th><th>configs</th><th>since</th></tr></thead><tbody></tbody></table>
 <h2>Waiting</h2><table id="waiting"><thead><tr><th>workload</th><th>why</th><th>configs</th><th>since</th><th>Argo CD app</th></tr></thead><tbody></tbody></table>
+<h2>Excused (reloaded, not judged: not the change's fault)</h2><table id="excused"><thead><tr><th>workload</th><th>config</th><th>why</th><th>since</th></tr></thead><tbody></tbody></table>
 <h2>Done</h2><table id="done"><thead><tr><th>at</th><th>workload</th><th>outcome</th><th>configs (keys changed)</th><th>Argo CD app</th><th>revision</th></tr></thead><tbody></tbody></table>
 <script src="status.js"></script>
 </body>
@@ -50,7 +51,7 @@ function hub(h) {
     var x = h.clusters[a], y = h.clusters[b];
     return x.name < y.name ? -1 : x.name > y.name ? 1 : a < b ? -1 : a > b ? 1 : 0;
   });
-  var merged = { leader: true, brake: false, halted: [], running: [], waiting: [], done: [] };
+  var merged = { leader: true, brake: false, halted: [], running: [], waiting: [], excused: [], done: [] };
   var lines = ids.map(function (id) {
     var c = h.clusters[id];
     var label = (c.name || c.server) + ' (' + c.server + ')';
@@ -58,7 +59,7 @@ function hub(h) {
     if (!c.leader) return label + ': led by another replica';
     var tag = function (x) { var y = Object.assign({}, x); y.workload = (c.name || c.server) + ': ' + x.workload; return y; };
     merged.brake = merged.brake || c.brake;
-    ['halted', 'running', 'waiting', 'done'].forEach(function (k) { merged[k] = merged[k].concat(c[k].map(tag)); });
+    ['halted', 'running', 'waiting', 'excused', 'done'].forEach(function (k) { merged[k] = merged[k].concat((c[k] || []).map(tag)); });
     return label + ': led here';
   });
   return { merged: merged, text: ids.length ? 'hub mode · ' + lines.join(' · ') : 'hub mode: no cluster served' };
@@ -76,7 +77,8 @@ function show(s) {
     return;
   }
   summary.textContent = 'brake: ' + (s.brake ? 'ON, no reload starts' : 'off') + ' · ' + s.halted.length +
-    ' halted · ' + s.running.length + ' running · ' + s.waiting.length + ' waiting';
+    ' halted · ' + s.running.length + ' running · ' + s.waiting.length + ' waiting · ' +
+    (s.excused || []).length + ' excused';
   summary.className = s.brake ? 'brake-on' : '';
   fill('halted', s.halted.map(function (h) {
     return [h.config, h.wave, h.workload, h.why, h.since, h.pods.length ? h.pods.join(', ') : '(not kept across a restart)'];
@@ -85,6 +87,7 @@ function show(s) {
   fill('waiting', s.waiting.map(function (w) {
     return [w.workload, w.why, w.configs.join(', '), w.since || '', w.app || ''];
   }));
+  fill('excused', (s.excused || []).map(function (e) { return [e.workload, e.config, e.why, e.since]; }));
   fill('done', s.done.map(function (d) {
     var configs = d.configs.map(function (c) {
       return d.keys && d.keys[c] ? c + ' [' + d.keys[c].join(', ') + ']' : c;

@@ -9,6 +9,7 @@ import {
   MAX_DIGEST_CHARS,
   MAX_KEY_CHARS,
   MAX_TARGETS,
+  ofThisObject,
   type PendingReload,
   shardOf,
   storedBytes,
@@ -282,6 +283,18 @@ describe('ledger entry uids (docs/catch-up.md)', () => {
       r: '2026-12-01T10:00:00.000Z',
     });
     expect(decodeOk(ledgerKey(W), value).entry).toEqual(withUids);
+  });
+
+  it('tells an entry about another object of the name (ofThisObject): another uid is not this object', () => {
+    const other = '11111111-2222-4333-8444-555555555555';
+    expect(ofThisObject(withUids, UID_W)).toBe(withUids);
+    expect(ofThisObject(withUids, other)).toBeUndefined();
+    // Nothing to tell by: an entry without a uid (written before uids), or a workload whose uid is unknown.
+    const noUid: LedgerEntry = { configs: withUids.configs };
+    expect(ofThisObject(noUid, other)).toBe(noUid);
+    expect(ofThisObject(withUids, undefined)).toBe(withUids);
+    expect(ofThisObject(withUids, '')).toBe(withUids);
+    expect(ofThisObject(undefined, UID_W)).toBeUndefined();
   });
 
   it('still reads an entry written before uids were recorded, and writes none when none is known', () => {

@@ -410,3 +410,16 @@ function deepFreeze<T>(v: T): T {
 
 // Code-unit order, not localeCompare: the encoding must not depend on the process's locale.
 const compare = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/**
+ * The entry, unless it is about another object of the workload's name: it records a uid that differs
+ * from `uid` (an entry whose removal was refused when its workload was deleted, then found by a new
+ * object of the same name). Entries without a uid (written before uids were recorded) are kept.
+ */
+export function ofThisObject(
+  entry: LedgerEntry | undefined,
+  uid: string | undefined,
+): LedgerEntry | undefined {
+  if (entry?.uid === undefined || uid === undefined || uid === '') return entry;
+  return entry.uid === uid ? entry : undefined;
+}

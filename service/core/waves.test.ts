@@ -281,6 +281,56 @@ describe('Waves', () => {
   });
 });
 
+describe('Waves, one workload under two changes (issue 34)', () => {
+  const CM2 = 'ns/ConfigMap/other';
+  const both = (workload: string): Candidate => ({
+    workload,
+    changes: [
+      { config: CM, digest: 'd1' },
+      { config: CM2, digest: 'e1' },
+    ],
+    cutoffMs: 1_000,
+  });
+
+  it('names the members of halted changes, whatever their state (membersOf)', () => {
+    const w = new Waves({ firstWave: 1, gatherMs: 0 });
+    expect(w.offer(cand('Deployment/ns/a'), 0).kind).toBe('run');
+    expect(w.offer(both('Deployment/ns/b'), 0).kind).toBe('wait');
+    expect(w.membersOf(D1)).toEqual(['Deployment/ns/a']);
+    // Another digest is another change: none of its members.
+    expect(w.membersOf([{ config: CM, digest: 'd0' }])).toEqual([]);
+    expect(w.membersOf([{ config: CM2, digest: 'e1' }])).toEqual([]);
+  });
+
+  it('takes a parked member out of the waves it was admitted for (exempt), so the next one takes its place', () => {
+    const w = new Waves({ firstWave: 1, gatherMs: 0 });
+    expect(offerAll(w, ['Deployment/ns/a', 'Deployment/ns/b'], 0)).toEqual(['Deployment/ns/a']);
+    expect(w.exempt('Deployment/ns/a', 'parked', 5)).toEqual([CM]);
+    expect(w.offer(cand('Deployment/ns/b'), 6).kind).toBe('run');
+    expect(w.excused()).toEqual([{ config: CM, workload: 'Deployment/ns/a', why: 'parked', atMs: 5 }]);
+    // Nothing running: nothing to take out.
+    expect(w.exempt('Deployment/ns/a', 'parked', 7)).toEqual([]);
+  });
+
+  it("gives up the settle of a change whose pods another change's reload replaces (unsettle), so the next wave opens", () => {
+    const w = new Waves({ firstWave: 1, gatherMs: 0 });
+    expect(offerAll(w, ['Deployment/ns/a', 'Deployment/ns/b'], 0)).toEqual(['Deployment/ns/a']);
+    expect(w.completed('Deployment/ns/a', 1_000)).toBe(true);
+    // Settling: the second wave waits for it.
+    expect(w.offer(cand('Deployment/ns/b'), 1).kind).toBe('wait');
+    // A reload of a carrying only another change starts: its settle for d1 is given up.
+    const other = [{ config: CM2, digest: 'e1' }];
+    expect(w.unsettle('Deployment/ns/a', other, 'replaced', 2)).toEqual([CM]);
+    expect(w.offer(cand('Deployment/ns/b'), 3).kind).toBe('run');
+    expect(w.excused()).toEqual([{ config: CM, workload: 'Deployment/ns/a', why: 'replaced', atMs: 2 }]);
+    // A reload that carries the change itself keeps its settle (it is judged again by the new one).
+    const v = new Waves({ firstWave: 1, gatherMs: 0 });
+    offerAll(v, ['Deployment/ns/a'], 0);
+    v.completed('Deployment/ns/a', 1_000);
+    expect(v.unsettle('Deployment/ns/a', D1, 'replaced', 2)).toEqual([]);
+  });
+});
+
 describe('waveOrder', () => {
   it('orders by priority (higher first), then namespace, then name', () => {
     const xs = [

@@ -406,6 +406,51 @@ export class Waves {
     this.#byConfig.set(h.config, restored);
   }
 
+  /**
+   * A reload of the workload for other changes starts while its pods settle for these: the pods it
+   * replaces can no longer be judged for them (their failure would be the other change's, their
+   * health proves nothing of these). Each such membership is not judged (MemberState `exempt`,
+   * with `why`), so the next wave may open. Returns the configs whose settle was given up.
+   */
+  unsettle(workload: string, carried: readonly ChangeKey[], why: string, now: number): string[] {
+    const out: string[] = [];
+    for (const p of this.#byConfig.values()) {
+      if (carried.some((c) => keyOf(c) === keyOf(p.key) && c.digest === p.key.digest)) continue;
+      const m = p.members.get(workload);
+      if (m?.state !== 'settling') continue;
+      p.members.set(workload, { state: 'exempt', wave: m.wave, why, atMs: now });
+      out.push(p.key.config);
+    }
+    return out.sort();
+  }
+
+  /**
+   * Its reload for the changes it was admitted for is held by another change's halt (a newer action
+   * of it carries that change too): not judged for them (MemberState `exempt`, with `why`), and its
+   * place in their waves goes to the next workload. Returns the configs of those changes.
+   */
+  exempt(workload: string, why: string, now: number): string[] {
+    const out: string[] = [];
+    for (const p of this.#byConfig.values()) {
+      const m = p.members.get(workload);
+      if (m?.state !== 'running' && m?.state !== 'excused') continue;
+      if (m.wave === p.wave) p.inWave -= 1;
+      p.members.set(workload, { state: 'exempt', wave: m.wave, why, atMs: now });
+      out.push(p.key.config);
+    }
+    return out.sort();
+  }
+
+  /** The workloads admitted for any of these changes (at their digests), in every member state. */
+  membersOf(changes: readonly ChangeKey[]): string[] {
+    const out = new Set<string>();
+    for (const c of changes) {
+      const p = this.#byConfig.get(keyOf(c));
+      if (p?.key.digest === c.digest) for (const w of p.members.keys()) out.add(w);
+    }
+    return [...out].sort();
+  }
+
   /** The halt in force over any of these changes, if one is. */
   haltOf(changes: readonly ChangeKey[]): Halt | undefined {
     for (const c of changes) {

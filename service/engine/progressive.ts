@@ -48,6 +48,8 @@ export interface ProgressiveOptions {
    * removed; a halted one is retried, and held; a superseded one is dropped).
    */
   cut(workload: string, why: CutReason, carries: (a: ReloadAction) => boolean): void;
+  /** Whether the workload's reload runs now (an action of it is under way, not parked or queued). */
+  running?(workload: string): boolean;
   /** Aborts when the term ends. */
   signal: AbortSignal;
 }
@@ -165,8 +167,12 @@ export class Progressive {
     }
     // Judge only what the change does: a workload whose pods are already unhealthy, or whose own
     // rollout runs, cannot be judged for it (core/pod-health.ts notJudgedAtAdmission).
-    const notJudged = notJudgedAtAdmission({ kind: t.rec.ref.kind, ...t.rec });
     const now = this.#timers.now();
+    const admitted = this.#waves.admittedAt(a.workload, changes);
+    const member = admitted !== undefined;
+    // A member's pods may be unhealthy by this engine's own doing (its reload for them was cut when
+    // another config changed): a change joining it is judged with them, not excused by that.
+    const notJudged = member ? undefined : notJudgedAtAdmission({ kind: t.rec.ref.kind, ...t.rec });
     const o = this.#waves.offer(
       {
         workload: a.workload,
@@ -180,11 +186,27 @@ export class Progressive {
     switch (o.kind) {
       case 'run': {
         this.#unpark(a.workload);
-        this.#template.set(a.workload, t.rec.templateHash);
+        // A retry of a member keeps the template its first admission saw: an own rollout begun since
+        // (stuck on another change's bad content) says nothing of the changes it was admitted for.
+        if (!member || !this.#template.has(a.workload)) this.#template.set(a.workload, t.rec.templateHash);
         if (!this.#waves.judging(a.workload, changes)) {
           // Not judged for this change: a settle due for an older one goes on (it is not replaced).
           this.#tellExcused(t, changes);
           return a;
+        }
+        // Its pods still settling for other changes are replaced now: not judged for those.
+        const given = this.#waves.unsettle(
+          a.workload,
+          changes,
+          'a reload for another change replaced its pods before they settled',
+          now,
+        );
+        if (given.length > 0) {
+          this.#d.log.info(
+            { ...fields(t), configs: given.map(display) },
+            'progressive reload: a reload for another change replaces the pods settling for these; not judged for them',
+          );
+          this.#reoffer();
         }
         const gen = this.#bump(a.workload);
         // Its new pods are those created since its first admission, whichever attempt made them.
@@ -194,6 +216,10 @@ export class Progressive {
       }
       case 'wait':
         this.#park(a);
+        // A member (a retry that now carries another change, waiting for that one's wave to open,
+        // not for a gathering) keeps its deadline, so it never holds its first change's wave for
+        // ever (a canary failing fast, parked behind another change's canary: execution simulation).
+        if (admitted !== undefined && o.until === undefined) this.#deadline(a, admitted);
         if (o.until !== undefined) this.#wake(o.until);
         return undefined;
       case 'halted':
@@ -210,6 +236,33 @@ export class Progressive {
         );
         return undefined;
     }
+  }
+
+  /**
+   * A parked member at its deadline (counted from its first admission), if it is still parked: it
+   * made no progress for the changes it was admitted for while it waited for another change's wave,
+   * and what its pods show now is not theirs alone. Not judged for them: it holds none of their
+   * waves, and the next workload takes its place.
+   */
+  #deadline(a: ReloadAction, admittedMs: number): void {
+    const at = admittedMs + this.#d.cfg.reloadDeadlineMs;
+    this.#later(
+      () => {
+        const parked = this.#parked.get(a.workload);
+        if (!parked || this.#o.running?.(a.workload)) return;
+        if (this.#waves.admittedAt(a.workload, changesOf(parked)) !== admittedMs) return;
+        const t = this.#d.state.workloads.get(a.workload);
+        const why = 'parked behind another change past its deadline: not judged for this one';
+        const configs = this.#waves.exempt(a.workload, why, this.#timers.now());
+        if (!t || configs.length === 0) return;
+        this.#d.log.info(
+          { ...fields(t), configs: configs.map(display) },
+          'progressive reload: it waited for another change past its deadline; not judged for the changes it was admitted for, and it holds no wave',
+        );
+        this.#reoffer();
+      },
+      Math.max(0, at - this.#timers.now()),
+    );
   }
 
   /** The workloads in the waves a config's change may concern (those that read it and take part). */
@@ -247,6 +300,19 @@ export class Progressive {
         const c = changesOf(a).find((k) => k.config === config);
         return c !== undefined && c.digest !== now;
       });
+    // So does a reload of another change of a workload that reads this config: the pods it creates
+    // from now on read the new content, and would be judged for the other change (a good change was
+    // halted by the pods of a bad change of another config written mid-reload: execution simulation).
+    // The workload's next batch plans one reload with both. (A deletion is no new content: pods do
+    // not start without a config they need, and its return with the same data changes nothing.)
+    for (const w of digest === undefined ? [] : this.#d.state.affectedBy(configRefOf(config))) {
+      const t = this.#d.state.workloads.get(w);
+      if (!t || !inWaves(t)) continue;
+      this.#o.cut(w, { kind: 'superseded', config }, (a) => {
+        const had = a.contents?.[config] ?? a.target[config];
+        return had !== undefined && had !== now;
+      });
+    }
     for (const a of [...this.#parked.values()]) {
       const c = changesOf(a).find((k) => k.config === config);
       if (!c || c.digest === now) continue;
@@ -592,6 +658,12 @@ export class Progressive {
       );
     for (const h of halts) void this.#reportHalt(t, h);
     void this.#record(a, halts[0] as Halt);
+    // Nothing more of a halted change reaches a workload: the other reloads carrying it that still
+    // run (a member excused at admission, or of a later wave) stop too, and their retries are held.
+    const halted = halts.map((h) => ({ config: h.config, digest: h.digest }));
+    const at = `its change was halted at ${a.workload}`;
+    for (const w of this.#waves.membersOf(halted))
+      if (w !== a.workload) this.#o.cut(w, { kind: 'halted', why: at }, carriesAny(halted));
   }
 
   /** Records the halt on the failing workload's ledger entry: a restart or a new leader holds it too. */

@@ -74,6 +74,16 @@ export async function judgeAtStart(d: ReconcilerDeps, h: StartupHooks): Promise<
     const since =
       entry?.pending && keyChanged ? writtenSince(d, set, Date.parse(entry.pending.cutoff)) : undefined;
     if (entry?.pending && since !== undefined) {
+      // Written again since the reload began, maybe by a sync still running: that sync's end reloads
+      // it (docs/adr/0029), as for any change found at start (engine simulation seed 26441).
+      if (h.heldByGate?.(t, entry.pending.changed, changedBy(d, entry.pending.changed, now))) {
+        const changes = {
+          configs: entry.pending.changed,
+          resourceVersions: versionsOf(state, entry.pending.changed),
+        };
+        log.info({ ...fields(t), ...changes }, 'changed, and held until the Argo CD sync ends');
+        continue;
+      }
       h.submit({
         workload: t.id,
         changed: entry.pending.changed,

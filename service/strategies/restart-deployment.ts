@@ -197,6 +197,22 @@ async function handOver(
   return { outcome: 'handed' };
 }
 
+/** Deletes surge pods one by one, stopping when the term ends; one already gone is fine. */
+async function deleteSurgePods(
+  ctx: StrategyContext,
+  namespace: string,
+  pods: readonly V1Pod[],
+): Promise<void> {
+  for (const s of pods) {
+    ctx.signal.throwIfAborted();
+    await ctx.core
+      .deleteNamespacedPod({ name: s.metadata?.name as string, namespace })
+      .catch((err: { code?: number }) => {
+        if (err.code !== 404) throw err;
+      });
+  }
+}
+
 /** Runs inside RestartSession.run, which opens the views, makes the evictor and closes both. */
 export async function restartDeployment(
   session: RestartSession<V1Deployment>,
@@ -227,6 +243,21 @@ export async function restartDeployment(
     const uid = d.metadata?.uid as string;
     const pods = session.pods();
     const surge = pods.filter((p) => p.metadata?.labels?.[SURGE_LABEL] === uid);
+    // A surge pod made before this reload's cutoff holds older content: a reload the engine stopped
+    // (superseded by a newer change, or halted) left it when its clean-up failed. This reload needs
+    // none of it, and one never Ready (the bad content a fix supersedes) would hold this reload's floor
+    // until its deadline judged the fix by it: it is removed first (issue 34, found by the execution
+    // simulation's bad contents). Surge pods are beyond the replicas: removing one lowers no floor.
+    const stale = surge.filter(
+      (p) =>
+        !p.metadata?.deletionTimestamp &&
+        isBeforeCutoff(p.metadata?.creationTimestamp ?? new Date(0), req.cutoffMs),
+    );
+    if (stale.length > 0) {
+      await deleteSurgePods(ctx, namespace, stale);
+      await evictor.next();
+      continue;
+    }
     const replicas = d.spec?.replicas ?? 1;
     if (!freshChecked && (await req.templateChangedSince(d as unknown as RawObject))) {
       freshHash = (await currentReplicaSet(ctx, d))?.hash;
@@ -321,15 +352,8 @@ export async function restartDeployment(
           await evictor.next();
           continue;
         }
-        for (const s of surge) {
-          // A leader whose term ended leaves its surge pod to the next one (which reuses it).
-          ctx.signal.throwIfAborted();
-          await ctx.core
-            .deleteNamespacedPod({ name: s.metadata?.name as string, namespace })
-            .catch((err: { code?: number }) => {
-              if (err.code !== 404) throw err;
-            });
-        }
+        // A leader whose term ended leaves its surge pods to the next one (which reuses them).
+        await deleteSurgePods(ctx, namespace, surge);
         const n = evictor.evicted.size;
         const how = recreate
           ? ' (strategy Recreate: downtime accepted, no surge pod)'

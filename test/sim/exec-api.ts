@@ -38,14 +38,15 @@ export class ApiModel extends ControlledModel {
   ): Promise<{ status: number; text: string }> {
     const [path = '', query = ''] = pathAndQuery.split('?');
     const q = new URLSearchParams(query);
-    const fault = this.hooks.fault(method, path);
+    const fault = this.hooks.fault(method, path, payload);
     const hang = () =>
       new Promise<never>((_, reject) => {
         signal.addEventListener('abort', () => reject(signal.reason), { once: true });
       });
     if (fault.kind === 'status') {
       const reason =
-        { 500: 'InternalError', 429: 'TooManyRequests', 409: 'Conflict' }[fault.status] ?? 'Unknown';
+        { 500: 'InternalError', 429: 'TooManyRequests', 409: 'Conflict', 403: 'Forbidden' }[fault.status] ??
+        'Unknown';
       return status(fault.status, reason, `modelled ${fault.status}`);
     }
     if (fault.kind === 'hang' && !fault.applied) return hang();

@@ -86,20 +86,22 @@ export interface Sender {
 /** A seeded fault the driver decides for each request of the service. */
 export type Fault =
   | { kind: 'none' }
-  /** Answer with this status (500 InternalError, 429 throttled, 409 Conflict) and change nothing. */
+  /** Answer with this status (500 InternalError, 429 throttled, 409 Conflict, 403 quota) and change nothing. */
   | { kind: 'status'; status: number }
   /** Never answer (the client's own timeout ends it); `applied`: the write happened first. */
   | { kind: 'hang'; applied: boolean };
 
 export interface ModelHooks {
-  /** The fault for this request of the service. */
-  fault(method: string, path: string): Fault;
+  /** The fault for this request of the service (`body`: the write's payload, as sent). */
+  fault(method: string, path: string, body?: string): Fault;
   /** Watch delivery lag, ms. */
   lag(): number;
   /** The longest lag() gives, ms. */
   readonly maxLagMs: number;
   /** ms from creation to Ready for a new pod; undefined: the environment broke it, never Ready. */
-  startMs(): number | undefined;
+  startMs(pod: Obj): number | undefined;
+  /** Whether the environment's heal makes this pod Ready (not one that reads a bad config). Default yes. */
+  healable?(pod: Obj): boolean;
   /** Called for every write of the service that the model accepted, before it acts on it. */
   onWrite(sender: Sender, method: string, path: string, body: string | undefined): void;
   /** A violation the model itself saw (the floor, a template write, a pod replaced twice). */
@@ -286,7 +288,7 @@ export class ClusterModel {
 
   #startPod(p: Obj): void {
     p.status = { phase: 'Pending', conditions: [{ type: 'Ready', status: 'False' }] };
-    const ms = this.hooks.startMs();
+    const ms = this.hooks.startMs(p);
     // Broken by the environment: it runs, and never becomes Ready (until healed).
     if (ms === undefined) p.status.phase = 'Running';
     else setTimeout(() => this.#markReady(p.metadata.name, p.metadata.uid), ms);
@@ -304,10 +306,11 @@ export class ClusterModel {
     this.update('pods', cur, old);
   }
 
-  /** The environment heals every pod it broke: they become Ready now. */
-  heal(): void {
+  /** The environment heals every pod it broke (or those `only` names): they become Ready now. */
+  heal(only?: (p: Obj) => boolean): void {
     for (const p of [...this.objs.pods.values()])
-      if (!ready(p) && !p.metadata.deletionTimestamp) this.#markReady(p.metadata.name, p.metadata.uid);
+      if (!ready(p) && !p.metadata.deletionTimestamp && (only ?? this.hooks.healable ?? (() => true))(p))
+        this.#markReady(p.metadata.name, p.metadata.uid);
   }
 
   /** Graceful deletion: terminating now, gone after the owner's shutdown time. */

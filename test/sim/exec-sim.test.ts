@@ -2,7 +2,13 @@
 // runs more; SIM_SEED=s replays one seed (SIM_LOG=1 adds the service's log lines to the trace). A
 // failure prints the replay command and a shortened schedule.
 import { describe, expect, it } from 'vitest';
-import { type ExecSchedule, randomExecSchedule, shrinkExec, simulateExec } from './exec-sim.ts';
+import {
+  type ExecSchedule,
+  randomExecSchedule,
+  shrinkExec,
+  simulateExec,
+  withProgressiveSteps,
+} from './exec-sim.ts';
 
 const replay = process.env.SIM_SEED ? [Number(process.env.SIM_SEED)] : undefined;
 const count = Number(process.env.SIM_EXEC_SCHEDULES ?? 2000);
@@ -11,6 +17,214 @@ const progressiveCount = Number(process.env.SIM_EXEC_PROGRESSIVE_SCHEDULES ?? 20
 
 /** Shortened schedules of defects the simulation found; each failed before its fix (README). */
 const found: Record<string, ExecSchedule> = {
+  "a good change blamed at a canary whose own rollout, begun after its admission, stuck on another change's bad content (progressive seed 1371, issue 34)":
+    {
+      seed: 1371,
+      configs: ['cm0', 'cm1'],
+      deployments: [
+        { name: 'web0', replicas: 1, maxSurge: 0, maxUnavailable: 1, graceMs: 610, uses: ['cm1'] },
+        { name: 'web1', replicas: 4, maxSurge: 1, maxUnavailable: 1, graceMs: 10126, uses: ['cm0', 'cm1'] },
+        { name: 'web2', replicas: 2, maxSurge: '50%', maxUnavailable: 1, graceMs: 1000, uses: ['cm0'] },
+        { name: 'web3', replicas: 2, maxSurge: 1, maxUnavailable: 0, graceMs: 1760, uses: ['cm0'] },
+        { name: 'web4', replicas: 1, maxSurge: 1, maxUnavailable: 1, graceMs: 1313, uses: ['cm0'] },
+      ],
+      steps: [
+        { at: 5712, kind: 'config', config: 'cm1', bad: true },
+        { at: 12347, kind: 'config', config: 'cm0' },
+        { at: 19318, kind: 'template', deployment: 'web0' },
+      ],
+      p500: 0.10202009462518617,
+      p429: 0.09628409704891965,
+      p409: 0.03275725721614436,
+      pHang: 0.01648198497714475,
+      maxLagMs: 300,
+      faultsUntil: 64416,
+      progressive: true,
+    } as ExecSchedule,
+  'a fix halted by the bad surge pod its superseded reload could not remove (progressive seed 8, issue 34)': {
+    seed: 8,
+    configs: ['cm0'],
+    deployments: [
+      {
+        name: 'web0',
+        replicas: 2,
+        maxSurge: 1,
+        maxUnavailable: '50%',
+        pdbMinAvailable: 1,
+        graceMs: 320,
+        uses: ['cm0'],
+      },
+      { name: 'web1', replicas: 3, maxSurge: 0, maxUnavailable: 0, graceMs: 381, uses: ['cm0'] },
+      { name: 'web2', replicas: 1, maxSurge: '50%', maxUnavailable: 1, graceMs: 1795, uses: ['cm0'] },
+      { name: 'web3', replicas: 1, maxSurge: '50%', maxUnavailable: 0, graceMs: 2109, uses: ['cm0'] },
+    ],
+    steps: [
+      { at: 196, kind: 'config', config: 'cm0' },
+      { at: 4066, kind: 'config', config: 'cm0', bad: true },
+      { at: 40915, kind: 'config', config: 'cm0' },
+    ],
+    p500: 0.07506205349927768,
+    p429: 0.048152697575278576,
+    p409: 0.025927811244037004,
+    pHang: 0.006231557321734727,
+    maxLagMs: 300,
+    faultsUntil: 60915,
+    progressive: true,
+    stayBroken: ['web0'],
+  } as ExecSchedule,
+  'a halted change going on to reach a workload whose reload of it began before the halt (progressive seed 1416, issue 34)':
+    {
+      seed: 1416,
+      configs: ['cm0', 'cm1'],
+      deployments: [
+        { name: 'web0', replicas: 4, maxSurge: 1, maxUnavailable: 1, graceMs: 448, uses: ['cm0', 'cm1'] },
+        {
+          kind: 'StatefulSet',
+          name: 'web1',
+          replicas: 2,
+          maxSurge: 0,
+          maxUnavailable: '25%',
+          graceMs: 11714,
+          uses: ['cm1'],
+        },
+        { name: 'web2', replicas: 1, maxSurge: '50%', maxUnavailable: 0, graceMs: 473, uses: ['cm0'] },
+      ],
+      steps: [
+        { at: 853, kind: 'config', config: 'cm1' },
+        { at: 20903, kind: 'config', config: 'cm1', bad: true },
+        { at: 25164, kind: 'drop', compact: true },
+        { at: 26932, kind: 'drop', compact: true },
+        { at: 61125, kind: 'config', config: 'cm0' },
+      ],
+      p500: 0.06472353563876822,
+      p429: 0.08227615712676196,
+      p409: 0.04237410012865439,
+      pHang: 0.0367842510342598,
+      maxLagMs: 300,
+      faultsUntil: 81125,
+      progressive: true,
+      refuseSurge: 'web2',
+    } as ExecSchedule,
+  "a good change waiting for ever for a canary whose settling pods another change's reload replaced (progressive seed 392, issue 34)":
+    {
+      seed: 392,
+      configs: ['cm0', 'cm1'],
+      deployments: [
+        {
+          name: 'web0',
+          replicas: 1,
+          maxSurge: '50%',
+          maxUnavailable: '25%',
+          graceMs: 207,
+          uses: ['cm0', 'cm1'],
+        },
+        { name: 'web1', replicas: 2, maxSurge: 1, maxUnavailable: 0, graceMs: 1403, uses: ['cm0'] },
+      ],
+      steps: [
+        { at: 2856, kind: 'config', config: 'cm0' },
+        { at: 6665, kind: 'config', config: 'cm1', bad: true },
+      ],
+      p500: 0.049814296793192624,
+      p429: 0.10750246573006735,
+      p409: 0.027288903517182918,
+      pHang: 0.003457422507926822,
+      maxLagMs: 300,
+      faultsUntil: 26665,
+      progressive: true,
+      stayBroken: ['web0'],
+    } as ExecSchedule,
+  "a bad change excused at a canary whose pods the engine's own cut reload left unhealthy, and the good one blamed (progressive seed 1097, issue 34)":
+    {
+      seed: 1097,
+      configs: ['cm0', 'cm1'],
+      deployments: [
+        {
+          kind: 'StatefulSet',
+          name: 'web0',
+          replicas: 3,
+          maxSurge: '25%',
+          maxUnavailable: 1,
+          graceMs: 9689,
+          uses: ['cm0', 'cm1'],
+        },
+        { name: 'web1', replicas: 2, maxSurge: 1, maxUnavailable: 1, graceMs: 2131, uses: ['cm0'] },
+        { name: 'web2', replicas: 2, maxSurge: '50%', maxUnavailable: 1, graceMs: 674, uses: ['cm0'] },
+      ],
+      steps: [
+        { at: 18042, kind: 'config', config: 'cm0' },
+        { at: 21766, kind: 'config', config: 'cm1', bad: true },
+      ],
+      p500: 0.08290285107214003,
+      p429: 0.0053256247309036555,
+      p409: 0.030570396105758846,
+      pHang: 0.04484270286047831,
+      maxLagMs: 300,
+      faultsUntil: 41766,
+      progressive: true,
+    } as ExecSchedule,
+  "a canary failing fast, parked behind another change's wave, holding the first change's wave for ever (progressive seed 999, issue 34)":
+    {
+      seed: 999,
+      configs: ['cm0', 'cm1'],
+      deployments: [
+        { name: 'web0', replicas: 2, maxSurge: 0, maxUnavailable: '25%', graceMs: 13882, uses: ['cm1'] },
+        { name: 'web1', replicas: 1, maxSurge: 0, maxUnavailable: 1, graceMs: 6244, uses: ['cm0', 'cm1'] },
+        { name: 'web2', replicas: 1, maxSurge: '50%', maxUnavailable: 1, graceMs: 205, uses: ['cm0'] },
+      ],
+      steps: [
+        { at: 50646, kind: 'config', config: 'cm0' },
+        { at: 81169, kind: 'config', config: 'cm1', bad: true },
+      ],
+      p500: 0.13680341702420265,
+      p429: 0.11929307396057992,
+      p409: 0.022448713798075916,
+      pHang: 0.038547515170648694,
+      maxLagMs: 300,
+      faultsUntil: 121862,
+      progressive: true,
+      refuseSurge: 'web1',
+      stayBroken: ['web1'],
+    } as ExecSchedule,
+  'a good change blamed for the pods a bad change of another config gave its running reload (progressive seed 1025, issue 34)':
+    {
+      seed: 1025,
+      configs: ['cm0', 'cm1'],
+      deployments: [
+        {
+          name: 'web0',
+          replicas: 2,
+          maxSurge: '25%',
+          maxUnavailable: 0,
+          graceMs: 1941,
+          uses: ['cm0', 'cm1'],
+        },
+        {
+          kind: 'StatefulSet',
+          name: 'web1',
+          replicas: 1,
+          maxSurge: '25%',
+          maxUnavailable: '25%',
+          graceMs: 1744,
+          uses: ['cm1'],
+        },
+        { name: 'web2', replicas: 1, maxSurge: 1, maxUnavailable: 0, graceMs: 1686, uses: ['cm0'] },
+      ],
+      steps: [
+        { at: 929, kind: 'template', deployment: 'web0' },
+        { at: 5251, kind: 'config', config: 'cm0' },
+        { at: 10066, kind: 'config', config: 'cm1', bad: true },
+        { at: 45153, kind: 'drop', compact: false },
+        { at: 45299, kind: 'partition', ms: 8867, noticeMs: 6600 },
+      ],
+      p500: 0.050654608430340885,
+      p429: 0.14921141881495714,
+      p409: 0.04091406876686961,
+      pHang: 0.004774654842913151,
+      maxLagMs: 300,
+      faultsUntil: 65299,
+      progressive: true,
+      stayBroken: ['web1'],
+    } as ExecSchedule,
   'an older change never passing its settle once a newer reload of the workload was not judged (seed 421, issue 34)':
     {
       seed: 421,
@@ -237,7 +451,9 @@ const found: Record<string, ExecSchedule> = {
 async function runSeeds(seeds: number[], progressive: boolean): Promise<void> {
   const totals = { evictions: 0, surgePods: 0, podPatches: 0, refused: 0, terms: 0 };
   for (const seed of seeds) {
-    const s: ExecSchedule = { ...randomExecSchedule(seed), ...(progressive ? { progressive } : {}) };
+    const s: ExecSchedule = progressive
+      ? withProgressiveSteps(randomExecSchedule(seed))
+      : randomExecSchedule(seed);
     const { violations, stats } = await simulateExec(s);
     for (const k of Object.keys(totals) as Array<keyof typeof totals>) totals[k] += stats[k];
     if (violations.length > 0) {

@@ -19,6 +19,17 @@
 //  - nothing lost: every running pod was created after the newest change of each config it reads;
 //  - no write (to the API or the ledger) by a replica that does not hold the Lease;
 //  - no request the model does not serve (a gap in the model, not a defect: widen the model).
+// With --progressive-reloads the schedules also write bad content (pods that read it never become
+// Ready), often followed by its fix, and may give a workload whose surge pods a quota refuses for ever
+// (withProgressiveSteps). Then also:
+//  - a halt survives: once any leader's status shows a config's current content halted, no workload
+//    that content had not reached by then is reached by it (a surge pod or an eviction) until the
+//    config changes again, across leader changes and the service's restarts of its term;
+//  - no good change is halted unless the failure can be blamed on a bad content the same reload
+//    carried or on the environment breaking pods meanwhile;
+//  - a good change completes: at quiescence every pod reads the newest content of each of its configs,
+//    in every workload but one whose surge pods are refused and those reading a config whose newest
+//    content is bad or was halted as above (left where it was halted; their reload would carry it).
 
 import pino from 'pino';
 import { vi } from 'vitest';
@@ -41,11 +52,12 @@ import { ClusterState } from '../../service/state.ts';
 import { strategyExecutor } from '../../service/strategies/execute.ts';
 import { MemoryLedger } from '../support/engine-fakes.ts';
 import { ApiModel } from './exec-api.ts';
-import { type Fault, NS, type WorkloadSpec } from './exec-model.ts';
+import { type Fault, NS, type Obj, type WorkloadSpec } from './exec-model.ts';
 import { prng } from './sim.ts';
 
 export type Step =
-  | { at: number; kind: 'config'; config: string }
+  /** A config write; `bad`: pods that read the new content never become Ready (a broken config). */
+  | { at: number; kind: 'config'; config: string; bad?: boolean }
   | { at: number; kind: 'template'; deployment: string }
   /** Pods created from now until `at + ms` never become Ready; then the environment heals them. */
   | { at: number; kind: 'break'; ms: number }
@@ -70,6 +82,58 @@ export interface ExecSchedule {
   faultsUntil: number;
   /** Test only: wire the writes without the leader's fence, to show the Lease check can fail. */
   noFence?: boolean;
+  /** A Deployment whose surge pods a ResourceQuota refuses (403) for ever: a member that fails fast. */
+  refuseSurge?: string;
+  /**
+   * Workloads whose pods read their configs once (environment variables of a container that does not
+   * restart): a pod that read a bad content stays not Ready after the fix, until it is replaced.
+   */
+  stayBroken?: string[];
+}
+
+/**
+ * The progressive schedule of a seed: its base schedule with more readers of cm0 (so that waves
+ * matter), some config writes made bad and most of those followed by their fix (before or after the
+ * canary's deadline), and sometimes a workload whose surge pods are refused for ever. Its own random
+ * stream: the base schedule stays the seed's.
+ */
+export function withProgressiveSteps(base: ExecSchedule): ExecSchedule {
+  const r = prng(base.seed ^ 0x2c1b3c6d);
+  const pick = <T>(xs: readonly T[]) => xs[Math.floor(r() * xs.length)] as T;
+  const extra: WorkloadSpec[] = Array.from({ length: 1 + Math.floor(r() * 3) }, (_, i) => ({
+    name: `web${base.deployments.length + i}`,
+    replicas: 1 + Math.floor(r() * 2),
+    maxSurge: pick([1, '50%'] as const),
+    maxUnavailable: pick([0, 1] as const),
+    graceMs: 200 + Math.floor(r() * 2_000),
+    uses: ['cm0'],
+  }));
+  const steps: Step[] = [];
+  for (const step of base.steps) {
+    if (step.kind !== 'config' || r() >= 0.35) {
+      steps.push(step);
+      continue;
+    }
+    steps.push({ ...step, bad: true });
+    if (r() < 0.7)
+      steps.push({ at: step.at + 2_000 + Math.floor(r() * 90_000), kind: 'config', config: step.config });
+  }
+  const deployments = [...base.deployments, ...extra];
+  const refuse = r() < 0.2 ? pick(deployments.filter((d) => d.kind !== 'StatefulSet')) : undefined;
+  // Only where no template change of the user's comes: a rollout whose new pods never get Ready
+  // waits for ever, and so does the reload behind it (docs/strategies.md: it waits for the rollout).
+  const rolled = new Set(steps.flatMap((x) => (x.kind === 'template' ? [x.deployment] : [])));
+  const stayBroken = deployments.filter((d) => !rolled.has(d.name) && r() < 0.3).map((d) => d.name);
+  const last = Math.max(0, ...steps.map((x) => x.at));
+  return {
+    ...base,
+    progressive: true,
+    deployments,
+    steps,
+    faultsUntil: Math.max(base.faultsUntil, last + 20_000),
+    ...(refuse ? { refuseSurge: refuse.name } : {}),
+    ...(stayBroken.length > 0 ? { stayBroken } : {}),
+  };
 }
 
 const MAX_SURGE = [0, 1, '25%', '50%'] as const;
@@ -184,10 +248,33 @@ async function run(s: ExecSchedule): Promise<ExecRun> {
   const faults = () => t() < s.faultsUntil;
   const changedAt = new Map<string, number>();
   let brokenUntil = 0;
+  /** The environment's break windows, [from, to) ms. */
+  const breaks: Array<[number, number]> = [];
+  // Each config's content version, the versions that are bad, and the pods created reading one.
+  const version = new Map<string, number>();
+  const badVersions = new Set<string>();
+  const content = (c: string) => `${c}@${version.get(c) ?? 0}`;
+  /** Pods that read a bad content when they started, by uid: the contents they read. */
+  const badPods = new Map<string, string[]>();
+  const usesOf = (p: Obj) => s.deployments.find((d) => d.name === model.deploymentOf(p))?.uses ?? [];
+  // The halt check: the workloads each content reached (a surge pod or an eviction of theirs by the
+  // service), and the halts seen in a leader's status, each with the workloads reached by then.
+  const reached = new Map<string, Set<string>>();
+  const halts = new Map<string, { content: string; reached: Set<string>; seenAt: number }>();
+  /** Per workload id: when its recorded reload started (a new start rewrites it; progress does not). */
+  const started = new Map<string, string | undefined>();
   const lease = { holder: '', renewMs: 0 };
 
   const model: ApiModel = new ApiModel({
-    fault(method, path): Fault {
+    fault(method, path, body): Fault {
+      // A quota that refuses the surge pods of one workload, for ever (issue 34: a member failing fast).
+      if (
+        s.refuseSurge !== undefined &&
+        method === 'POST' &&
+        path.endsWith('/pods') &&
+        body?.includes(`"app":"${s.refuseSurge}"`)
+      )
+        return { kind: 'status', status: 403 };
       if (!faults()) return { kind: 'none' };
       if (r() < s.pHang) return { kind: 'hang', applied: method !== 'GET' && r() < 0.5 };
       if (path.endsWith('/eviction') && r() < s.p429) return { kind: 'status', status: 429 };
@@ -197,9 +284,17 @@ async function run(s: ExecSchedule): Promise<ExecRun> {
     },
     lag: () => Math.floor(r() * s.maxLagMs),
     maxLagMs: s.maxLagMs,
-    startMs: () => (Date.now() < brokenUntil ? undefined : 500 + Math.floor(r() * 4_000)),
+    startMs(p) {
+      if (usesOf(p).some((c) => badVersions.has(content(c)))) {
+        badPods.set(p.metadata.uid, usesOf(p).map(content));
+        return undefined;
+      }
+      return Date.now() < brokenUntil ? undefined : 500 + Math.floor(r() * 4_000);
+    },
+    healable: (p) => !badPods.has(p.metadata.uid),
     onWrite(sender, method, path, body) {
       trace.push(`t=${t()} ${sender.identity} ${method} ${path} ${body ?? ''}`);
+      if (s.progressive) reaching(method, path, body);
       if (path.endsWith('/eviction')) stats.evictions++;
       else if (method === 'POST') stats.surgePods++;
       else if (method === 'PATCH' && path.includes('/pods/')) stats.podPatches++;
@@ -220,6 +315,71 @@ async function run(s: ExecSchedule): Promise<ExecRun> {
       violations.push(
         `t=${t()}: ${identity} wrote (${what}) without holding the Lease (holder ${lease.holder || 'none'}, renewed t=${lease.renewMs - START})`,
       );
+    }
+  }
+
+  /** The halts the leaders' statuses show now, each for the content its config holds (issue 34). */
+  function sawHalts() {
+    for (const rep of replicas) {
+      const term = rep.term;
+      if (!term || term.ctl.signal.aborted) continue;
+      const listed = term.reconciler.status().halted ?? [];
+      for (const h of listed) {
+        const c = h.config.split('/').pop() as string;
+        // Decided after the config's newest write: a halt of the content it holds now.
+        if (Date.parse(h.since) < (changedAt.get(c) ?? 0)) continue;
+        if (halts.get(c)?.content === content(c)) continue;
+        halts.set(c, {
+          content: content(c),
+          reached: new Set(reached.get(content(c)) ?? []),
+          seenAt: Date.now(),
+        });
+        // A good content halted: only where the failure can be blamed on something else the reload
+        // carried (another config's bad content: both changes are halted, which failed is unknown), or
+        // the environment broke the pods meanwhile. Anything else blames a good change. Carried by
+        // the same failing reload: this leader halted both by one failure, at one workload and time
+        // (a reload carrying a change this leader had halted before must not have started at all).
+        const coCarried = listed.some((o) => {
+          const other = o.config.split('/').pop() as string;
+          return (
+            other !== c && badVersions.has(content(other)) && o.workload === h.workload && o.since === h.since
+          );
+        });
+        const broken = breaks.some(([from, to]) => to > (changedAt.get(c) ?? 0) && from <= Date.now());
+        if (!badVersions.has(content(c)) && !coCarried && !broken)
+          violations.push(`t=${t()}: the good change ${content(c)} was halted at ${h.workload}: ${h.why}`);
+        trace.push(
+          `t=${t()} halt of ${content(c)} seen (reached ${[...(reached.get(content(c)) ?? [])].join(',')})`,
+        );
+      }
+    }
+  }
+
+  /** A surge pod or an eviction by the service reaches its workload with the contents it reads now. */
+  function reaching(method: string, path: string, body: string | undefined) {
+    let deployment: string | undefined;
+    if (method === 'POST' && path.endsWith('/pods') && body) {
+      deployment = (JSON.parse(body) as Obj).metadata?.labels?.app;
+    } else if (path.endsWith('/eviction')) {
+      const pod = model.objs.pods.get(path.split('/').at(-2) ?? '');
+      deployment = pod ? model.deploymentOf(pod) : undefined;
+    }
+    if (deployment !== undefined) reach(deployment);
+  }
+
+  function reach(deployment: string) {
+    const spec = s.deployments.find((d) => d.name === deployment);
+    if (!spec) return;
+    sawHalts();
+    for (const c of spec.uses) {
+      const h = halts.get(c);
+      if (h && h.content === content(c) && !h.reached.has(spec.name))
+        violations.push(
+          `t=${t()}: the halted change ${h.content} reached ${spec.name}; it had reached ${[...h.reached].join(',') || 'nothing'}`,
+        );
+      const set = reached.get(content(c)) ?? new Set<string>();
+      set.add(spec.name);
+      reached.set(content(c), set);
     }
   }
 
@@ -270,6 +430,12 @@ async function run(s: ExecSchedule): Promise<ExecRun> {
       async put(id: string, e: LedgerEntry) {
         guard(`ledger put ${id}`);
         trace.push(`t=${t()} ${rep.id} ledger ${id} ${e.pending ? 'pending' : 'done'}`);
+        // A reload starts (its pending action is recorded first): it reaches its workload with what
+        // the configs hold now, even if its first eviction comes after a halt (nothing more *starts*).
+        if (s.progressive && e.pending && started.get(id) !== e.pending.startedAt) {
+          started.set(id, e.pending.startedAt);
+          reach(id.split('/').pop() as string);
+        }
         await ledgerStore.put(id, e);
       },
       async remove(id: string) {
@@ -440,6 +606,7 @@ async function run(s: ExecSchedule): Promise<ExecRun> {
   const tick = () => {
     if (!electing) return;
     elect();
+    if (s.progressive) sawHalts();
     setTimeout(tick, T.retryPeriodMs);
   };
   tick();
@@ -452,6 +619,17 @@ async function run(s: ExecSchedule): Promise<ExecRun> {
         const cm = model.objs.configmaps.get(step.config);
         if (!cm) break;
         changedAt.set(step.config, Date.now());
+        version.set(step.config, (version.get(step.config) ?? 0) + 1);
+        if (step.bad) badVersions.add(content(step.config));
+        // A container that crashes on a bad content reads the config again when it restarts (an
+        // environment variable, a mounted file): once no content it needs is bad, it becomes Ready,
+        // still created before the change (a reload must still replace it).
+        else
+          model.heal((p) => {
+            const read = badPods.get(p.metadata.uid);
+            if (read === undefined || s.stayBroken?.includes(model.deploymentOf(p) ?? '')) return false;
+            return usesOf(p).every((c) => !badVersions.has(content(c)));
+          });
         const old = structuredClone(cm);
         cm.data = { v: String(Number(cm.data?.v ?? 0) + 1) };
         model.update('configmaps', cm, old);
@@ -462,6 +640,7 @@ async function run(s: ExecSchedule): Promise<ExecRun> {
         break;
       case 'break':
         brokenUntil = Date.now() + step.ms;
+        breaks.push([Date.now(), brokenUntil]);
         setTimeout(() => model.heal(), step.ms);
         break;
       case 'drop':
@@ -484,6 +663,14 @@ async function run(s: ExecSchedule): Promise<ExecRun> {
   electing = false;
 
   for (const d of s.deployments) {
+    // A workload whose surge pods are refused for ever reloads never; the others must not wait for it.
+    if (d.name === s.refuseSurge) continue;
+    // A bad newest content stays halted where it failed (the halt check above judges it), and so does
+    // a good change of another config of its readers: their reload would carry the halted change.
+    if (d.uses.some((c) => badVersions.has(content(c)))) continue;
+    // So does a good content halted with a bad one (one reload carried both) or by a broken
+    // environment, and still in force: a halt ends by resume or a newer change only.
+    if (d.uses.some((c) => halts.get(c)?.content === content(c))) continue;
     for (const p of model.objs.pods.values()) {
       if (p.metadata.labels?.app !== d.name || p.metadata.deletionTimestamp) continue;
       const created = model.createdMs.get(p.metadata.uid) ?? 0;
