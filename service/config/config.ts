@@ -3,6 +3,7 @@
 
 import type { AnnotationAliases } from '../core/annotation-keys.ts';
 import { RELOAD_STRATEGIES, type ReloadStrategy } from '../core/types.ts';
+import { type AlertConfig, alertConfig, alertFlags } from './alert-flags.ts';
 import {
   CONFIG_RESOURCE_NAMES,
   type ConfigResourceName,
@@ -503,6 +504,7 @@ export const serveFlags: readonly FlagSpec[] = [
     help: "Log level. Reloader's trace, warning, fatal and panic read as debug, warn, error and error.",
     default: 'info',
   },
+  ...alertFlags,
 ];
 
 /** Every flag `serve` accepts: ours, then Stakater Reloader's under their own names. */
@@ -551,6 +553,8 @@ export interface Config {
   annotationAliases?: AnnotationAliases;
   /** --reloader-compat: Reloader's failure Event reason (ReloadFail) and port (:9090 unless --http-address). */
   reloaderCompat?: boolean;
+  /** --alert-on-reload (Reloader's ALERT_* variables): chat alerts; undefined when off (docs/alerts.md). */
+  alerts?: AlertConfig;
   surgeSweepIntervalMs: number;
   leaderCacheSyncTimeoutMs: number;
   notificationRecordMaxAgeMs: number;
@@ -835,9 +839,11 @@ export function loadConfig(
   const { notes, aliases } = translateReloaderFlags(values, explicit);
   // Reloader serves /metrics and /live on :9090; ours defaults to :8080.
   if (values['reloader-compat'] === true && !explicit.has('http-address')) values['http-address'] = ':9090';
+  const alerts = alertConfig(values, explicit, env);
   return {
     ...buildConfig(values, env),
     reloaderCompat: values['reloader-compat'] === true,
+    ...(alerts ? { alerts } : {}),
     ...(Object.keys(aliases).length > 0 ? { annotationAliases: aliases } : {}),
     reloaderNotes: notes,
   };
