@@ -133,6 +133,12 @@ export const serveFlags: readonly FlagSpec[] = [
     default: 'false',
   },
   {
+    name: 'run-suspended-cronjobs',
+    type: 'bool',
+    help: 'A reload of a suspended CronJob runs its Job anyway, as Stakater Reloader does. Off: a suspended CronJob gets no Job (a ReloadSkipped Event), and its first Job after it resumes reads the new config.',
+    default: 'false',
+  },
+  {
     name: 'reloader-compat',
     type: 'bool',
     help: "Keep Stakater Reloader's observable surfaces for alerts and probes that key on them: the failure Event reason ReloadFail (not ReloadFailed), and the HTTP port :9090 (unless --http-address is given). /live (Reloader's liveness path) is served either way. `migrate` turns it on.",
@@ -553,6 +559,8 @@ export interface Config {
   annotationAliases?: AnnotationAliases;
   /** --reloader-compat: Reloader's failure Event reason (ReloadFail) and port (:9090 unless --http-address). */
   reloaderCompat?: boolean;
+  /** --run-suspended-cronjobs: a suspended CronJob's reload runs its Job (Reloader's behaviour). */
+  runSuspendedCronJobs?: boolean;
   /** --alert-on-reload (Reloader's ALERT_* variables): chat alerts; undefined when off (docs/alerts.md). */
   alerts?: AlertConfig;
   surgeSweepIntervalMs: number;
@@ -706,6 +714,7 @@ export function buildConfig(
         }
       : {}),
     reloadOnDelete: values['reload-on-delete'] === true,
+    ...(values['run-suspended-cronjobs'] === true ? { runSuspendedCronJobs: true } : {}),
     reloadOnCreate:
       String(values['reload-on-create'] ?? '')
         .trim()
