@@ -63,7 +63,7 @@ export const reloaderFlags: readonly FlagSpec[] = [
     name: 'reload-on-create',
     type: 'string',
     help: reloader(
-      'true: a created config a workload names in a reload list but does not use is a change, as a created config it uses always is; false is refused (a created config the pods use is always a change).',
+      'true: a created config a workload names in a reload list but does not use is a change, as a created config it uses always is; false (the default): it is recorded, not reloaded (a created config the pods use is always a change).',
     ),
   },
   {
@@ -222,22 +222,20 @@ export function translateReloaderFlags(
   }
 
   // --reload-on-delete is our own flag (config.ts), with Reloader's meaning and default.
-  for (const [name, what] of [
-    ['reload-on-create', 'a ConfigMap or Secret a workload references being created'],
-  ] as const) {
-    if (!set(name)) continue;
-    const v = str(name).toLowerCase();
-    if (v === 'false') {
-      refuse(
-        name,
-        `gitops-reloader always reloads on ${what} (a missing config is a state of its own); drop the flag`,
+  // --reload-on-create=false is our default meaning, as it is Reloader's default: accepted.
+  if (set('reload-on-create')) {
+    const v = str('reload-on-create').toLowerCase();
+    if (v === 'true') {
+      notes.push(
+        '--reload-on-create=true: a created config a workload names (reload list) but does not use reloads it; one it uses always does',
       );
-    } else if (v !== 'true') {
-      refuse(name, 'expected true or false');
+    } else if (v === 'false') {
+      notes.push(
+        '--reload-on-create=false (the default): a created config a workload names but does not use is recorded, not reloaded; one its pods use is always a change (a missing config is a state of its own)',
+      );
+    } else {
+      refuse('reload-on-create', 'expected true or false');
     }
-    notes.push(
-      `--${name}=true: a created config a workload names (reload list) but does not use reloads it; one it uses always does`,
-    );
   }
   if (set('sync-after-restart')) {
     if (values['sync-after-restart'] === false) {
