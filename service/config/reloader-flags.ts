@@ -121,6 +121,42 @@ export interface Translation {
 }
 
 /**
+ * Reloader's custom annotation-key flags (--auto-annotation, …): its default key → the key read
+ * instead. Shared by `serve` and `plan`, so both read a workload the same way. A bad key is refused.
+ */
+export function readAnnotationAliases(
+  values: Readonly<Record<string, FlagValue>>,
+  explicit: ReadonlySet<string>,
+): { aliases: AnnotationAliases; notes: string[] } {
+  const notes: string[] = [];
+  const set = (name: string) => explicit.has(name) && values[name] !== undefined;
+  const str = (name: string) => String(values[name] ?? '').trim();
+  const refuse = (name: string, why: string) => {
+    throw new FlagError(`--${name}=${str(name)} is refused: ${why}`);
+  };
+  const aliases: Record<string, string> = {};
+  const taken = new Map<string, string>();
+  for (const [name, key] of Object.entries(RELOADER_ANNOTATION_FLAGS)) {
+    if (!set(name) || str(name) === key) continue;
+    const custom = str(name);
+    const problem = annotationKeyProblem(custom);
+    if (problem) refuse(name, `not an annotation key: ${problem}`);
+    if (custom.includes('gitops-reloader.io'))
+      refuse(name, 'gitops-reloader.io keys are our own and always read; give a key of your own');
+    if (Object.values(RELOADER_ANNOTATION_FLAGS).includes(custom))
+      refuse(name, `"${custom}" is the default key of another flag`);
+    const other = taken.get(custom);
+    if (other) refuse(name, `--${other} names the same key`);
+    taken.set(custom, name);
+    // paused-at is written by Reloader and never read here: nothing to rename.
+    if (name !== 'pause-deployment-time-annotation') aliases[key] = custom;
+    notes.push(`--${name}=${custom}: read as ${key} (which is then no longer read)`);
+  }
+
+  return { aliases, notes };
+}
+
+/**
  * Translates the Reloader flags that were set into our flag values, in place. `explicit` holds the
  * flags given on the command line or in the environment (not defaults), so a contradiction between
  * a Reloader flag and ours is an error instead of a silent choice.
@@ -145,24 +181,8 @@ export function translateReloaderFlags(
     notes.push(`--${from}=${String(values[from])} → --${to}=${Array.isArray(v) ? v.join(',') : String(v)}`);
   };
 
-  const aliases: Record<string, string> = {};
-  const taken = new Map<string, string>();
-  for (const [name, key] of Object.entries(RELOADER_ANNOTATION_FLAGS)) {
-    if (!set(name) || str(name) === key) continue;
-    const custom = str(name);
-    const problem = annotationKeyProblem(custom);
-    if (problem) refuse(name, `not an annotation key: ${problem}`);
-    if (custom.includes('gitops-reloader.io'))
-      refuse(name, 'gitops-reloader.io keys are our own and always read; give a key of your own');
-    if (Object.values(RELOADER_ANNOTATION_FLAGS).includes(custom))
-      refuse(name, `"${custom}" is the default key of another flag`);
-    const other = taken.get(custom);
-    if (other) refuse(name, `--${other} names the same key`);
-    taken.set(custom, name);
-    // paused-at is written by Reloader and never read here: nothing to rename.
-    if (name !== 'pause-deployment-time-annotation') aliases[key] = custom;
-    notes.push(`--${name}=${custom}: read as ${key} (which is then no longer read)`);
-  }
+  const { aliases, notes: aliasNotes } = readAnnotationAliases(values, explicit);
+  notes.push(...aliasNotes);
 
   if (set('resources-to-ignore')) {
     const kinds = [...new Set((values['resources-to-ignore'] as string[]).map((r) => r.toLowerCase()))];
