@@ -106,6 +106,7 @@ export class Metrics {
   readonly #stalled: Gauge;
   readonly #eventToAction: Histogram;
   readonly #webhook: Counter<'code'>;
+  readonly #alerts: Counter<'sink' | 'result'>;
   readonly #gitCommits: Counter<'result'>;
   readonly #gitPushRetries: Counter;
   readonly #gitRefused: Counter<'rule'>;
@@ -183,6 +184,12 @@ export class Metrics {
       name: 'gitops_reloader_webhook_requests_total',
       help: 'Argo CD notification webhook requests, by HTTP status code.',
       labelNames: ['code'],
+      registers,
+    });
+    this.#alerts = new Counter({
+      name: 'gitops_reloader_alerts_total',
+      help: 'Chat alerts (--alert-on-reload), by sink and result: sent, failed (not accepted, unreachable or timed out) or dropped (the queue was full).',
+      labelNames: ['sink', 'result'],
       registers,
     });
     this.#gitCommits = new Counter({
@@ -437,6 +444,10 @@ export class Metrics {
 
   webhookRequest(code: number): void {
     this.#webhook.inc({ code: statusLabel(code) });
+  }
+
+  alert(sink: string, result: 'sent' | 'failed' | 'dropped'): void {
+    this.#alerts.inc({ sink, result });
   }
 
   gitCommit(result: GitCommitResult): void {

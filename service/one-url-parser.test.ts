@@ -17,6 +17,8 @@ const ALLOWED: Record<string, string> = {
     "resolves the process's own files (package.json, build-info.json) by import.meta.url",
   'service/strategies/reload-webhook.ts': 'redacts the operator-set --reload-webhook URL for messages',
   'service/config/config.ts': 'validates the operator-set --webhook-url flag',
+  'service/config/alert-flags.ts':
+    'parses the operator-set alert webhook and proxy URLs once at start-up, for the alert sender only',
   'git/write-error.ts': 'removes userinfo from error text (redaction, not parsing)',
 };
 

@@ -3,6 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import type { FlagSpec } from './config/flags.ts';
 import { FlagError, parseFlags } from './config/flags.ts';
+import { RELOADER_ANNOTATION_FLAGS, readAnnotationAliases, reloaderFlags } from './config/reloader-flags.ts';
 import { compileGlobals, decide, type WorkloadPolicy } from './core/annotations.ts';
 import { formatDuration } from './core/duration.ts';
 import { windowState } from './core/restart-window.ts';
@@ -33,6 +34,8 @@ export const planFlags: readonly FlagSpec[] = [
     help: 'As for serve.',
     default: 'restart',
   },
+  // Reloader's custom annotation keys, read as serve reads them (a workload using them plans the same).
+  ...reloaderFlags.filter((f) => Object.hasOwn(RELOADER_ANNOTATION_FLAGS, f.name)),
 ];
 
 const HOW: Record<string, Record<string, string>> = {
@@ -86,7 +89,8 @@ export async function plan(
   env: Readonly<Record<string, string | undefined>>,
   out: (s: string) => void,
 ): Promise<number> {
-  const { values } = parseFlags(planFlags, argv, env);
+  const { values, explicit } = parseFlags(planFlags, argv, env);
+  const { aliases } = readAnnotationAliases(values, explicit);
   const namespace = values.namespace as string | undefined;
   const cm = values.configmap as string | undefined;
   const secret = values.secret as string | undefined;
@@ -110,13 +114,13 @@ export async function plan(
     ['Secret', 'secrets'],
   ] as const) {
     for (const raw of await list(kc, `/api/v1/namespaces/${namespace}/${plural}`)) {
-      const rec = configRecord(k, raw, key);
+      const rec = configRecord(k, raw, key, aliases);
       if (rec) state.putConfig(rec);
     }
   }
   for (const r of WORKLOAD_RESOURCES) {
     for (const raw of await list(kc, collectionPath(r, namespace))) {
-      const rec = workloadRecord(r.kind, raw);
+      const rec = workloadRecord(r.kind, raw, aliases);
       if (rec) state.putWorkload(rec);
     }
   }

@@ -62,6 +62,31 @@ describe('Reconciler, step by step', () => {
     expect(w.events.map((e) => e.reason)).toContain('Reloaded');
   });
 
+  it('tells the chat alerts of the first failed attempt of a run and of the completed reload, nothing of the retries between', async () => {
+    const w = await world(['--min-reload-interval=0s']);
+    w.change('a', 'cm', { k: '2' });
+    for (let attempt = 0; attempt < 3; attempt++) {
+      await w.time.advance(w.time.clock.now + 60_000);
+      await w.settle();
+      w.strategies.runs[attempt]?.end({
+        kind: 'failed',
+        error: new Error(`boom ${attempt}`),
+        errorKind: 'update_workload',
+      });
+      await w.settle();
+    }
+    expect(w.events.filter((e) => e.reason === 'ReloadFailed')).toHaveLength(3);
+    await w.time.advance(w.time.clock.now + 60_000);
+    await w.settle();
+    w.strategies.runs[3]?.end({ kind: 'done', replaced: 1, summary: 'restarted' });
+    await w.settle();
+    const workload = { kind: 'Deployment', namespace: 'a', name: 'web' };
+    expect(w.alerts).toEqual([
+      { outcome: 'failed', workload, changed: ['ConfigMap/a/cm'], error: 'boom 0' },
+      { outcome: 'reloaded', workload, changed: ['ConfigMap/a/cm'] },
+    ]);
+  });
+
   it('finding 1: the retry of an older reload never replaces the newer one queued, and the ledger ends on the newest', async () => {
     // A1 fails and will be retried in 2 s; A2 (a newer change) waits out the 10 s minimum interval;
     // the retry of A1 arrives while A2 is queued. What runs must be A2, with its target and cutoff.

@@ -1,6 +1,7 @@
 // `gitops-reloader serve`: watches configs and workloads, and reloads what changed.
 
 import type { Router } from 'express';
+import { AlertSender } from './alerts/sender.ts';
 import { type ArgoCd, startArgoCd } from './argocd/argocd.ts';
 import { inboxSelector, NotificationInbox } from './argocd/inbox.ts';
 import { type InboxRecord, inboxRecordOf, takeFromInbox } from './argocd/inbox-consumer.ts';
@@ -264,6 +265,20 @@ export async function serve(
     }),
     events,
   });
+  // Chat alerts: one sender for the process; only the leader's reloads tell it anything.
+  const alerts = cfg.alerts
+    ? new AlertSender(cfg.alerts, { log, count: (sink, result) => metrics.alert(sink, result) })
+    : undefined;
+  if (cfg.alerts) {
+    log.info(
+      {
+        alertSink: cfg.alerts.sink,
+        alertWebhook: cfg.alerts.webhook.origin,
+        alertProxy: cfg.alerts.proxy?.origin,
+      },
+      'chat alerts on',
+    );
+  }
   const newReconciler = (term?: AbortSignal) => {
     // Each term's start-up reads a namespace's creation at most once (docs/catch-up.md, the same second).
     const namespaceCreated = namespaceCreation(core, log);
@@ -279,6 +294,7 @@ export async function serve(
       strategies,
       inScope,
       ...(gate ? { gate } : {}),
+      ...(alerts ? { alerts } : {}),
       metrics,
       catchUp: (t, set, entry, key, opts, ledgerWrittenMs) =>
         catchUp({ core, state, log, metrics, namespaceCreated }, t, set, entry, key, opts, ledgerWrittenMs),

@@ -3,6 +3,7 @@
 
 import type { AnnotationAliases } from '../core/annotation-keys.ts';
 import { RELOAD_STRATEGIES, type ReloadStrategy } from '../core/types.ts';
+import { type AlertConfig, alertConfig, alertFlags } from './alert-flags.ts';
 import {
   CONFIG_RESOURCE_NAMES,
   type ConfigResourceName,
@@ -129,6 +130,12 @@ export const serveFlags: readonly FlagSpec[] = [
     name: 'reload-on-delete',
     type: 'bool',
     help: "A deleted ConfigMap or Secret a workload references is a change that reloads it (Stakater Reloader's flag, same name and default). Off: a deletion changes nothing, and the config's next content is compared with the one the pods run. Either way a reload never replaces pods while a config they need (not optional) is missing: it is held, with a ReloadHeld Warning Event, until the config exists again.",
+    default: 'false',
+  },
+  {
+    name: 'run-suspended-cronjobs',
+    type: 'bool',
+    help: 'A reload of a suspended CronJob runs its Job anyway, as Stakater Reloader does. Off: a suspended CronJob gets no Job (a ReloadSkipped Event), and its first Job after it resumes reads the new config.',
     default: 'false',
   },
   {
@@ -503,6 +510,7 @@ export const serveFlags: readonly FlagSpec[] = [
     help: "Log level. Reloader's trace, warning, fatal and panic read as debug, warn, error and error.",
     default: 'info',
   },
+  ...alertFlags,
 ];
 
 /** Every flag `serve` accepts: ours, then Stakater Reloader's under their own names. */
@@ -551,6 +559,10 @@ export interface Config {
   annotationAliases?: AnnotationAliases;
   /** --reloader-compat: Reloader's failure Event reason (ReloadFail) and port (:9090 unless --http-address). */
   reloaderCompat?: boolean;
+  /** --run-suspended-cronjobs: a suspended CronJob's reload runs its Job (Reloader's behaviour). */
+  runSuspendedCronJobs?: boolean;
+  /** --alert-on-reload (Reloader's ALERT_* variables): chat alerts; undefined when off (docs/alerts.md). */
+  alerts?: AlertConfig;
   surgeSweepIntervalMs: number;
   leaderCacheSyncTimeoutMs: number;
   notificationRecordMaxAgeMs: number;
@@ -702,6 +714,7 @@ export function buildConfig(
         }
       : {}),
     reloadOnDelete: values['reload-on-delete'] === true,
+    ...(values['run-suspended-cronjobs'] === true ? { runSuspendedCronJobs: true } : {}),
     reloadOnCreate:
       String(values['reload-on-create'] ?? '')
         .trim()
@@ -835,9 +848,11 @@ export function loadConfig(
   const { notes, aliases } = translateReloaderFlags(values, explicit);
   // Reloader serves /metrics and /live on :9090; ours defaults to :8080.
   if (values['reloader-compat'] === true && !explicit.has('http-address')) values['http-address'] = ':9090';
+  const alerts = alertConfig(values, explicit, env);
   return {
     ...buildConfig(values, env),
     reloaderCompat: values['reloader-compat'] === true,
+    ...(alerts ? { alerts } : {}),
     ...(Object.keys(aliases).length > 0 ? { annotationAliases: aliases } : {}),
     reloaderNotes: notes,
   };

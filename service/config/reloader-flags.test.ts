@@ -75,8 +75,15 @@ describe('Reloader flags', () => {
 
   it('accepts the behaviours we always have, and refuses turning them off, naming what we do instead', () => {
     expect(load('--reload-on-create=true', '--sync-after-restart').reloaderNotes).toHaveLength(2);
-    expect(() => load('--reload-on-create=false')).toThrow(
-      /--reload-on-create=false is refused: gitops-reloader always reloads on a ConfigMap or Secret .* created/,
+    // --reload-on-create=false is the default meaning (Reloader's default too): accepted, with a note.
+    const off = load('--reload-on-create=false');
+    expect(off.reloadOnCreate).toBe(false);
+    expect(off.reloaderNotes.join('\n')).toMatch(
+      /--reload-on-create=false \(the default\): .* recorded, not reloaded/,
+    );
+    expect(load('--reload-on-create=true').reloadOnCreate).toBe(true);
+    expect(() => load('--reload-on-create=maybe')).toThrow(
+      /--reload-on-create=maybe is refused: expected true or false/,
     );
     // --reload-on-delete is our own flag with Reloader's meaning: both values, default false.
     expect(load().reloadOnDelete).toBe(false);

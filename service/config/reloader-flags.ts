@@ -63,7 +63,7 @@ export const reloaderFlags: readonly FlagSpec[] = [
     name: 'reload-on-create',
     type: 'string',
     help: reloader(
-      'true: a created config a workload names in a reload list but does not use is a change, as a created config it uses always is; false is refused (a created config the pods use is always a change).',
+      'true: a created config a workload names in a reload list but does not use is a change, as a created config it uses always is; false (the default): it is recorded, not reloaded (a created config the pods use is always a change).',
     ),
   },
   {
@@ -121,6 +121,42 @@ export interface Translation {
 }
 
 /**
+ * Reloader's custom annotation-key flags (--auto-annotation, …): its default key → the key read
+ * instead. Shared by `serve` and `plan`, so both read a workload the same way. A bad key is refused.
+ */
+export function readAnnotationAliases(
+  values: Readonly<Record<string, FlagValue>>,
+  explicit: ReadonlySet<string>,
+): { aliases: AnnotationAliases; notes: string[] } {
+  const notes: string[] = [];
+  const set = (name: string) => explicit.has(name) && values[name] !== undefined;
+  const str = (name: string) => String(values[name] ?? '').trim();
+  const refuse = (name: string, why: string) => {
+    throw new FlagError(`--${name}=${str(name)} is refused: ${why}`);
+  };
+  const aliases: Record<string, string> = {};
+  const taken = new Map<string, string>();
+  for (const [name, key] of Object.entries(RELOADER_ANNOTATION_FLAGS)) {
+    if (!set(name) || str(name) === key) continue;
+    const custom = str(name);
+    const problem = annotationKeyProblem(custom);
+    if (problem) refuse(name, `not an annotation key: ${problem}`);
+    if (custom.includes('gitops-reloader.io'))
+      refuse(name, 'gitops-reloader.io keys are our own and always read; give a key of your own');
+    if (Object.values(RELOADER_ANNOTATION_FLAGS).includes(custom))
+      refuse(name, `"${custom}" is the default key of another flag`);
+    const other = taken.get(custom);
+    if (other) refuse(name, `--${other} names the same key`);
+    taken.set(custom, name);
+    // paused-at is written by Reloader and never read here: nothing to rename.
+    if (name !== 'pause-deployment-time-annotation') aliases[key] = custom;
+    notes.push(`--${name}=${custom}: read as ${key} (which is then no longer read)`);
+  }
+
+  return { aliases, notes };
+}
+
+/**
  * Translates the Reloader flags that were set into our flag values, in place. `explicit` holds the
  * flags given on the command line or in the environment (not defaults), so a contradiction between
  * a Reloader flag and ours is an error instead of a silent choice.
@@ -145,24 +181,8 @@ export function translateReloaderFlags(
     notes.push(`--${from}=${String(values[from])} → --${to}=${Array.isArray(v) ? v.join(',') : String(v)}`);
   };
 
-  const aliases: Record<string, string> = {};
-  const taken = new Map<string, string>();
-  for (const [name, key] of Object.entries(RELOADER_ANNOTATION_FLAGS)) {
-    if (!set(name) || str(name) === key) continue;
-    const custom = str(name);
-    const problem = annotationKeyProblem(custom);
-    if (problem) refuse(name, `not an annotation key: ${problem}`);
-    if (custom.includes('gitops-reloader.io'))
-      refuse(name, 'gitops-reloader.io keys are our own and always read; give a key of your own');
-    if (Object.values(RELOADER_ANNOTATION_FLAGS).includes(custom))
-      refuse(name, `"${custom}" is the default key of another flag`);
-    const other = taken.get(custom);
-    if (other) refuse(name, `--${other} names the same key`);
-    taken.set(custom, name);
-    // paused-at is written by Reloader and never read here: nothing to rename.
-    if (name !== 'pause-deployment-time-annotation') aliases[key] = custom;
-    notes.push(`--${name}=${custom}: read as ${key} (which is then no longer read)`);
-  }
+  const { aliases, notes: aliasNotes } = readAnnotationAliases(values, explicit);
+  notes.push(...aliasNotes);
 
   if (set('resources-to-ignore')) {
     const kinds = [...new Set((values['resources-to-ignore'] as string[]).map((r) => r.toLowerCase()))];
@@ -222,22 +242,20 @@ export function translateReloaderFlags(
   }
 
   // --reload-on-delete is our own flag (config.ts), with Reloader's meaning and default.
-  for (const [name, what] of [
-    ['reload-on-create', 'a ConfigMap or Secret a workload references being created'],
-  ] as const) {
-    if (!set(name)) continue;
-    const v = str(name).toLowerCase();
-    if (v === 'false') {
-      refuse(
-        name,
-        `gitops-reloader always reloads on ${what} (a missing config is a state of its own); drop the flag`,
+  // --reload-on-create=false is our default meaning, as it is Reloader's default: accepted.
+  if (set('reload-on-create')) {
+    const v = str('reload-on-create').toLowerCase();
+    if (v === 'true') {
+      notes.push(
+        '--reload-on-create=true: a created config a workload names (reload list) but does not use reloads it; one it uses always does',
       );
-    } else if (v !== 'true') {
-      refuse(name, 'expected true or false');
+    } else if (v === 'false') {
+      notes.push(
+        '--reload-on-create=false (the default): a created config a workload names but does not use is recorded, not reloaded; one its pods use is always a change (a missing config is a state of its own)',
+      );
+    } else {
+      refuse('reload-on-create', 'expected true or false');
     }
-    notes.push(
-      `--${name}=true: a created config a workload names (reload list) but does not use reloads it; one it uses always does`,
-    );
   }
   if (set('sync-after-restart')) {
     if (values['sync-after-restart'] === false) {

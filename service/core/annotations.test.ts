@@ -698,12 +698,8 @@ describe('restart-window', () => {
 describe('bad values become problems, never exceptions', () => {
   it.each([
     [
-      { 'configmap.reloader.stakater.com/reload': 'ok, bad(' },
-      /^configmap\.reloader\.stakater\.com\/reload: entry "bad\(" is not a valid regex: /,
-    ],
-    [
-      { 'secret.gitops-reloader.io/reload': '(a+)+' },
-      /^secret\.gitops-reloader\.io\/reload: entry "\(a\+\)\+" repeats a group/,
+      { 'configmap.gitops-reloader.io/exclude': 'ok, bad(' },
+      /^configmap\.gitops-reloader\.io\/exclude: entry "bad\(" is not a valid regex: /,
     ],
     [{ 'configmap.gitops-reloader.io/exclude': 'x{' }, undefined],
     [
@@ -753,6 +749,28 @@ describe('bad values become problems, never exceptions', () => {
     expect(problems[0]).toMatch(message);
   });
 
+  it.each([
+    [
+      { 'configmap.reloader.stakater.com/reload': 'ok, bad(' },
+      /^configmap\.reloader\.stakater\.com\/reload: entry "bad\(" is not a valid regex: .*; that entry is left out, the others are read$/,
+    ],
+    [
+      { 'secret.gitops-reloader.io/reload': 'ok, (a+)+' },
+      /^secret\.gitops-reloader\.io\/reload: entry "\(a\+\)\+" repeats a group.*; that entry is left out, the others are read$/,
+    ],
+  ] as [Annotations, RegExp][])(
+    'a bad entry in a reload list is left out with a warning, the others are read (Reloader skips it too): %j',
+    (meta, message) => {
+      const { policy, problems, warnings } = parse(meta);
+      expect(problems).toEqual([]);
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toMatch(message);
+      const kind = Object.keys(meta)[0]?.startsWith('secret') ? 'Secret' : 'ConfigMap';
+      expect(check(policy, { kind, name: 'ok' })).toMatchObject({ reload: true, rule: 'named' });
+      expect(check(policy, { kind, name: 'other' }).reload).toBe(false);
+    },
+  );
+
   it('an invalid rollout-strategy on a Rollout is a problem', () => {
     const { problems } = parse({ 'reloader.stakater.com/rollout-strategy': 'canary' }, undefined, {
       kind: 'Rollout',
@@ -774,18 +792,28 @@ describe('bad values become problems, never exceptions', () => {
     expect(parse({ 'reloader.stakater.com/search': 'yes' }).problems).toHaveLength(1);
   });
 
-  it('a bad ignore value on the config stops that config, with a problem for the Event', () => {
+  it('an ignore value other than "true" leaves the config watched, as in Reloader, with a problem for the Event', () => {
     const p = policyOf({ 'reloader.stakater.com/auto': 'true' });
-    const d = check(p, { name: 'c', annotations: { 'reloader.stakater.com/ignore': 'yes' } });
-    expect(d).toEqual({
-      reload: false,
-      rule: 'invalid',
-      reason:
-        'not reloaded, bad annotation on ConfigMap c: reloader.stakater.com/ignore: "yes" is not understood; ' +
-        'use "true" or "false" (Reloader accepts only these two)',
-      problem:
-        'ConfigMap c: reloader.stakater.com/ignore: "yes" is not understood; use "true" or "false" (Reloader accepts only these two)',
-    });
+    for (const v of ['True', 'yes', 'TRUE']) {
+      const d = check(p, { name: 'c', annotations: { 'reloader.stakater.com/ignore': v } });
+      expect(d).toEqual({
+        reload: true,
+        rule: 'auto',
+        reason: 'auto-reload by reloader.stakater.com/auto',
+        problem: `ConfigMap c: reloader.stakater.com/ignore: ${JSON.stringify(v)} is not "true", so the ConfigMap is not ignored (as in Reloader); write "true" to ignore it`,
+      });
+    }
+    // Not reloading anyway: nothing to say.
+    expect(
+      check(policyOf({}), { name: 'c', annotations: { 'gitops-reloader.io/ignore': 'True' } }),
+    ).toMatchObject({ reload: false, rule: 'not-opted-in' });
+    // "true" on the other key still ignores.
+    expect(
+      check(p, {
+        name: 'c',
+        annotations: { 'reloader.stakater.com/ignore': 'True', 'gitops-reloader.io/ignore': 'true' },
+      }).rule,
+    ).toBe('ignore');
   });
 
   it('a bad match value matters only to a searching workload', () => {
@@ -987,8 +1015,9 @@ describe('docs/annotations.md examples', () => {
       ],
     },
     'bad-regex': {
-      problems: [
-        /^configmap\.reloader\.stakater\.com\/reload: entry "legacy-\(config" is not a valid regex: /,
+      changes: [['ConfigMap', 'legacy-settings', true, 'named']],
+      warnings: [
+        /^configmap\.reloader\.stakater\.com\/reload: entry "legacy-\(config" is not a valid regex: .*; that entry is left out, the others are read$/,
       ],
     },
     'pause-period': {

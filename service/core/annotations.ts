@@ -270,17 +270,25 @@ function readBool(
   return found;
 }
 
+/**
+ * Reads a name list. A bad entry is a problem (the workload is skipped), or, with `skipEntry`, a
+ * warning: the entry alone is left out and the others are read.
+ */
 function readList(
   ann: Annotations,
   key: string,
   mode: 'pattern' | 'exact',
   problems: Set<string>,
   source: string,
+  skipEntry?: Set<string>,
 ): KeyedList | undefined {
   const raw = ann[key];
   if (raw === undefined) return undefined;
   const { list, problems: bad } = compileNameList(splitList(raw), mode);
-  for (const p of bad) problems.add(`${key}${where(source)}: ${p}`);
+  for (const p of bad) {
+    if (skipEntry) skipEntry.add(`${key}${where(source)}: ${p}; that entry is left out, the others are read`);
+    else problems.add(`${key}${where(source)}: ${p}`);
+  }
   return list.entries.length > 0 ? { key, list } : undefined;
 }
 
@@ -299,6 +307,7 @@ function kindRules(
   meta: Annotations,
   template: Annotations,
   problems: Set<string>,
+  warnings: Set<string>,
 ): KindRules {
   const keys = KEYS.typed[kind];
   // Reloader: if the workload metadata has none of the opt-in keys for this kind (presence, even
@@ -306,9 +315,12 @@ function kindRules(
   const source =
     hasAny(meta, optInKeys(kind)) || !hasAny(template, optInKeys(kind)) ? 'metadata' : 'pod template';
   const sel = source === 'metadata' ? meta : template;
+  // A bad entry in a reload list leaves out that entry only, as Reloader skips it (its regex does
+  // not compile) and reads the rest; the workload still reloads on the others. An exclude list stays
+  // strict: leaving out a bad exclude entry would reload what its author meant to exclude.
   const named = [
-    readList(sel, keys.reload.ours, 'pattern', problems, source),
-    readList(sel, keys.reload.reloader, 'pattern', problems, source),
+    readList(sel, keys.reload.ours, 'pattern', problems, source, warnings),
+    readList(sel, keys.reload.reloader, 'pattern', problems, source, warnings),
   ];
   // Reloader reads its exclude lists from the metadata only; the reimplementation in its
   // internal/pkg/reload reads them from wherever the opt-in keys are. Honour both.
@@ -610,9 +622,9 @@ export function parseWorkloadPolicy(
   const warnings = new Set<string>();
   const notes = new Set<string>();
   const rules = {
-    ConfigMap: kindRules('ConfigMap', m, t, problems),
-    Secret: kindRules('Secret', m, t, problems),
-    SecretProviderClass: kindRules('SecretProviderClass', m, t, problems),
+    ConfigMap: kindRules('ConfigMap', m, t, problems, warnings),
+    Secret: kindRules('Secret', m, t, problems, warnings),
+    SecretProviderClass: kindRules('SecretProviderClass', m, t, problems, warnings),
   };
   const { strategy, source } = readStrategy(m, t, opts, problems, warnings);
   const debounceMs = readDebounce(m, t, problems);
@@ -671,6 +683,26 @@ export const DEFAULT_GLOBALS: AnnotationGlobals = {
  * Call only with a policy whose parse had no problems.
  */
 export function decide(policy: WorkloadPolicy, config: ConfigChange, globals: AnnotationGlobals): Decision {
+  // Reloader ignores a config only when its ignore annotation is exactly "true" (pkg/common/common.go
+  // compares the string): "True" or "yes" leave it watched, and a migrated config keeps reloading as
+  // it did. The same here, with the value named on the Event when it is what let the reload through.
+  const ann = config.annotations ?? {};
+  const odd: string[] = [KEYS.ignore.ours, KEYS.ignore.reloader].filter((k) => {
+    const v = ann[k]?.trim();
+    return v !== undefined && v !== '' && v !== 'true' && v !== 'false';
+  });
+  if (odd.length === 0) return decideRules(policy, config, globals);
+  const rest = Object.fromEntries(Object.entries(ann).filter(([k]) => !odd.includes(k)));
+  const d = decideRules(policy, { ...config, annotations: rest }, globals);
+  if (!d.reload || d.problem) return d;
+  const values = odd.map((k) => `${k}: ${JSON.stringify(ann[k])}`).join(', ');
+  return {
+    ...d,
+    problem: `${config.ref.kind} ${config.ref.name}: ${values} is not "true", so the ${config.ref.kind} is not ignored (as in Reloader); write "true" to ignore it`,
+  };
+}
+
+function decideRules(policy: WorkloadPolicy, config: ConfigChange, globals: AnnotationGlobals): Decision {
   const { kind, name } = config.ref;
   const rules = rulesFor(policy, kind);
   const on = where(rules.source);

@@ -3,6 +3,7 @@
 // a ledger in memory, an Event recorder that records, and a StrategiesPort that models the cluster.
 
 import type { Config } from '../config/config.ts';
+import type { ReloadAlert } from '../core/alert-message.ts';
 import type { AnnotationGlobals } from '../core/annotations.ts';
 import type { ChangeGate, Timers } from '../core/batcher.ts';
 import type { CatchUp, KeyState } from '../core/catch-up.ts';
@@ -63,6 +64,11 @@ export interface ReconcilerDeps {
     /** The ledger's newest write (Ledger#writtenAtMs): tells a workload created while down. */
     ledgerWrittenMs?: number,
   ): Promise<CatchUp>;
+  /**
+   * Chat alerts (--alert-on-reload, service/alerts/sender.ts): told of each completed reload and of the
+   * first failed attempt of a run; it queues and returns at once, so a reload never waits for one.
+   */
+  alerts?: { notify(a: ReloadAlert): void };
   /** The leadership term this reconciler acts for: nothing it started writes or evicts once it aborts. */
   term?: AbortSignal;
 }

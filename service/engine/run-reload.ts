@@ -149,6 +149,8 @@ export async function runReload(c: RunContext, t: TrackedWorkload, a: ReloadActi
         notifies ? 'ReloadNotified' : 'Reloaded',
         `${changed.join(', ')} changed${via}; ${res.summary}${rule}`,
       );
+      // Reloader alerts when it has updated the workload; --webhook-url's notice is not a reload.
+      if (!notifies) alert(d, t, a, 'reloaded');
       return { kind: 'done' };
     }
     if (res.kind === 'unsupported') {
@@ -220,8 +222,27 @@ export async function runReload(c: RunContext, t: TrackedWorkload, a: ReloadActi
   d.metrics?.reloader.retry();
   const retryMs = retryDelayMs(c.failures + 1);
   log.error({ ...f, err: r.error.message, retryInMs: retryMs }, 'reload failed');
+  // One alert per run of failures: the retries that follow would repeat it every backoff.
+  if (c.failures === 0) alert(d, t, a, 'failed', r.error.message);
   await event(t, 'ReloadFailed', `${r.error.message}; retrying in ${retryMs / 1000}s`, 'Warning');
   return { kind: 'retry', action: a, afterMs: retryMs, failed: true, ...(targets ? { targets } : {}) };
+}
+
+/** Tells the chat alerts (if any) how a reload ended; queued, never awaited. */
+function alert(
+  d: RunContext['d'],
+  t: TrackedWorkload,
+  a: ReloadAction,
+  outcome: 'reloaded' | 'failed',
+  error?: string,
+): void {
+  const { kind, namespace, name } = t.rec.ref;
+  d.alerts?.notify({
+    outcome,
+    workload: { kind, namespace, name },
+    changed: a.changed,
+    ...(error !== undefined ? { error } : {}),
+  });
 }
 
 /**

@@ -2,8 +2,8 @@
 // does, so the batch work sees the new config without waiting for the schedule. The Job is built from
 // the CronJob's jobTemplate untouched, owned by the CronJob, and marked
 // `cronjob.kubernetes.io/instantiate: manual`. Unlike Reloader, it honours the CronJob's own rules:
-// nothing runs while it is suspended, Forbid waits for the running Job to end, Replace replaces it.
-// The CronJob itself is never written.
+// nothing runs while it is suspended (unless --run-suspended-cronjobs, Reloader's behaviour), Forbid
+// waits for the running Job to end, Replace replaces it. The CronJob itself is never written.
 import type { V1CronJob, V1Job } from '@kubernetes/client-node';
 import { KEYS } from '../core/annotations.ts';
 import {
@@ -37,7 +37,7 @@ export async function runCronJob(
   const { namespace, name, uid } = req.workload.ref;
   const cj: V1CronJob = await ctx.batch.readNamespacedCronJob({ name, namespace });
   if (cj.metadata?.uid !== uid) throw new Error(`CronJob ${namespace}/${name} was replaced`);
-  if (cj.spec?.suspend === true) {
+  if (cj.spec?.suspend === true && !ctx.runSuspendedCronJobs) {
     throw new StrategyUnsupported(
       'the CronJob is suspended, so no Job was created; its first Job after it resumes reads the new config',
     );
@@ -101,8 +101,10 @@ export async function runCronJob(
     if ((err as { code?: number }).code !== 409) throw err;
   }
   const replaced = policy === 'Replace' && running.length > 0 ? `, replacing running Job ${names}` : '';
+  const suspended =
+    cj.spec?.suspend === true ? '; the CronJob is suspended, run anyway (--run-suspended-cronjobs)' : '';
   return {
     replaced: 0,
-    summary: `created Job ${jobName} from the CronJob's jobTemplate (concurrencyPolicy ${policy}${replaced})`,
+    summary: `created Job ${jobName} from the CronJob's jobTemplate (concurrencyPolicy ${policy}${replaced})${suspended}`,
   };
 }

@@ -78,6 +78,7 @@ export function strategyExecutor(d: ExecutorDeps): StrategiesPort {
     if (webhook) return notify(webhook, r);
     return runStrategy(r.strategy, t.rec, {
       ...(d.budget ? { budget: d.budget } : {}),
+      ...(d.cfg.runSuspendedCronJobs ? { runSuspendedCronJobs: true } : {}),
       core: d.core,
       apps: d.apps,
       batch: d.batch,

@@ -42,6 +42,8 @@ export interface StrategyContext {
   jobSpecs?: JobSpecStore;
   /** --restart-budget: every old pod's eviction waits for its slot (restart-budget.ts). */
   budget?: RestartBudget;
+  /** --run-suspended-cronjobs: a suspended CronJob gets its Job too, as in Reloader. */
+  runSuspendedCronJobs?: boolean;
 }
 
 export interface ReloadRequest {

@@ -475,6 +475,38 @@ export const SCENARIOS: readonly Scenario[] = [
     ],
     change: changeCm('ignore-c'),
   },
+  // Not in Reloader's e2e: two readings its source fixes (pkg/common/common.go), issue 37's
+  // "small differences", kept here so both tools are judged on them.
+  {
+    id: 'ignore-not-true',
+    title: 'a ConfigMap marked ignore="True" (not "true") still reloads the Deployment naming it',
+    from: 'no e2e test; Reloader source pkg/common/common.go: ignore only when the value is exactly "true"',
+    expect: 'reload',
+    workload: { kind: 'Deployment', name: 'ignore-not-true' },
+    objects: () => [
+      cm('ignore-not-true-c', { k: '1' }, { 'reloader.stakater.com/ignore': 'True' }),
+      workload('Deployment', 'ignore-not-true', {
+        annotations: cmReload('ignore-not-true-c'),
+        container: envFromCm('ignore-not-true-c'),
+      }),
+    ],
+    change: changeCm('ignore-not-true-c'),
+  },
+  {
+    id: 'named-bad-entry',
+    title: 'a bad regex in a reload list leaves out that entry: the other entry still reloads',
+    from: 'no e2e test; Reloader source pkg/common/common.go: an entry whose regex does not compile is skipped',
+    expect: 'reload',
+    workload: { kind: 'Deployment', name: 'named-bad-entry' },
+    objects: () => [
+      cm('named-bad-entry-c', { k: '1' }),
+      workload('Deployment', 'named-bad-entry', {
+        annotations: cmReload('bad-(entry, named-bad-entry-c'),
+        container: envFromCm('named-bad-entry-c'),
+      }),
+    ],
+    change: changeCm('named-bad-entry-c'),
+  },
   {
     id: 'search-match',
     title: 'search on the Deployment and match on the ConfigMap reload it',

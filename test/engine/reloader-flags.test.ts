@@ -2,7 +2,8 @@
 // those flags say on the real control plane: only selected namespaces, Secrets not watched, no
 // Rollout watch with --is-Argo-Rollouts=false.
 import { randomBytes } from 'node:crypto';
-import { afterEach, describe, expect } from 'vitest';
+import { afterEach, describe, expect, inject } from 'vitest';
+import { plan } from '../../service/plan-command.ts';
 import { changeOf, decidedNoReload } from '../support/decisions.ts';
 import { it, type Kube } from '../support/kube.ts';
 import { events, waitForEvent, waitReadyPods } from '../support/observe.ts';
@@ -131,5 +132,22 @@ describe("Reloader's flags", () => {
     // The default key is no longer read, as in Reloader with the flag.
     await decidedNoReload(svc, changeOf('ConfigMap', change), { workload: 'Deployment/default' });
     expect(await events(kube, namespace, 'Reloaded', 'default')).toHaveLength(0);
+
+    // `plan` given the same flag reads the workloads as the service did.
+    let out = '';
+    await plan(
+      [
+        `--kubeconfig=${inject('kubeconfig')}`,
+        `--namespace=${namespace}`,
+        '--configmap=app',
+        '--configmap-annotation=example.io/reload',
+      ],
+      {},
+      (s) => {
+        out += s;
+      },
+    );
+    expect(out).toMatch(/Deployment\/custom +restart +named in configmap\.reloader\.stakater\.com\/reload/);
+    expect(out).toMatch(/Deployment\/default +skip +not opted in/);
   });
 });

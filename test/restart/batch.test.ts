@@ -112,10 +112,10 @@ async function runningJobOf(kube: Kube, namespace: string, cj: V1CronJob, name: 
   return job;
 }
 
-async function start(kube: Kube, namespace: string) {
+async function start(kube: Kube, namespace: string, flags: string[] = []) {
   await kube.core.createNamespacedConfigMap({ namespace, body: configMap('app', { k: '1' }) });
   return async () => {
-    const svc = startService(serviceArgs(namespace, await hashKeyFile(), ['--debounce=0s']));
+    const svc = startService(serviceArgs(namespace, await hashKeyFile(), ['--debounce=0s', ...flags]));
     await svc.waitForLog('ready', (l) => l.msg === 'ready');
     return svc;
   };
@@ -192,6 +192,25 @@ describe('CronJob reloads', () => {
     const skipped = await waitForEvent(kube, namespace, 'ReloadSkipped', 'paused');
     expect(skipped.message).toMatch(/the CronJob is suspended, so no Job was created/);
     expect(await jobs(kube, namespace)).toEqual([]);
+  });
+
+  it("with --run-suspended-cronjobs runs a suspended CronJob's Job, as Reloader does", async ({
+    kube,
+    namespace,
+  }) => {
+    const serve = await start(kube, namespace, ['--run-suspended-cronjobs']);
+    await kube.batch.createNamespacedCronJob({
+      namespace,
+      body: cronJob('paused', { annotations: AUTO, suspend: true }),
+    });
+    await serve();
+    await setCm(kube, namespace, '2');
+    const reloaded = await waitForEvent(kube, namespace, 'Reloaded', 'paused');
+    expect(reloaded.message).toMatch(/the CronJob is suspended, run anyway/);
+    const made = await jobs(kube, namespace);
+    expect(made.map((j) => j.metadata?.ownerReferences?.[0]?.name)).toEqual(['paused']);
+    // Still suspended: the CronJob itself is never written.
+    expect((await kube.batch.readNamespacedCronJob({ name: 'paused', namespace })).spec?.suspend).toBe(true);
   });
 
   it('under Forbid waits for the running Job to end, then runs one', async ({ kube, namespace }) => {

@@ -3,6 +3,7 @@
 // world of ConfigMaps and Deployments fed through the real ClusterState. Time is fakeTimers().
 
 import { loadConfig } from '../../service/config/config.ts';
+import type { ReloadAlert } from '../../service/core/alert-message.ts';
 import { compileGlobals } from '../../service/core/annotations.ts';
 import type { ChangeGate } from '../../service/core/batcher.ts';
 import type { KeyState } from '../../service/core/catch-up.ts';
@@ -184,11 +185,14 @@ export function engineWorld(
   /** Every line the engine logged (debug and up), parsed: what it decided, in order. */
   const logs: Array<{ level: string; msg: string; [k: string]: unknown }> = [];
   const log = createLogger('debug', { write: (line: string) => void logs.push(JSON.parse(line)) });
+  /** What the engine told the chat alerts (service/alerts/sender.ts filters and sends them). */
+  const alerts: ReloadAlert[] = [];
   const deps: ReconcilerDeps = {
     cfg,
     state,
     ledger,
     events: sink,
+    alerts: { notify: (a) => void alerts.push(a) },
     log,
     globals,
     hashKey: KEY,
@@ -226,6 +230,7 @@ export function engineWorld(
     state,
     ledger,
     events,
+    alerts,
     logs,
     strategies,
     reconciler,
