@@ -112,6 +112,20 @@ describe("migrate on Reloader's chart 2.2.16", () => {
     },
   );
 
+  it('reads a kubectl List of the same objects as the render', async () => {
+    let out = '';
+    await migrate(
+      ['--manifests=-'],
+      {},
+      (t) => {
+        out += t;
+      },
+      () => undefined,
+      () => JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects('scoped') }),
+    );
+    expect(parse(out)).toEqual((await both('scoped'))[1].values);
+  });
+
   it('default: Reloader as installed by default, nothing left over', async () => {
     const [v] = await both('default');
     expect(v.code).toBe(0);

@@ -338,7 +338,11 @@ export function fromManifests(
   source: string,
   namespace?: string,
 ): ReloaderInstall {
-  const docs = objects.map(obj).filter((o) => typeof o.kind === 'string');
+  // `kubectl get … -o yaml` of several objects prints one List.
+  const docs = objects
+    .map(obj)
+    .flatMap((o) => (o.kind === 'List' && Array.isArray(o.items) ? o.items.map(obj) : [o]))
+    .filter((o) => typeof o.kind === 'string');
   const deployments = docs.filter((o) => o.kind === 'Deployment');
   const dep =
     deployments.find((d) =>
