@@ -1,4 +1,5 @@
-// npm run bench -- [--scale small|full|tiny] [--out FILE] [--keep] [--skip PHASE,...]
+// npm run bench -- [--scale small|full|tiny] [--out FILE] [--keep] [--skip PHASE,...] [--only PHASE,...]
+//                   [--peer reloader=PATH]
 //
 // Builds the fixture in the run's own namespaces on the local control plane (or TEST_KUBECONFIG),
 // runs gitops-reloader as a real child process through each phase, and prints ONE JSON object with
@@ -21,6 +22,7 @@ import { type HubResult, hub } from './phases/hub.ts';
 import { type LatencySample, latency } from './phases/latency.ts';
 import { type PrecisionResult, precision } from './phases/precision.ts';
 import { type ProgressiveResult, progressive } from './phases/progressive.ts';
+import { AB_SIZES, type AbResult, type AbSizes, reloaderAb } from './phases/reloader-ab.ts';
 import { type RestartShapeResult, restart } from './phases/restart.ts';
 import { type SetupResult, setUp } from './phases/setup.ts';
 import { type StartupRun, startup } from './phases/startup.ts';
@@ -46,20 +48,27 @@ const PHASES = [
   'progressive-good',
   // Hub mode (issue 25): its own clusters, services and cleanup; independent of the fixture.
   'hub',
+  // Reloader's load scenarios against gitops-reloader and a peer (issue 37); only with --peer.
+  'reloader-ab',
 ] as const;
+/** Phases with their own namespaces and services: they need neither the fixture nor its service. */
+const STANDALONE: ReadonlySet<string> = new Set(['hub', 'reloader-ab']);
 type Phase = (typeof PHASES)[number];
 
 const USAGE = `usage: npm run bench -- [--scale small|full|tiny] [--out FILE] [--keep] [--skip PHASE,...]
   --scale   fixture size (default small; full is the issue's fixture: do not run it on a shared machine)
   --out     also write the JSON to FILE
   --keep    leave the namespaces and nodes in place afterwards (for debugging)
-  --skip    phases to leave out: ${PHASES.join(', ')}`;
+  --skip    phases to leave out: ${PHASES.join(', ')}
+  --only    run only these phases (the fixture is built only for phases that need it)
+  --peer    NAME=PATH: a peer binary (Stakater Reloader) for reloader-ab, which is skipped without it`;
 
 interface Args {
   scale: ScaleName;
   out?: string;
   keep: boolean;
   skip: Set<Phase>;
+  peer?: { name: string; binary: string };
 }
 
 function parseArgs(argv: string[]): Args {
@@ -95,6 +104,22 @@ function parseArgs(argv: string[]): Args {
           a.skip.add(p as Phase);
         }
         break;
+      case '--only': {
+        const only = value().split(',').filter(Boolean);
+        for (const p of only)
+          if (!(PHASES as readonly string[]).includes(p))
+            throw new Error(`unknown phase ${JSON.stringify(p)}\n${USAGE}`);
+        for (const p of PHASES) if (!only.includes(p)) a.skip.add(p);
+        break;
+      }
+      case '--peer': {
+        const v = value();
+        const [name, binary] = [v.slice(0, v.indexOf('=')), v.slice(v.indexOf('=') + 1)];
+        if (!v.includes('=') || !name || !binary)
+          throw new Error(`--peer takes NAME=PATH, not ${JSON.stringify(v)}\n${USAGE}`);
+        a.peer = { name, binary: path.resolve(binary) };
+        break;
+      }
       case '--help':
       case '-h':
         process.stderr.write(`${USAGE}\n`);
@@ -104,8 +129,16 @@ function parseArgs(argv: string[]): Args {
         throw new Error(`unknown argument ${JSON.stringify(arg)}\n${USAGE}`);
     }
   }
+  if (!a.peer) a.skip.add('reloader-ab');
   return a;
 }
+
+/** reloader-ab's sizes per scale: the issue's (full, small) or a smoke test's (tiny). */
+const AB_SIZES_FOR: Record<ScaleName, Partial<AbSizes>> = {
+  full: AB_SIZES,
+  small: AB_SIZES,
+  tiny: { fanout: 10, noopWrites: 10, largeConfigs: 2 },
+};
 
 const t0 = Date.now();
 const say = (msg: string) =>
@@ -214,6 +247,8 @@ async function main(): Promise<number> {
   const restartResults: RestartShapeResult[] = [];
   let progressiveResult: ProgressiveResult | undefined;
   let hubResult: HubResult | undefined;
+  let abResult: AbResult | undefined;
+  const needsFixture = PHASES.some((p) => !STANDALONE.has(p) && !args.skip.has(p));
   const exitCodes: Record<string, number | null> = {};
   const stopService = async (label: string, svc: ServiceProcess) => {
     exitCodes[label] = await svc.stop();
@@ -222,7 +257,8 @@ async function main(): Promise<number> {
   };
 
   try {
-    setup = await phase('setup', () => setUp(ctx));
+    if (needsFixture) setup = await phase('setup', () => setUp(ctx));
+    else await ctx.pods.start();
     // Without a fixture there is nothing to measure; the JSON still reports the error.
     const started = setup ? await phase('startup', () => startup(ctx)) : undefined;
     // A start-up that failed half-way may have left a process behind (holding the lease).
@@ -293,6 +329,19 @@ async function main(): Promise<number> {
 
     // Its own namespaces, nodes and services; needs nothing of the fixture.
     if (!skip('hub')) hubResult = await phase('hub', () => hub(ctx, { stop: stopService }));
+
+    // Reloader's load scenarios, gitops-reloader then the peer, each in its own namespace.
+    if (!skip('reloader-ab') && args.peer) {
+      const peer = args.peer;
+      abResult = await phase('reloader-ab', () =>
+        reloaderAb(ctx, {
+          peer,
+          stop: stopService,
+          ...(scale.name === 'full' ? {} : { sizes: AB_SIZES_FOR[scale.name] }),
+        }),
+      );
+      for (const e of abResult?.errors ?? []) errors.push({ phase: `reloader-ab ${e.tool}`, error: e.error });
+    }
   } finally {
     await tearDown();
   }
@@ -373,6 +422,8 @@ async function main(): Promise<number> {
     progressive_deployments: prog?.deployments ?? null,
     // Issue 25: hub mode, per number of served clusters, and the failover of a replica's clusters.
     hub: hubResult ?? null,
+    // Issue 37: Reloader's load scenarios, gitops-reloader and the peer side by side.
+    reloader_ab: abResult ?? null,
     skipped: [...args.skip],
     // Issue 15's targets, then the earlier ones of figures issue 15 does not set.
     targets: {

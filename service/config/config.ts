@@ -20,7 +20,7 @@ import {
 } from './choices.ts';
 import { FlagError, type FlagSpec, type FlagValue, parseFlags } from './flags.ts';
 import { readKeyFile } from './hash-key.ts';
-import { reloaderFlags, reloaderSelector, translateReloaderFlags } from './reloader-flags.ts';
+import { reloaderFlags, reloaderSelectorFlag, translateReloaderFlags } from './reloader-flags.ts';
 
 export type Strategy = ReloadStrategy;
 
@@ -37,14 +37,14 @@ export const serveFlags: readonly FlagSpec[] = [
   },
   {
     name: 'namespace-selector',
-    type: 'string',
-    help: 'Only act in namespaces whose labels match this selector, e.g. "reload=enabled".',
+    type: 'list',
+    help: 'Only act in namespaces whose labels match this selector, e.g. "reload=enabled". Repeatable (all must match); Reloader\'s key:value form and quoted values are read as Reloader reads them.',
   },
   { name: 'ignore-namespaces', type: 'list', help: 'Never act in these namespaces (comma list).' },
   {
     name: 'resource-label-selector',
-    type: 'string',
-    help: 'Only watch ConfigMaps and Secrets with labels matching this selector.',
+    type: 'list',
+    help: 'Only watch ConfigMaps and Secrets with labels matching this selector. Repeatable (all must match), read as --namespace-selector.',
   },
   {
     name: 'ignore-configmaps',
@@ -639,10 +639,19 @@ export function validSelector(sel: string): boolean {
   return terms.every((t) => selectorTerm.test(t));
 }
 
-/** A selector flag, in Kubernetes syntax or Reloader's `key:value` list form. */
-const selector = (v: FlagValue) => {
-  const s = str(v);
-  return s === undefined ? undefined : reloaderSelector(s);
+/**
+ * A selector flag, in Kubernetes syntax or Reloader's `key:value` list form, given once or more (all
+ * must match) and quoted or not, as Reloader's pflag slice reads it.
+ */
+const selector = (flag: string, v: FlagValue) => {
+  const given = typeof v === 'string' ? [v] : Array.isArray(v) ? v : [];
+  if (given.every((g) => g.trim() === '')) return undefined;
+  try {
+    // A list flag arrives split on commas; pflag splits the whole value as CSV, quotes and all.
+    return reloaderSelectorFlag([given.join(',')]);
+  } catch (e) {
+    throw new FlagError(`invalid value for --${flag}: ${(e as Error).message}`);
+  }
 };
 
 function logLevel(v: string): LogLevel {
@@ -674,9 +683,9 @@ export function buildConfig(
   const cfg: Config = {
     kubeconfig: str(values.kubeconfig),
     namespaces: list(values.namespaces),
-    namespaceSelector: selector(values['namespace-selector']),
+    namespaceSelector: selector('namespace-selector', values['namespace-selector']),
     ignoreNamespaces: list(values['ignore-namespaces']),
-    resourceLabelSelector: selector(values['resource-label-selector']),
+    resourceLabelSelector: selector('resource-label-selector', values['resource-label-selector']),
     ignoreConfigMaps: list(values['ignore-configmaps']),
     ignoreSecrets: list(values['ignore-secrets']),
     ignoreResources: oneOf('ignore-resources', list(values['ignore-resources']), CONFIG_RESOURCE_NAMES, (v) =>

@@ -2,7 +2,7 @@
 // message that names the equivalent.
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from './config.ts';
-import { RELOADER_ANNOTATION_FLAGS, reloaderFlags, reloaderSelector } from './reloader-flags.ts';
+import { pflagList, RELOADER_ANNOTATION_FLAGS, reloaderFlags, reloaderSelector } from './reloader-flags.ts';
 
 const base = ['--release-namespace=gr'];
 const load = (...argv: string[]) => loadConfig([...base, ...argv], {});
@@ -53,6 +53,24 @@ describe('Reloader flags', () => {
     expect(c.namespaceSelector).toBe('team=web,reloader');
     expect(c.resourceLabelSelector).toBe('reload');
     expect(reloaderSelector('env in (a,b),app=x')).toBe('env in (a,b),app=x');
+  });
+
+  it("reads a selector flag as Reloader's pflag slice: repeatable, and quoted as its chart renders it", () => {
+    // Reloader's chart 2.2.16 renders `--namespace-selector="<value>"`, quotes included.
+    expect(load('--namespace-selector="team:platform,reload:*"').namespaceSelector).toBe(
+      'team=platform,reload',
+    );
+    expect(load('--namespace-selector=team=a', '--namespace-selector=env in (x, y)').namespaceSelector).toBe(
+      'team=a,env in (x,y)',
+    );
+    expect(load('--resource-label-selector="reloader:enabled"').resourceLabelSelector).toBe(
+      'reloader=enabled',
+    );
+    expect(() => load('--namespace-selector="team=a')).toThrow(/--namespace-selector: unclosed quote/);
+    expect(() => load('--namespace-selector=te"am=a')).toThrow(/--namespace-selector: a quote inside/);
+    expect(pflagList('"a=b,c",d,"say ""x"""')).toEqual(['a=b,c', 'd', 'say "x"']);
+    expect(pflagList('')).toEqual([]);
+    expect(() => pflagList('"a"b')).toThrow(/text after a closing quote/);
   });
 
   it("--reloader-compat keeps Reloader's port :9090 unless --http-address is given", () => {

@@ -294,6 +294,55 @@ export function translateReloaderFlags(
 }
 
 /**
+ * One value of a Go pflag string-slice flag (how Reloader reads --namespace-selector,
+ * --resource-label-selector, --namespaces and the other list flags), split as pflag splits it: as a
+ * CSV record, so `"a=b,c"` with its quotes is one element `a=b,c` and a quote may wrap any element
+ * (`""` inside is one quote). Reloader's chart renders `--namespace-selector="…"` with literal quotes,
+ * which this removes. Throws on a quote pflag would refuse (a bare or unclosed one).
+ */
+export function pflagList(raw: string): string[] {
+  const out: string[] = [];
+  let i = 0;
+  if (raw === '') return out;
+  for (;;) {
+    let field = '';
+    if (raw[i] === '"') {
+      i++;
+      for (;;) {
+        const q = raw.indexOf('"', i);
+        if (q < 0) throw new Error(`unclosed quote in ${JSON.stringify(raw)}`);
+        field += raw.slice(i, q);
+        i = q + 1;
+        if (raw[i] === '"') {
+          field += '"';
+          i++;
+        } else break;
+      }
+      if (i < raw.length && raw[i] !== ',')
+        throw new Error(`text after a closing quote in ${JSON.stringify(raw)}`);
+    } else {
+      const c = raw.indexOf(',', i);
+      field = raw.slice(i, c < 0 ? undefined : c);
+      if (field.includes('"'))
+        throw new Error(`a quote inside an unquoted element of ${JSON.stringify(raw)}`);
+      i = c < 0 ? raw.length : c;
+    }
+    out.push(field);
+    if (i >= raw.length) return out;
+    i++; // the comma
+  }
+}
+
+/**
+ * A selector flag given any number of times, in Reloader's meaning (a pflag string slice): every
+ * occurrence split as pflag splits it (quotes removed), all elements joined with commas (so all
+ * must match), then read term by term by reloaderSelector.
+ */
+export function reloaderSelectorFlag(occurrences: readonly string[]): string {
+  return reloaderSelector(occurrences.flatMap((o) => pflagList(o)).join(','));
+}
+
+/**
  * Reloader's selector list form, `key:value` with `*` for "any value" (its legacy syntax), as a
  * Kubernetes label selector: `team:web,env:*` → `team=web,env`. A selector already in Kubernetes
  * syntax passes through unchanged, except `key=*`, which Reloader also reads as "key exists".

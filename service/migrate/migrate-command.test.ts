@@ -136,7 +136,7 @@ describe('migrate --values', () => {
       () => 'reloader:\n  frobnicate: true\n',
     );
     expect(code).toBe(NOT_CARRIED_EXIT);
-    expect(out).toMatch(/reloader\.frobnicate: not a Reloader chart value that migrate knows/);
+    expect(out).toMatch(/reloader\.frobnicate: not a value of Reloader's chart 2\.2\.16/);
   });
 
   it('carries reloadOnCreate: true over as --reload-on-create=true (named configs the template does not use)', async () => {
@@ -177,7 +177,7 @@ describe('migrate --values', () => {
   });
 
   it('refuses to guess: one source, readable YAML', async () => {
-    await expect(run()).rejects.toThrow(/exactly one of --values FILE or --deployment/);
+    await expect(run()).rejects.toThrow(/exactly one of --values FILE, --manifests FILE or --deployment/);
     await expect(run('--values=/no/such/file')).rejects.toThrow(
       /cannot read --values \/no\/such\/file: ENOENT/,
     );

@@ -3,19 +3,28 @@
 // behaves differently from Reloader carries a comment saying how; anything that cannot be carried
 // over is listed at the end, and the command then exits 3.
 import { readFileSync } from 'node:fs';
-import { parse } from 'yaml';
+import { parse, parseAllDocuments } from 'yaml';
 import { allServeFlags } from '../config/config.ts';
 import { FlagError, type FlagSpec, parseFlags } from '../config/flags.ts';
 import { type ClusterAccess, loadClusterAccess } from '../kube/access.ts';
 import { getJson, KubeHttpError } from '../kube/watch-http.ts';
-import { fromDeployment, fromValues, type ReloaderInstall } from './reloader-install.ts';
+import { fromDeployment, fromManifests, fromValues, type ReloaderInstall } from './reloader-install.ts';
 import { render, translate } from './translate.ts';
 
 /** Exit status when something could not be carried over. */
 export const NOT_CARRIED_EXIT = 3;
 
 export const migrateFlags: readonly FlagSpec[] = [
-  { name: 'values', type: 'string', help: "A Reloader Helm values file ('-' for stdin)." },
+  {
+    name: 'values',
+    type: 'string',
+    help: "A Reloader Helm values file ('-' for stdin), read as Reloader's chart 2.2.16 renders it.",
+  },
+  {
+    name: 'manifests',
+    type: 'string',
+    help: "Reloader's rendered manifests ('-' for stdin): `helm template` output of its chart, or `kubectl get deploy -o yaml`.",
+  },
   {
     name: 'deployment',
     type: 'string',
@@ -24,7 +33,7 @@ export const migrateFlags: readonly FlagSpec[] = [
   {
     name: 'namespace',
     type: 'string',
-    help: 'With --values: the namespace Reloader is installed in (needed when it watches only its own, watchGlobally: false).',
+    help: 'With --values or --manifests: the namespace Reloader is installed in (with --values, needed when it watches only its own or a list of namespaces).',
   },
   { name: 'kubeconfig', type: 'string', help: 'With --deployment: path to a kubeconfig.' },
 ];
@@ -39,30 +48,47 @@ export async function migrate(
 ): Promise<number> {
   const { values } = parseFlags(migrateFlags, argv, env);
   const file = values.values as string | undefined;
+  const manifests = values.manifests as string | undefined;
   const dep = values.deployment as string | undefined;
-  if ((file === undefined) === (dep === undefined)) {
-    throw new FlagError('migrate needs exactly one of --values FILE or --deployment NAMESPACE/NAME');
+  if ([file, manifests, dep].filter((x) => x !== undefined).length !== 1) {
+    throw new FlagError(
+      'migrate needs exactly one of --values FILE, --manifests FILE or --deployment NAMESPACE/NAME',
+    );
   }
-  let install: ReloaderInstall;
-  const unknown: string[] = [];
-  if (file !== undefined) {
-    let text: string;
+  const ns = values.namespace as string | undefined;
+  const read = (flag: string, f: string) => {
     try {
-      text = file === '-' ? readStdin() : readFileSync(file, 'utf8');
+      return f === '-' ? readStdin() : readFileSync(f, 'utf8');
     } catch (e) {
       throw new FlagError(
-        `cannot read --values ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+        `cannot read --${flag} ${f}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
       );
     }
+  };
+  let install: ReloaderInstall;
+  if (file !== undefined) {
     let doc: unknown;
     try {
-      doc = parse(text);
+      doc = parse(read('values', file));
     } catch (e) {
+      if (e instanceof FlagError) throw e;
       throw new FlagError(`--values ${file} is not YAML: ${(e as Error).message.split('\n')[0]}`);
     }
-    const r = fromValues(doc ?? {}, `values ${file}`, values.namespace as string | undefined);
-    install = r.install;
-    unknown.push(...r.unknown);
+    install = fromValues(doc ?? {}, `values ${file}`, ns);
+  } else if (manifests !== undefined) {
+    const docs = parseAllDocuments(read('manifests', manifests));
+    const bad = docs.find((d) => d.errors.length > 0);
+    if (bad)
+      throw new FlagError(`--manifests ${manifests} is not YAML: ${bad.errors[0]?.message.split('\n')[0]}`);
+    try {
+      install = fromManifests(
+        docs.map((d) => d.toJS() as unknown),
+        `manifests ${manifests}`,
+        ns,
+      );
+    } catch (e) {
+      throw new FlagError(`--manifests ${manifests}: ${(e as Error).message}`);
+    }
   } else {
     const m = /^([a-z0-9-]+)\/([a-z0-9.-]+)$/.exec(dep as string);
     if (!m)
@@ -83,7 +109,6 @@ export async function migrate(
     install = fromDeployment(obj);
   }
   const t = translate(install, { serveFlags: new Set(allServeFlags.map((f) => f.name)) });
-  t.notCarried.push(...unknown.map((k) => `${k}: not a Reloader chart value that migrate knows`));
   out(render(t, install.source));
   if (t.notCarried.length > 0) {
     err(

@@ -1,7 +1,7 @@
 // Turns a Reloader installation into gitops-reloader chart values: one entry per value, with a note
 // where the meaning changes, and a list of what cannot be carried over. Pure.
 import { stringify } from 'yaml';
-import { RELOADER_ANNOTATION_FLAGS, reloaderSelector } from '../config/reloader-flags.ts';
+import { pflagList, RELOADER_ANNOTATION_FLAGS, reloaderSelectorFlag } from '../config/reloader-flags.ts';
 import type { ReloaderInstall } from './reloader-install.ts';
 
 export interface ValueEntry {
@@ -28,11 +28,40 @@ export interface TranslateOptions {
 }
 
 const truthy = (v: string | undefined) => v !== undefined && /^(true|t|1)$/i.test(v.trim());
-const list = (v: string) =>
-  v
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
+/** A Reloader list flag's value, split as its pflag string slice splits it (CSV, quotes removed). */
+function list(v: string): string[] {
+  try {
+    return pflagList(v)
+      .map((s) => s.trim())
+      .filter(Boolean);
+  } catch {
+    return [v];
+  }
+}
+const namespaceName = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+/**
+ * How Reloader v1.4.21 turns its selector slice into a label selector (pkg/common
+ * GetNamespaceLabelSelector): each element's first `key:value` becomes `key=value` (`*` → `key`),
+ * `key=*` becomes `key`, and the elements are joined with commas. An element holding several terms
+ * (the chart's quotes make the whole value one element) is converted as one: `"a:x,b:y"` → `a=x,b`.
+ */
+export function reloaderSelectorReading(elements: readonly string[]): string {
+  return elements
+    .map((kv) => {
+      let s = kv;
+      if (kv.includes(':')) {
+        const p = kv.split(':');
+        s = p[1] === '*' ? (p[0] as string) : `${p[0]}=${p[1]}`;
+      }
+      if (kv.includes('=')) {
+        const p = kv.split('=');
+        if (p[1] === '*') s = p[0] as string;
+      }
+      return s;
+    })
+    .join(',');
+}
 
 const LOG_LEVEL: Record<string, string> = {
   trace: 'debug',
@@ -65,7 +94,17 @@ export function translate(install: ReloaderInstall, o: TranslateOptions): Transl
   const watchOne = install.env.get('KUBERNETES_NAMESPACE');
   seen.add('KUBERNETES_NAMESPACE');
   if (namespaces) {
-    put('reload.namespaces', list(namespaces), '--namespaces');
+    const names = list(namespaces);
+    const bad = names.filter((n) => !namespaceName.test(n));
+    if (bad.length > 0)
+      notCarried.push(
+        `--namespaces=${namespaces}: ${bad.map((b) => JSON.stringify(b)).join(', ')} is no namespace name`,
+      );
+    put(
+      'reload.namespaces',
+      names.filter((n) => namespaceName.test(n)),
+      '--namespaces',
+    );
   } else if (watchOne) {
     const ns =
       'value' in watchOne
@@ -85,7 +124,19 @@ export function translate(install: ReloaderInstall, o: TranslateOptions): Transl
   ] as const) {
     const v = get(flag);
     if (!v) continue;
-    const sel = reloaderSelector(list(v).join(','));
+    let sel: string;
+    try {
+      sel = reloaderSelectorFlag([v]);
+    } catch (e) {
+      notCarried.push(`--${flag}=${v}: ${(e as Error).message}`);
+      continue;
+    }
+    const theirs = reloaderSelectorReading(pflagList(v));
+    if (theirs.replace(/\s/g, '') !== sel.replace(/\s/g, '')) {
+      notCarried.push(
+        `--${flag}=${v}: Reloader v1.4.21 read this as "${theirs}" (its chart's quotes make the list one element, converted as one); gitops-reloader reads it term by term as "${sel}", written above. Check which one you meant`,
+      );
+    }
     put(
       path,
       sel,
@@ -94,7 +145,15 @@ export function translate(install: ReloaderInstall, o: TranslateOptions): Transl
     );
   }
   const ignoreNs = get('namespaces-to-ignore');
-  if (ignoreNs) put('reload.ignoreNamespaces', list(ignoreNs), '--namespaces-to-ignore');
+  if (ignoreNs) {
+    const names = list(ignoreNs);
+    const bad = names.filter((n) => !namespaceName.test(n));
+    if (bad.length > 0)
+      notCarried.push(
+        `--namespaces-to-ignore=${ignoreNs}: ${bad.map((b) => JSON.stringify(b)).join(', ')} is no namespace name (a YAML list in reloader.ignoreNamespaces is rendered by the chart as "[a b]"; Reloader ignored no namespace)`,
+      );
+    else put('reload.ignoreNamespaces', names, '--namespaces-to-ignore');
+  }
 
   const ignoreRes = get('resources-to-ignore');
   if (ignoreRes) {
@@ -160,7 +219,7 @@ export function translate(install: ReloaderInstall, o: TranslateOptions): Transl
   put(
     'replicas',
     ha ? (typeof replicas === 'number' ? replicas : 2) : 1,
-    ha ? 'enableHA: true' : 'enableHA: false',
+    ha ? '--enable-ha (enableHA, or deployment.replicas > 1)' : 'enableHA: false',
   );
   put(
     'leaderElection.enabled',
@@ -234,6 +293,10 @@ export function translate(install: ReloaderInstall, o: TranslateOptions): Transl
         put('metrics.countByNamespace', true, 'enableMetricsByNamespace');
     } else if (name === 'POD_NAME' || name === 'POD_NAMESPACE' || name === 'RELOADER_NAMESPACE') {
       // Set by our chart itself.
+    } else if (name === 'GOMAXPROCS' || name === 'GOMEMLIMIT') {
+      notes.push(
+        `${name} (deployment.gom${name === 'GOMAXPROCS' ? 'axprocs' : 'emlimit'}Override): Go's runtime; gitops-reloader is a Node.js service`,
+      );
     } else if (name.startsWith('ALERT_')) {
       notCarried.push(
         `${name}: chat alerts on reload (Slack, Teams, Google Chat) are not sent; use the Reloaded Events, reloadWebhook.url, or alerts on reloader_reload_executed_total`,
@@ -247,8 +310,6 @@ export function translate(install: ReloaderInstall, o: TranslateOptions): Transl
 
   // Chart-level values.
   const c = install.chart;
-  if (c.get('isOpenshift') === true)
-    notCarried.push('isOpenshift: OpenShift DeploymentConfigs are not reloaded');
   for (const [from, to] of [
     ['deployment.resources', 'resources'],
     ['deployment.nodeSelector', 'nodeSelector'],
@@ -257,6 +318,12 @@ export function translate(install: ReloaderInstall, o: TranslateOptions): Transl
     ['deployment.topologySpreadConstraints', 'topologySpreadConstraints'],
     ['deployment.priorityClassName', 'priorityClassName'],
     ['deployment.pod.annotations', 'podAnnotations'],
+    ['deployment.labels', 'podLabels'],
+    ['global.imagePullSecrets', 'imagePullSecrets'],
+    ['service.port', 'service.port'],
+    ['service.annotations', 'service.annotations'],
+    ['serviceAccount.annotations', 'serviceAccount.annotations'],
+    ['podDisruptionBudget.maxUnavailable', 'podDisruptionBudget.maxUnavailable'],
     ['rbac.enabled', 'rbac.create'],
     ['serviceAccount.create', 'serviceAccount.create'],
     ['serviceAccount.name', 'serviceAccount.name'],
@@ -286,14 +353,10 @@ export function translate(install: ReloaderInstall, o: TranslateOptions): Transl
         : undefined,
     );
   }
-  for (const key of [
-    'deployment.securityContext',
-    'deployment.containerSecurityContext',
-    'readOnlyRootFileSystem',
-  ]) {
-    if (c.get(key) !== undefined)
-      notes.push(`${key}: gitops-reloader runs non-root with a read-only root filesystem by default`);
-  }
+  if (c.get('readOnlyRootFileSystem') === true)
+    notes.push('readOnlyRootFileSystem: gitops-reloader always runs on a read-only root filesystem');
+  notCarried.push(...install.reported);
+  notes.push(...install.inert);
   if (extraArgs.length > 0) put('extraArgs', extraArgs, 'flags with no chart value');
   return { entries, notCarried, notes };
 }

@@ -3,6 +3,8 @@
 // control plane, one after the other, and writes the table of outcomes into
 // docs/migrating-from-reloader.md. Without --peer it only runs gitops-reloader (as `npm test` does).
 // Exit status: that of the gitops-reloader run (a peer's failures are in the table, not the status).
+// `npm run compat -- --migrate-chart PATH` instead checks migrate's fixtures of Reloader's chart
+// against real `helm template` of the chart at PATH (test/compat/migrate-chart.ts).
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -38,6 +40,11 @@ function runSuite(env: Record<string, string>): Promise<number> {
   });
 }
 
+if (process.argv.slice(2).some((a) => a.startsWith('--migrate-chart'))) {
+  // The optional check of migrate's chart fixtures against the real chart (test/compat/migrate-chart.ts).
+  const { runMigrateChartCheck } = await import('./migrate-chart.ts');
+  process.exit(runMigrateChartCheck(process.argv.slice(2)));
+}
 const { peers, write } = parseArgs(process.argv.slice(2));
 const dir = mkdtempSync(path.join(tmpdir(), 'compat-'));
 const results: Results[] = [];

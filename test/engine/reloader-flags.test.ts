@@ -43,8 +43,8 @@ describe("Reloader's flags", () => {
       for (const ns of [selected, ignored]) await app(kube, ns);
       const args = serviceArgs(namespace, await hashKeyFile(), [
         '--debounce=0s',
-        // As Reloader's chart writes them.
-        `--namespace-selector=team:${team}`,
+        // As Reloader's chart 2.2.16 writes them: the namespace selector inside literal quotes.
+        `--namespace-selector="team:${team}"`,
         `--namespaces-to-ignore=${ignored}`,
         '--resources-to-ignore=secrets',
         '--is-Argo-Rollouts=false',

@@ -17,8 +17,11 @@ import {
   type V1ResourceAttributes,
 } from '@kubernetes/client-node';
 import { describe, expect, inject, it as plainIt } from 'vitest';
-import { serveFlags } from '../../service/config/config.ts';
+import { loadConfig, serveFlags } from '../../service/config/config.ts';
+import { reloaderFlags } from '../../service/config/reloader-flags.ts';
+import { migrate } from '../../service/migrate/migrate-command.ts';
 import { repoRoot } from '../cluster/paths.ts';
+import { fixturesDir as reloaderChartFixtures } from '../compat/migrate-chart.ts';
 import { it, type Kube, statusOf } from '../support/kube.ts';
 import { pending, waitFor } from '../support/wait-for.ts';
 import {
@@ -47,6 +50,7 @@ import {
 const PENDING_FLAGS: Record<string, string> = {};
 
 const suffix = () => randomBytes(3).toString('hex');
+const RELOADER_FLAG_NAMES = new Set(reloaderFlags.map((f) => f.name));
 
 async function renderInstall(): Promise<string> {
   return (
@@ -415,6 +419,45 @@ describe('the Helm chart', () => {
         const used = serveFlagsUsed(parseObjects(await helmTemplate('gr', 'ops', { values })));
         const unknown = used.filter((f) => !known.has(f) && !(f in PENDING_FLAGS));
         expect(unknown, `values ${values.join(',') || 'default'}`).toEqual([]);
+      }
+    },
+  );
+
+  plainIt(
+    "renders `migrate`'s values for each Reloader chart value set into args `serve` accepts",
+    async () => {
+      const dir = await mkdtemp(path.join(tmpdir(), 'gr-migrate-'));
+      try {
+        const { readdirSync } = await import('node:fs');
+        const sets = readdirSync(reloaderChartFixtures).filter((f) => f.endsWith('.rendered.yaml'));
+        expect(sets.length).toBeGreaterThanOrEqual(5);
+        const known = new Set(serveFlags.map((f) => f.name));
+        for (const set of sets) {
+          let out = '';
+          await migrate(
+            [`--manifests=${path.join(reloaderChartFixtures, set)}`],
+            {},
+            (t) => {
+              out += t;
+            },
+            () => undefined,
+          );
+          const values = path.join(dir, set);
+          await writeFile(values, out);
+          const rendered = parseObjects(await helmTemplate('gr', 'ops', { values: [values] }));
+          const dep = deploymentOf(rendered);
+          const args = dep.spec.template.spec.containers[0]?.args ?? [];
+          expect(args[0], set).toBe('serve');
+          // Reloader's flags migrate passes through extraArgs are serve flags too (allServeFlags).
+          expect(() => loadConfig([...args.slice(1), '--release-namespace=ops'], {}), set).not.toThrow();
+          const ours = serveFlagsUsed(rendered);
+          expect(
+            ours.filter((f) => !known.has(f) && !RELOADER_FLAG_NAMES.has(f)),
+            set,
+          ).toEqual([]);
+        }
+      } finally {
+        await rm(dir, { recursive: true, force: true });
       }
     },
   );
