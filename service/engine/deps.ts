@@ -30,6 +30,9 @@ export type LedgerStore = Pick<
   | 'remove'
   | 'putMany'
   | 'removeMany'
+  | 'halts'
+  | 'putHalt'
+  | 'removeHalt'
 >;
 
 export interface EventSink {
