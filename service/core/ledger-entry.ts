@@ -12,8 +12,8 @@
 //           "ch": [configId], "s": startedAt,                 digests, changed configs, start time,
 //           "u": [podUid]}                                    and the pods to replace (when snapshotted)
 //    "r":  reloadedAt                                time of the last completed reload
-//    "h":  {"c": configId, "d": digest, "t": cutoff,  halt: a progressive reload of this config change
-//           "n": wave, "y": why, "a": haltedAt}               failed at this workload (docs/progressive-reloads.md)
+//    "h":  {"c": configId, "d": digest, "t": cutoff,  legacy halt (read, never written since ADR 0042:
+//           "n": wave, "y": why, "a": haltedAt}               a halt has a record of its own, core/halt-record.ts)
 //   }
 // Times are ISO-8601 UTC with milliseconds, exactly as Date#toISOString writes them.
 
@@ -52,8 +52,8 @@ export interface LedgerEntry {
   pending?: PendingReload;
   reloadedAt?: string;
   /**
-   * A progressive reload of one config change failed its wave at this workload: the change is halted
-   * until a newer change of the config. Kept here so a restart or a new leader holds it too.
+   * Legacy (before ADR 0042): a halt kept on the failing workload's entry, which any rewrite of the
+   * entry dropped. Still read, and moved to a record of its own (core/halt-record.ts) at start-up.
    */
   halt?: HaltRecord;
 }
@@ -190,15 +190,9 @@ export function withRecordedUids(entry: LedgerEntry): LedgerEntry {
 /** Reads one data key and value of a shard. Anything not written by encodeEntry is reported, not thrown. */
 export function decodeEntry(key: string, value: string): DecodedEntry {
   const fail = (reason: string): DecodedEntry => ({ ok: false, key, reason });
-  let raw: unknown;
-  try {
-    raw = JSON.parse(value);
-  } catch (err) {
-    return fail(`value is not JSON (${(err as Error).message})`);
-  }
-  if (!isPlainObject(raw)) return fail('value is not a JSON object');
-  const extra = Object.keys(raw).filter((k) => !['id', 'w', 'c', 'cu', 'p', 'r', 'h'].includes(k));
-  if (extra.length > 0) return fail(`unknown field(s) ${extra.join(', ')}`);
+  const read = readObject(value, ['id', 'w', 'c', 'cu', 'p', 'r', 'h']);
+  if (!read.ok) return fail(read.reason);
+  const raw = read.raw;
 
   let id: string | undefined;
   if (HASHED_KEY.test(key)) {
@@ -257,6 +251,23 @@ export function decodeEntry(key: string, value: string): DecodedEntry {
   const problem = checkEntry(entry);
   if (problem) return fail(problem);
   return { ok: true, id, entry: deepFreeze(entry) };
+}
+
+/** A stored value as a JSON object of only these fields, or why it is not one. */
+export function readObject(
+  value: string,
+  fields: readonly string[],
+): { ok: true; raw: Record<string, unknown> } | { ok: false; reason: string } {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(value);
+  } catch (err) {
+    return { ok: false, reason: `value is not JSON (${(err as Error).message})` };
+  }
+  if (!isPlainObject(raw)) return { ok: false, reason: 'value is not a JSON object' };
+  const extra = Object.keys(raw).filter((k) => !fields.includes(k));
+  if (extra.length > 0) return { ok: false, reason: `unknown field(s) ${extra.join(', ')}` };
+  return { ok: true, raw };
 }
 
 /** The bytes a data key and value count towards a ConfigMap's 1 MiB limit (the API server sums both). */
@@ -360,15 +371,15 @@ function checkDigests(v: unknown, field: string): string | undefined {
   return undefined;
 }
 
-const isControl = (ch: string): boolean => ch.charCodeAt(0) < 0x20 || ch.charCodeAt(0) === 0x7f;
+export const isControl = (ch: string): boolean => ch.charCodeAt(0) < 0x20 || ch.charCodeAt(0) === 0x7f;
 
-function checkConfigId(v: unknown, field: string): string | undefined {
+export function checkConfigId(v: unknown, field: string): string | undefined {
   if (typeof v !== 'string' || v.length === 0) return `${field} has an empty or non-string configId`;
   if (v.length > MAX_ID_CHARS) return `${field} has a configId longer than ${MAX_ID_CHARS} characters`;
   return undefined;
 }
 
-function checkTime(v: unknown, field: string): string | undefined {
+export function checkTime(v: unknown, field: string): string | undefined {
   // Only the canonical form, so two equal instants are always equal strings.
   if (typeof v === 'string' && ISO_MS.test(v)) {
     const t = Date.parse(v);
@@ -392,7 +403,7 @@ function escapeId(id: string): string {
 const hashedKey = (id: string): string =>
   `_h${createHash('sha256').update(id, 'utf8').digest('hex').slice(0, 32)}`;
 
-function isPlainObject(v: unknown): v is Record<string, unknown> {
+export function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 

@@ -31,6 +31,9 @@ export type LedgerStore = Pick<
   | 'remove'
   | 'putMany'
   | 'removeMany'
+  | 'halts'
+  | 'putHalt'
+  | 'removeHalt'
 >;
 
 export interface EventSink {

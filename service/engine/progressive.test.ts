@@ -221,13 +221,18 @@ describe('progressive reloads', () => {
     expect(w.running().sort()).toEqual(['a', 'b', 'canary', 'canary', 'd', 'e']);
   });
 
-  it('a halt survives a new term: it is recorded on the failing workload and holds every reload of the change', async () => {
+  it('a halt survives a new term: it has a record of its own, keyed by the change, and holds every reload of the change', async () => {
     const w = await fleet();
     await w.haltAtCanary('bad');
-    expect(w.ledger.get('Deployment/a/canary')?.halt).toMatchObject({
-      config: 'ConfigMap/a/shared',
-      wave: 1,
-    });
+    expect(w.ledger.get('Deployment/a/canary')?.halt).toBeUndefined();
+    expect(w.ledger.halts()).toEqual([
+      expect.objectContaining({
+        config: 'ConfigMap/a/shared',
+        digest: w.state.configs.get('ConfigMap/a/shared')?.digest.all,
+        wave: 1,
+        workload: 'Deployment/a/canary',
+      }),
+    ]);
     // A leader change: a new reconciler on the same ledger resumes the canary's pending reload and
     // finds the others' changes, and holds them all.
     await w.reconciler.stop();
@@ -250,15 +255,101 @@ describe('progressive reloads', () => {
     await next.stop();
   });
 
+  it('a reload carrying two configs’ changes halts and records both, keyed by the change: a rewrite of the canary’s entry drops neither, a new term holds both, and a config deleted meanwhile ends its own (ADR 0042)', async () => {
+    const w = engineWorld(FLAGS);
+    w.state.putConfig(w.putConfigMap('a', 'shared', { k: '1' }));
+    w.state.putConfig(w.putConfigMap('a', 'extra', { k: '1' }));
+    const put = (name: string, cms: string[], ann: Record<string, string> = {}) =>
+      w.state.putWorkload(w.deployment('a', name, cms, ann) as NonNullable<ReturnType<typeof w.deployment>>);
+    put('canary', ['extra', 'shared'], { 'gitops-reloader.io/reload-priority': '10' });
+    put('only-shared', ['shared']);
+    put('only-extra', ['extra']);
+    await w.reconciler.start();
+    w.change('a', 'extra', { k: '2' });
+    w.change('a', 'shared', { k: 'bad' });
+    await w.time.advance(w.time.clock.now + 1000);
+    await w.settle();
+    await w.time.advance(w.time.clock.now + 1000);
+    await w.settle();
+    const running = () => w.strategies.runs.map((r) => r.req.workload.rec.ref.name);
+    expect(running()).toEqual(['canary']);
+    expect(w.strategies.runs[0]?.req.action.changed).toEqual(['ConfigMap/a/extra', 'ConfigMap/a/shared']);
+    w.strategies.unhealthy.set('Deployment/a/canary', 'not Ready: canary-surge');
+    await w.time.advance(w.time.clock.now + 30_000);
+    w.strategies.runs[0]?.end({ kind: 'failed', error: new Error('aborted'), errorKind: 'update_workload' });
+    await w.settle();
+    w.strategies.unhealthy.delete('Deployment/a/canary');
+    const digest = (c: string) => w.state.configs.get(`ConfigMap/a/${c}`)?.digest.all;
+    const recorded = () =>
+      w.ledger
+        .halts()
+        .map((h) => [h.config, h.digest, h.workload])
+        .sort();
+    expect(recorded()).toEqual([
+      ['ConfigMap/a/extra', digest('extra'), 'Deployment/a/canary'],
+      ['ConfigMap/a/shared', digest('shared'), 'Deployment/a/canary'],
+    ]);
+    // Any rewrite of the canary's entry (a reload of another config, a dropped reload) keeps both.
+    await w.ledger.put('Deployment/a/canary', { configs: { 'ConfigMap/a/other': 'x' } });
+    expect(recorded()).toHaveLength(2);
+    // A new term holds both changes: neither reader starts.
+    await w.reconciler.stop();
+    const next = new Reconciler(w.deps);
+    await next.start();
+    await w.time.advance(w.time.clock.now + 600_000);
+    await w.settle();
+    expect(running()).toEqual(['canary']);
+    expect(
+      next
+        .status()
+        .halted.map((h) => h.config)
+        .sort(),
+    ).toEqual(['ConfigMap/a/extra', 'ConfigMap/a/shared']);
+    await next.stop();
+    // The config deleted while no term ran: its halt has ended, and its record goes at the next start.
+    w.state.deleteConfig({ kind: 'ConfigMap', namespace: 'a', name: 'extra' });
+    const third = new Reconciler(w.deps);
+    await third.start();
+    await w.settle();
+    expect(recorded()).toEqual([['ConfigMap/a/shared', digest('shared'), 'Deployment/a/canary']]);
+    await third.stop();
+  });
+
+  it('a halt kept on a workload’s entry by an older version moves to a record of its own at start-up', async () => {
+    const w = await fleet();
+    await w.reconciler.stop();
+    const entry = w.ledger.get('Deployment/a/canary');
+    const digest = w.state.configs.get('ConfigMap/a/shared')?.digest.all as string;
+    const halt = {
+      config: 'ConfigMap/a/shared',
+      digest,
+      cutoff: '2026-01-01T00:00:00.000Z',
+      wave: 1,
+      why: 'its pods did not stay healthy',
+      at: '2026-01-01T00:00:01.000Z',
+    };
+    await w.ledger.put('Deployment/a/canary', { configs: entry?.configs ?? {}, halt });
+    const next = new Reconciler(w.deps);
+    await next.start();
+    await w.settle();
+    expect(w.ledger.get('Deployment/a/canary')?.halt).toBeUndefined();
+    expect(w.ledger.halts()).toEqual([
+      expect.objectContaining({ ...halt, workload: 'Deployment/a/canary', uid: 'uid-shared' }),
+    ]);
+    expect(next.status().halted).toEqual([expect.objectContaining({ config: 'ConfigMap/a/shared' })]);
+    await next.stop();
+  });
+
   it('gitops-reloader.io/progressive-resume on the config continues a halted change from the failed workload', async () => {
     const w = await fleet();
     await w.haltAtCanary('slow');
     await w.time.advance(w.time.clock.now + 5_000); // its retry comes, and is held
     await w.settle();
     expect(w.running()).toEqual(['canary']);
+    expect(w.ledger.halts()).toHaveLength(1);
     w.change('a', 'shared', { k: 'slow' }, { 'gitops-reloader.io/progressive-resume': 'ops-1' });
     await w.settle();
-    expect(w.ledger.get('Deployment/a/canary')?.halt).toBeUndefined();
+    expect(w.ledger.halts()).toEqual([]);
     expect(w.events.map((e) => e.reason)).toContain('ReloadResumed');
     // Nothing is held by a halt any more: the others wait for their wave.
     expect(w.reconciler.status().waiting.filter((x) => x.why === 'halt')).toEqual([]);
@@ -274,13 +365,13 @@ describe('progressive reloads', () => {
   it('a revert to the content the pods run lifts the halt and runs nothing; the same bad content later is planned again', async () => {
     const w = await fleet();
     await w.haltAtCanary('bad');
-    expect(w.ledger.get('Deployment/a/canary')?.halt).toBeDefined();
+    expect(w.ledger.halts()).toHaveLength(1);
     w.change('a', 'shared', { k: '1' }); // what every pod runs
     await w.gathered();
     await w.time.advance(w.time.clock.now + 600_000);
     await w.settle();
     expect(w.running()).toEqual(['canary']);
-    expect(w.ledger.get('Deployment/a/canary')?.halt).toBeUndefined();
+    expect(w.ledger.halts()).toEqual([]);
     // Nothing of the halted change is left under way: the bad content again is a change again.
     w.change('a', 'shared', { k: 'bad' });
     await w.gathered();

@@ -6,6 +6,7 @@
 
 import { KEYS } from '../core/annotations.ts';
 import { realTimers, type Timers } from '../core/batcher.ts';
+import { type HaltRecord, haltEnded } from '../core/halt-record.ts';
 import { haltWhy } from '../core/ledger-entry.ts';
 import { notJudgedAtAdmission, replacementsFailed } from '../core/pod-health.ts';
 import type { ConfigRecord } from '../core/records.ts';
@@ -95,20 +96,71 @@ export class Progressive {
     });
   }
 
-  /** Holds again the changes a previous term halted, as its ledger records them. */
+  /**
+   * Holds again the changes a previous term halted, as the ledger's halt records say (and, from
+   * before ADR 0042, a halt kept on a workload's entry, which moves to a record of its own). A halt
+   * whose config changed or was deleted meanwhile has ended: its record is removed.
+   */
   restore(): void {
+    const records = new Map(this.#d.ledger.halts().map((h) => [h.config, h]));
     for (const [workload, e] of this.#d.ledger.entries()) {
       const h = e.halt;
       if (!h) continue;
+      const { halt: _legacy, ...rest } = e;
+      const moved: HaltRecord = { ...h, workload, ...this.#uidOf(h.config) };
+      if (!records.has(h.config)) {
+        records.set(h.config, moved);
+        this.#keep(this.#d.ledger.putHalt(moved), `the halt of ${h.config}`);
+      }
+      this.#keep(this.#d.ledger.put(workload, rest), `the entry of ${workload} without its old halt`);
+    }
+    for (const h of records.values()) {
+      const c = this.#d.state.configs.get(h.config);
+      const ended = haltEnded(h, c && { digest: c.digest.all, ...(c.uid ? { uid: c.uid } : {}) });
+      if (ended) {
+        this.#d.log.info(
+          { config: display(h.config), wave: h.wave, haltedAt: h.at, ended },
+          ended === 'deleted'
+            ? 'progressive reload halt ended: the config was deleted while the service was down'
+            : 'progressive reload halt ended: the config changed while the service was down',
+        );
+        this.#keep(this.#d.ledger.removeHalt(h.config), `the end of the halt of ${h.config}`);
+        continue;
+      }
       this.#waves.restore(
-        { config: h.config, digest: h.digest, wave: h.wave, workload, why: h.why, atMs: Date.parse(h.at) },
+        {
+          config: h.config,
+          digest: h.digest,
+          wave: h.wave,
+          workload: h.workload,
+          why: h.why,
+          atMs: Date.parse(h.at),
+        },
         Date.parse(h.cutoff),
       );
       this.#d.log.info(
-        { workload, config: display(h.config), wave: h.wave, haltedAt: h.at },
+        { workload: h.workload, config: display(h.config), wave: h.wave, haltedAt: h.at },
         'progressive reload halt restored from the ledger: nothing more starts for this change',
       );
     }
+  }
+
+  /** The config's uid as the cache holds it, for its halt record. */
+  #uidOf(config: string): { uid?: string } {
+    const uid = this.#d.state.configs.get(config)?.uid;
+    return uid ? { uid } : {};
+  }
+
+  /** Logs a ledger write about a halt that failed (it is retried by the next halt, resume or start). */
+  #keep(write: Promise<void>, what: string): void {
+    void write.catch((err: Error) =>
+      this.#d.log.error({ err: err.message }, `could not record ${what} in the ledger`),
+    );
+  }
+
+  /** The halt ended (resumed, superseded, the config deleted): its record goes. */
+  #endHalt(h: Halt): void {
+    this.#keep(this.#d.ledger.removeHalt(h.config), `that the halt of ${h.config} ended`);
   }
 
   /**
@@ -120,15 +172,7 @@ export class Progressive {
     const halt = this.#waves.resume(id);
     if (!halt) return;
     for (const key of [...this.#told]) if (key.endsWith(` ${id} ${halt.digest}`)) this.#told.delete(key);
-    const entry = this.#d.ledger.get(halt.workload);
-    if (entry?.halt?.config === id) {
-      const { halt: _lifted, ...rest } = entry;
-      void this.#d.ledger
-        .put(halt.workload, rest)
-        .catch((err: Error) =>
-          this.#d.log.error({ err: err.message }, 'could not record that the halt was lifted'),
-        );
-    }
+    this.#endHalt(halt);
     this.#d.log.info({ config: display(id), wave: halt.wave }, 'progressive reload resumed');
     const r = config.ref;
     void this.#d.events.emit(
@@ -322,7 +366,7 @@ export class Progressive {
       this.#notRun(a, config);
     }
     if (!lifted) return;
-    this.#clearHalt(lifted);
+    this.#endHalt(lifted);
     this.#d.log.info(
       { config: display(config), wave: lifted.wave },
       'progressive reload halt lifted: the config changed since',
@@ -335,18 +379,6 @@ export class Progressive {
       { workload: `${kind}/${name.join('/')}`, namespace, config: display(config) },
       'reload not run: the config changed since it was planned',
     );
-  }
-
-  /** Removes a lifted halt from the failing workload's ledger entry. */
-  #clearHalt(h: Halt): void {
-    const entry = this.#d.ledger.get(h.workload);
-    if (entry?.halt?.config !== h.config || entry.halt.digest !== h.digest) return;
-    const { halt: _lifted, ...rest } = entry;
-    void this.#d.ledger
-      .put(h.workload, rest)
-      .catch((err: Error) =>
-        this.#d.log.error({ err: err.message }, 'could not record that the halt was lifted'),
-      );
   }
 
   /** How a queued reload's run ended (or what was decided instead of running it). */
@@ -656,8 +688,10 @@ export class Progressive {
       .catch((err: Error) =>
         this.#d.log.warn({ ...fields(t), err: err.message }, 'could not remove surge pods'),
       );
-    for (const h of halts) void this.#reportHalt(t, h);
-    void this.#record(a, halts[0] as Halt);
+    for (const h of halts) {
+      void this.#reportHalt(t, h);
+      void this.#record(a, h);
+    }
     // Nothing more of a halted change reaches a workload: the other reloads carrying it that still
     // run (a member excused at admission, or of a later wave) stop too, and their retries are held.
     const halted = halts.map((h) => ({ config: h.config, digest: h.digest }));
@@ -666,23 +700,27 @@ export class Progressive {
       if (w !== a.workload) this.#o.cut(w, { kind: 'halted', why: at }, carriesAny(halted));
   }
 
-  /** Records the halt on the failing workload's ledger entry: a restart or a new leader holds it too. */
+  /**
+   * Records the halt of each change the failed reload carried, keyed by the change (its config), not
+   * on the workload's entry, which any later write of it would rewrite: a restart or a new leader
+   * holds every one of them (docs/adr/0042).
+   */
   async #record(a: ReloadAction, h: Halt): Promise<void> {
-    const entry = this.#d.ledger.get(a.workload);
-    if (!entry) return;
-    const halt = {
+    const record: HaltRecord = {
       config: h.config,
+      ...this.#uidOf(h.config),
       digest: h.digest,
       cutoff: new Date(a.cutoffMs).toISOString(),
       wave: h.wave,
+      workload: a.workload,
       why: haltWhy(h.why),
       at: new Date(h.atMs).toISOString(),
     };
     try {
-      await this.#d.ledger.put(a.workload, { ...entry, halt });
+      await this.#d.ledger.putHalt(record);
     } catch (err) {
       this.#d.log.error(
-        { workload: a.workload, err: (err as Error).message },
+        { workload: a.workload, config: display(h.config), err: (err as Error).message },
         'could not record the halt; a restart would start the change again from its first wave',
       );
     }

@@ -6,6 +6,7 @@
 // through the Ledger (with the uids the caches would give) to an in-memory API server.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { memoryConfigMaps } from '../../test/support/memory-configmaps.ts';
 import { ABSENT_KEY, MISSING, UNSEEN, usageDigest } from '../core/config-hash.ts';
 import {
   decodeEntry,
@@ -16,43 +17,11 @@ import {
   MAX_TARGETS,
 } from '../core/ledger-entry.ts';
 import { firstSeenRecord, REQUEST, recordable, requestDigest } from '../core/plan.ts';
-import type { CoreApi } from './api.ts';
 import { Ledger } from './ledger.ts';
 
 const W = 'Deployment/shop/web';
 
-function memoryCore(): CoreApi {
-  const cms = new Map<string, { metadata: Record<string, unknown>; data: Record<string, string> }>();
-  const copy = <T>(x: T) => structuredClone(x);
-  return {
-    async listNamespacedConfigMap() {
-      return { items: [...cms.values()].map(copy), metadata: {} };
-    },
-    async createNamespacedConfigMap({
-      body,
-    }: {
-      body: { metadata: { name: string }; data: Record<string, string> };
-    }) {
-      cms.set(body.metadata.name, copy({ ...body, data: body.data ?? {} }));
-      return copy(body);
-    },
-    async patchNamespacedConfigMap({
-      name,
-      body,
-    }: {
-      name: string;
-      body: { data?: Record<string, string | null> };
-    }) {
-      const cm = cms.get(name);
-      if (!cm) throw Object.assign(new Error('not found'), { code: 404 });
-      for (const [k, v] of Object.entries(body.data ?? {})) {
-        if (v === null) delete cm.data[k];
-        else cm.data[k] = v;
-      }
-      return copy(cm);
-    },
-  } as unknown as CoreApi;
-}
+const memoryCore = () => memoryConfigMaps().core;
 
 const uid = fc.uuid();
 const time = fc

@@ -4,55 +4,16 @@
 // simulation (test/sim, seed 19): the next write, made from the entry as last seen, put back the data
 // the lost write had replaced.
 import { describe, expect, it } from 'vitest';
-import type { CoreApi } from './api.ts';
+import { memoryConfigMaps } from '../../test/support/memory-configmaps.ts';
 import { Ledger } from './ledger.ts';
 
 const ID = 'Deployment/a/web';
 
 function server() {
-  const cms = new Map<string, { metadata: Record<string, unknown>; data: Record<string, string> }>();
-  const faults = { timeoutAfterApply: false, readFails: false };
-  const copy = <T>(x: T) => structuredClone(x);
-  const core = {
-    async listNamespacedConfigMap() {
-      return { items: [...cms.values()].map(copy), metadata: {} };
-    },
-    async readNamespacedConfigMap({ name }: { name: string }) {
-      if (faults.readFails) throw new Error('the request timed out');
-      const cm = cms.get(name);
-      if (!cm) throw Object.assign(new Error('not found'), { code: 404 });
-      return copy(cm);
-    },
-    async createNamespacedConfigMap({
-      body,
-    }: {
-      body: { metadata: { name: string }; data: Record<string, string> };
-    }) {
-      if (cms.has(body.metadata.name)) throw Object.assign(new Error('exists'), { code: 409 });
-      cms.set(body.metadata.name, copy(body));
-      return copy(body);
-    },
-    async patchNamespacedConfigMap({
-      name,
-      body,
-    }: {
-      name: string;
-      body: { data?: Record<string, string | null> };
-    }) {
-      const cm = cms.get(name);
-      if (!cm) throw Object.assign(new Error('not found'), { code: 404 });
-      for (const [k, v] of Object.entries(body.data ?? {})) {
-        if (v === null) delete cm.data[k];
-        else cm.data[k] = v;
-      }
-      if (faults.timeoutAfterApply) throw new Error('the request timed out');
-      return copy(cm);
-    },
-  } as unknown as CoreApi;
+  const s = memoryConfigMaps();
   return {
-    core,
-    faults,
-    stored: () => new Ledger({ core, namespace: 'rel', log: () => undefined, shards: 1 }),
+    ...s,
+    stored: () => new Ledger({ core: s.core, namespace: 'rel', log: () => undefined, shards: 1 }),
   };
 }
 

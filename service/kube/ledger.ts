@@ -4,6 +4,7 @@
 
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import { type KeyState, newestWrite } from '../core/catch-up.ts';
+import { decodeHalt, encodeHalt, type HaltRecord, haltKey, isHaltKey } from '../core/halt-record.ts';
 import {
   type DecodedEntry,
   decodeEntry,
@@ -101,6 +102,8 @@ interface ShardView {
   bytes: number;
   /** The valid entries of `raw`, by data key. */
   decoded: Map<string, { id: string; entry: LedgerEntry }>;
+  /** The valid halt records of `raw` (core/halt-record.ts), by data key. */
+  halts: Map<string, HaltRecord>;
   /** Serialises writes to this shard, so a response never overwrites a newer one in `raw`. */
   queue: Promise<unknown>;
   /**
@@ -113,6 +116,14 @@ interface ShardView {
 
 /** Per data key of one shard: the new value, or null to delete the key. */
 type ShardChange = Map<string, string | null>;
+
+/** One data key to write: its home shard, its value (null: delete), and what it is, for messages. */
+interface KeyWrite {
+  key: string;
+  home: string;
+  value: string | null;
+  label: string;
+}
 
 // Bounds the load's LIST responses to a few MiB each.
 const LIST_PAGE = 4;
@@ -357,6 +368,41 @@ export class Ledger {
     await this.#write(new Map([...workloadIds].map((id) => [id, null])));
   }
 
+  /**
+   * The halt records (core/halt-record.ts), one per config, as loaded and since written. They live
+   * under keys of their own, beside the workload entries: no write of an entry touches them.
+   */
+  halts(): HaltRecord[] {
+    const byKey = new Map<string, HaltRecord>();
+    for (const view of this.#views.values())
+      for (const [key, h] of view.halts)
+        if (!byKey.has(key) || view.name === this.#homeOf(key)) byKey.set(key, h);
+    return [...byKey.values()];
+  }
+
+  /** Records a halt of a config's change (replacing the config's earlier one, if any). */
+  async putHalt(h: HaltRecord): Promise<void> {
+    const key = haltKey(h.config);
+    let value: string;
+    try {
+      value = encodeHalt(h);
+    } catch (err) {
+      throw this.#wrap(err, `encoding the halt record of ${h.config}`, { workloads: [h.config] });
+    }
+    await this.#writeKeys([{ key, home: this.#homeOf(key), value, label: `halt of ${h.config}` }]);
+  }
+
+  /** Removes a config's halt record (the halt ended: resumed, superseded, or the config deleted). */
+  async removeHalt(config: string): Promise<void> {
+    const key = haltKey(config);
+    await this.#writeKeys([{ key, home: this.#homeOf(key), value: null, label: `halt of ${config}` }]);
+  }
+
+  /** The shard a halt record's key lives in: chosen by its key, as a workload's by its id. */
+  #homeOf(key: string): string {
+    return this.shardName(shardOf(key, this.shards));
+  }
+
   #identified(id: string, entry: LedgerEntry): LedgerEntry {
     const known = this.#identify?.(id, Object.keys(entry.configs));
     if (!known) return entry;
@@ -371,27 +417,10 @@ export class Ledger {
   }
 
   async #write(changes: Map<string, LedgerEntry | null>): Promise<void> {
-    if (!this.#loaded)
-      throw new LedgerError(
-        `the ledger in namespace ${this.namespace} must be loaded before it is written`,
-        {},
-      );
-    // Group per shard: the entry goes to its home shard, and any copy in another shard (left there when
-    // the shard count changed) is deleted in the same pass.
-    const perShard = new Map<string, { change: ShardChange; ids: string[] }>();
-    const add = (shard: string, key: string, value: string | null, id: string) => {
-      let group = perShard.get(shard);
-      if (!group) {
-        group = { change: new Map(), ids: [] };
-        perShard.set(shard, group);
-      }
-      group.change.set(key, value);
-      group.ids.push(id);
-    };
     // An entry that cannot be encoded fails alone: the other entries of the call are still written.
     const failures: unknown[] = [];
+    const writes: KeyWrite[] = [];
     for (const [id, entry] of changes) {
-      const key = ledgerKey(id);
       const home = this.shardFor(id);
       let value: string | null = null;
       if (entry !== null) {
@@ -404,15 +433,40 @@ export class Ledger {
           continue;
         }
       }
-      add(home, key, value, id);
+      writes.push({ key: ledgerKey(id), home, value, label: id });
+    }
+    await this.#writeKeys(writes, failures);
+  }
+
+  async #writeKeys(writes: readonly KeyWrite[], failures: unknown[] = []): Promise<void> {
+    if (!this.#loaded)
+      throw new LedgerError(
+        `the ledger in namespace ${this.namespace} must be loaded before it is written`,
+        {},
+      );
+    // Group per shard: the value goes to its home shard, and any copy in another shard (left there when
+    // the shard count changed) is deleted in the same pass.
+    const perShard = new Map<string, { change: ShardChange; ids: Map<string, string> }>();
+    const add = (shard: string, key: string, value: string | null, id: string) => {
+      let group = perShard.get(shard);
+      if (!group) {
+        group = { change: new Map(), ids: new Map() };
+        perShard.set(shard, group);
+      }
+      group.change.set(key, value);
+      group.ids.set(key, id);
+    };
+    for (const { key, home, value, label } of writes) {
+      add(home, key, value, label);
       for (const view of this.#views.values()) {
-        if (view.name !== home && view.raw.has(key)) add(view.name, key, null, id);
+        if (view.name !== home && view.raw.has(key)) add(view.name, key, null, label);
       }
     }
 
     // Check every budget before writing anything, so a full shard fails the whole call up front.
     // #writeShard checks again under the shard's queue, where it is authoritative.
-    for (const [shard, { change, ids }] of perShard) this.#checkBudget(this.#view(shard), change, ids);
+    for (const [shard, { change, ids }] of perShard)
+      this.#checkBudget(this.#view(shard), change, [...ids.values()]);
 
     const fence = this.#fence;
     const jobs = [...perShard].map(
@@ -445,7 +499,12 @@ export class Ledger {
     return view;
   }
 
-  #enqueue(shard: string, change: ShardChange, ids: string[], fence: AbortSignal | undefined): Promise<void> {
+  #enqueue(
+    shard: string,
+    change: ShardChange,
+    ids: Map<string, string>,
+    fence: AbortSignal | undefined,
+  ): Promise<void> {
     const view = this.#view(shard);
     const done = view.queue.then(() => this.#writeShard(view, change, ids, fence));
     view.queue = done.catch(() => undefined);
@@ -475,9 +534,10 @@ export class Ledger {
   async #writeShard(
     view: ShardView,
     wanted: ShardChange,
-    wantedIds: string[],
+    labels: Map<string, string>,
     fence: AbortSignal | undefined,
   ): Promise<void> {
+    const wantedIds = [...labels.values()];
     if (view.uncertain && !this.dryRun) {
       // The last write's outcome is unknown and the shard could not be read since: read it now. If an
       // entry being written changed meanwhile (the lost write was applied), the caller made it from an
@@ -496,7 +556,7 @@ export class Ledger {
       if (value === null ? view.raw.has(key) : view.raw.get(key) !== value) change.set(key, value);
     }
     if (change.size === 0) return;
-    const ids = wantedIds.filter((id) => change.has(ledgerKey(id)));
+    const ids = [...labels].filter(([key]) => change.has(key)).map(([, id]) => id);
     const bytes = this.#checkBudget(view, change, ids);
     const data = Object.fromEntries(change);
 
@@ -607,7 +667,18 @@ export class Ledger {
   /** Sets a shard's data, decoding only values that changed and logging each one that does not decode. */
   #ingest(view: ShardView, next: Map<string, string>): void {
     const decoded = new Map<string, { id: string; entry: LedgerEntry }>();
+    const halts = new Map<string, HaltRecord>();
     for (const [key, value] of next) {
+      if (isHaltKey(key)) {
+        const known = view.raw.get(key) === value ? view.halts.get(key) : undefined;
+        if (known) halts.set(key, known);
+        else if (view.raw.get(key) !== value) {
+          const h = decodeHalt(key, value);
+          if (h.ok) halts.set(key, h.halt);
+          else this.#log('warn', 'ledger halt record skipped', { shard: view.name, key, reason: h.reason });
+        }
+        continue;
+      }
       if (view.raw.get(key) === value) {
         // Unchanged: keep the earlier result; a bad value was reported when it was first seen.
         const known = view.decoded.get(key);
@@ -621,6 +692,7 @@ export class Ledger {
     view.raw = next;
     view.bytes = [...next].reduce((n, [k, v]) => n + storedBytes(k, v), 0);
     view.decoded = decoded;
+    view.halts = halts;
   }
 
   /** Where a workload's entry comes from: its home shard, else any other shard holding its key. */
@@ -657,6 +729,7 @@ function emptyView(name: string): ShardView {
     raw: new Map(),
     bytes: 0,
     decoded: new Map(),
+    halts: new Map(),
     queue: Promise.resolve(),
   };
 }

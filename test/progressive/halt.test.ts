@@ -6,7 +6,6 @@
 // Observed as a user would: pods, Events, logs.
 import { afterEach, describe, expect, inject, onTestFinished } from 'vitest';
 import type { ReloadStatus } from '../../service/engine/status.ts';
-import { readsConfigAtStart } from '../support/app-health.ts';
 import { renderedDom } from '../support/browser.ts';
 import { it, type Kube } from '../support/kube.ts';
 import {
@@ -19,6 +18,7 @@ import {
   waitForEvent,
   waitReadyPods,
 } from '../support/observe.ts';
+import { progressiveFleet, READS, setHealth, sharedHealth } from '../support/progressive-fleet.ts';
 import { FAST_LEASE } from '../support/replicas.ts';
 import {
   hashKeyFile,
@@ -29,24 +29,15 @@ import {
   startService,
 } from '../support/service.ts';
 import { pending, waitFor } from '../support/wait-for.ts';
-import { configMap, deployment } from '../support/workloads.ts';
+import { deployment } from '../support/workloads.ts';
 
 afterEach(killAll);
 
 const N = 30;
 const REPLICAS = 2;
-const READS = { key: 'reads-config', value: 'shared' };
 /** Not the first by name: the priority, not the order of names, makes it the first wave. */
 const CANARY = 'app-17';
 const apps = Array.from({ length: N }, (_, i) => `app-${String(i).padStart(2, '0')}`);
-
-async function setHealth(kube: Kube, namespace: string, value: string) {
-  await kube.core.replaceNamespacedConfigMap({
-    name: 'shared',
-    namespace,
-    body: configMap('shared', { health: value }),
-  });
-}
 
 function start(namespace: string, key: string): RunningService {
   return startService(
@@ -94,39 +85,9 @@ async function untouched(kube: Kube, namespace: string, before: Map<string, PodV
   }
 }
 
-/** The shared ConfigMap (good), the app that reads it at start, and `names` Ready; their pods tracked. */
-async function fleet(kube: Kube, namespace: string, names: string[]) {
-  await kube.core.createNamespacedConfigMap({ namespace, body: configMap('shared', { health: 'good' }) });
-  const health = await readsConfigAtStart(kube, namespace, {
-    config: 'shared',
-    key: 'health',
-    bad: 'bad',
-    podLabel: READS,
-  });
-  onTestFinished(health.remove);
-  for (const app of names) {
-    await kube.apps.createNamespacedDeployment({
-      namespace,
-      body: deployment(app, {
-        replicas: REPLICAS,
-        labels: { [READS.key]: READS.value },
-        annotations: {
-          'reloader.stakater.com/auto': 'true',
-          ...(app === CANARY ? { 'gitops-reloader.io/reload-priority': '100' } : {}),
-        },
-        container: { envFrom: [{ configMapRef: { name: 'shared' } }] },
-      }),
-    });
-  }
-  for (const app of names) await waitReadyPods(kube, namespace, app, REPLICAS);
-  const before = await podsByApp(kube, namespace, names);
-  const trackers = new Map<string, PodTracker>();
-  for (const app of names) trackers.set(app, await PodTracker.start(kube, namespace, app));
-  onTestFinished(() => {
-    for (const t of trackers.values()) t.stop();
-  });
-  return { before, trackers };
-}
+/** The fleet of `names`, the canary among them first by priority. */
+const fleet = (kube: Kube, namespace: string, names: string[]) =>
+  progressiveFleet(kube, namespace, names, { canary: CANARY, replicas: REPLICAS });
 
 describe('progressive reloads', () => {
   it('a bad shared config stops at the first wave, stays halted across a leader change, and the fix reloads every workload once', async ({
@@ -369,14 +330,7 @@ describe('progressive reloads', () => {
     kube,
     namespace,
   }) => {
-    await kube.core.createNamespacedConfigMap({ namespace, body: configMap('shared', { health: 'good' }) });
-    const health = await readsConfigAtStart(kube, namespace, {
-      config: 'shared',
-      key: 'health',
-      bad: 'bad',
-      podLabel: READS,
-    });
-    onTestFinished(health.remove);
+    await sharedHealth(kube, namespace);
     // 8 replicas with 25% / 25%: a restart may surge 2 and evict 2 at once.
     await kube.apps.createNamespacedDeployment({
       namespace,

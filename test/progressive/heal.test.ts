@@ -6,70 +6,24 @@
 // Without a fix, a canary whose new pod runs without becoming Ready halts the change within the
 // settle time, with a Warning naming the config (not at --reload-deadline). On main before the fix
 // both waited for the 2-minute deadline. Measured: 52 s.
-import { afterEach, describe, expect, onTestFinished } from 'vitest';
-import { health, readsConfigAtStart } from '../support/app-health.ts';
+import { afterEach, describe, expect } from 'vitest';
+import { health } from '../support/app-health.ts';
 import { it, type Kube } from '../support/kube.ts';
-import {
-  events,
-  PodTracker,
-  type PodView,
-  surgePods,
-  waitAllReplaced,
-  waitForEvent,
-  waitReadyPods,
-} from '../support/observe.ts';
+import { events, surgePods, waitAllReplaced, waitForEvent } from '../support/observe.ts';
+import { progressiveFleet, setHealth } from '../support/progressive-fleet.ts';
 import { hashKeyFile, killAll, type RunningService, serviceArgs, startService } from '../support/service.ts';
 import { pending, waitFor } from '../support/wait-for.ts';
-import { configMap, deployment } from '../support/workloads.ts';
 
 afterEach(killAll);
 
 const REPLICAS = 2;
-const READS = { key: 'reads-config', value: 'shared' };
 const CANARY = 'canary';
 /** Long: nothing here may wait for it. */
 const DEADLINE = ['--reload-deadline=2m'];
 
-async function setHealth(kube: Kube, namespace: string, value: string) {
-  await kube.core.replaceNamespacedConfigMap({
-    name: 'shared',
-    namespace,
-    body: configMap('shared', { health: value }),
-  });
-}
-
-/** The shared ConfigMap (good), the app that reads it at start, and `names` Ready; their pods tracked. */
-async function fleet(kube: Kube, namespace: string, names: string[]) {
-  await kube.core.createNamespacedConfigMap({ namespace, body: configMap('shared', { health: 'good' }) });
-  const h = await readsConfigAtStart(kube, namespace, {
-    config: 'shared',
-    key: 'health',
-    bad: 'bad',
-    podLabel: READS,
-  });
-  onTestFinished(h.remove);
-  for (const app of names)
-    await kube.apps.createNamespacedDeployment({
-      namespace,
-      body: deployment(app, {
-        replicas: REPLICAS,
-        labels: { [READS.key]: READS.value },
-        annotations: {
-          'reloader.stakater.com/auto': 'true',
-          ...(app === CANARY ? { 'gitops-reloader.io/reload-priority': '100' } : {}),
-        },
-        container: { envFrom: [{ configMapRef: { name: 'shared' } }] },
-      }),
-    });
-  const before = new Map<string, PodView[]>();
-  for (const app of names) before.set(app, await waitReadyPods(kube, namespace, app, REPLICAS));
-  const trackers = new Map<string, PodTracker>();
-  for (const app of names) trackers.set(app, await PodTracker.start(kube, namespace, app));
-  onTestFinished(() => {
-    for (const t of trackers.values()) t.stop();
-  });
-  return { before, trackers };
-}
+/** The fleet of `names`, the canary among them first by priority. */
+const fleet = (kube: Kube, namespace: string, names: string[]) =>
+  progressiveFleet(kube, namespace, names, { canary: CANARY, replicas: REPLICAS });
 
 function start(namespace: string, key: string, settle: string): RunningService {
   return startService(

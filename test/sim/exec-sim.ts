@@ -448,6 +448,15 @@ async function run(s: ExecSchedule): Promise<ExecRun> {
       async removeMany(ids) {
         for (const id of ids) await this.remove(id);
       },
+      halts: () => ledgerStore.halts(),
+      async putHalt(h) {
+        guard(`ledger halt ${h.config}`);
+        await ledgerStore.putHalt(h);
+      },
+      async removeHalt(config) {
+        guard(`ledger halt removed ${config}`);
+        await ledgerStore.removeHalt(config);
+      },
     };
   };
 

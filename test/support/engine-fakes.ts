@@ -7,6 +7,7 @@ import type { ReloadAlert } from '../../service/core/alert-message.ts';
 import { compileGlobals } from '../../service/core/annotations.ts';
 import type { ChangeGate } from '../../service/core/batcher.ts';
 import type { KeyState } from '../../service/core/catch-up.ts';
+import { encodeHalt, type HaltRecord } from '../../service/core/halt-record.ts';
 import type { LedgerEntry } from '../../service/core/ledger-entry.ts';
 import { missingNeeded } from '../../service/core/needed-configs.ts';
 import type { PodHealthFacts } from '../../service/core/pod-health.ts';
@@ -61,6 +62,18 @@ export class MemoryLedger implements LedgerStore {
   }
   async removeMany(ids: Iterable<string>) {
     for (const id of ids) await this.remove(id);
+  }
+  /** Halt records by config (kept apart from the entries, as the real ledger keeps them). */
+  readonly haltRecords = new Map<string, HaltRecord>();
+  halts() {
+    return [...this.haltRecords.values()];
+  }
+  async putHalt(h: HaltRecord) {
+    encodeHalt(h); // refuses what the real ledger would
+    this.haltRecords.set(h.config, structuredClone(h));
+  }
+  async removeHalt(config: string) {
+    this.haltRecords.delete(config);
   }
 }
 
