@@ -124,6 +124,8 @@ export interface HubSeat {
   argocd(state: ClusterState): ArgoCd;
   /** May this replica take the cluster's Lease now (its fair share of the clusters, service/hub/shares.ts)? */
   mayLead(): boolean;
+  /** The cluster's id: its ledger shards and job records carry it as a label and are listed by it. */
+  clusterId: string;
 }
 
 export async function serve(
@@ -184,6 +186,7 @@ export async function serve(
     shards: cfg.ledgerShards,
     dryRun: cfg.dryRun,
     keyFingerprint: keyFingerprint(key),
+    ...(hub ? { owner: hub.clusterId } : {}),
     log: (level, msg, f) => log[level](f, msg),
   });
   const ignored = new Set(cfg.ignoreNamespaces);
@@ -260,6 +263,7 @@ export async function serve(
       core: leaderHomeCore,
       namespace: ledger.namespace,
       prefix: ledger.prefix,
+      ...(hub ? { owner: hub.clusterId } : {}),
       warn: (msg, f) => log.warn(f, msg),
     }),
     events,

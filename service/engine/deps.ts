@@ -30,7 +30,8 @@ export type LedgerStore = Pick<
   | 'remove'
   | 'putMany'
   | 'removeMany'
->;
+> &
+  Partial<Pick<Ledger, 'labelOwn'>>;
 
 export interface EventSink {
   emit(target: EventTarget, reason: EventReason, message: string, type?: 'Normal' | 'Warning'): Promise<void>;

@@ -248,6 +248,7 @@ export async function serveHub(
           hashKey: clusterKey(key, cluster.server),
           argocd: (state) => argocdOf(seat, clusterLog, state),
           mayLead: () => mayLead(seat),
+          clusterId: cluster.id,
         });
       },
     });
