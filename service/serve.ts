@@ -12,6 +12,7 @@ import { FlagError } from './config/flags.ts';
 import { compileGlobals } from './core/annotations.ts';
 import { composeGates } from './core/change-gates.ts';
 import { keyFingerprint } from './core/config-hash.ts';
+import type { Observed } from './core/lease-logic.ts';
 import { RateGate } from './core/token-bucket.ts';
 import type { ReloadStatus } from './engine/status.ts';
 import { startFlux } from './flux/flux.ts';
@@ -126,6 +127,8 @@ export interface HubSeat {
   mayLead(): boolean;
   /** The cluster's id: its ledger shards and job records carry it as a label and are listed by it. */
   clusterId: string;
+  /** The cluster's Lease as the hub last saw it (hub/lease-sightings.ts): its election starts from it. */
+  seen?: Observed;
 }
 
 export async function serve(
@@ -475,6 +478,7 @@ export async function serve(
       },
       onNewLeader: (id) => log.info({ leader: id }, 'leader observed'),
       ...(hub ? { mayTake: () => hub.mayLead() } : {}),
+      ...(hub?.seen ? { seen: hub.seen } : {}),
       log: {
         debug: (f, m) => log.debug(f, m),
         info: (f, m) => log.info(f, m),

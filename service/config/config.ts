@@ -300,6 +300,13 @@ export const serveFlags: readonly FlagSpec[] = [
     default: '',
   },
   {
+    name: 'hub-standby-clusters',
+    type: 'int',
+    help: 'Hub mode: how many clusters led by other replicas this replica keeps a warm engine for (watches and caches synced), those it would take first if their replica died. A replica runs engines only for the clusters it leads and these; a cold one takes over within a lease duration plus one list of its cluster (docs/hub-mode.md).',
+    default: '8',
+    min: 0,
+  },
+  {
     name: 'flux-namespaces',
     type: 'list',
     help: 'Namespaces whose Flux Kustomizations, HelmReleases and sources are watched (comma list). Empty: no Flux watch.',
@@ -568,6 +575,8 @@ export interface Config {
   argocdOnFailedSync: FailedSyncPolicy;
   hub: boolean;
   hubExecCommands: string[];
+  /** Hub mode: clusters led elsewhere kept warm here (ADR 0040). */
+  hubStandbyClusters: number;
   fluxNamespaces: string[];
   fluxDependsOnAsOne: boolean;
   fluxOnFailedApply: FailedSyncPolicy;
@@ -723,6 +732,7 @@ export function buildConfig(
     argocdOnFailedSync: values['argocd-on-failed-sync'] as FailedSyncPolicy,
     hub: values.hub === true,
     hubExecCommands: list(values['hub-exec-commands']),
+    hubStandbyClusters: num(values['hub-standby-clusters']),
     fluxNamespaces: list(values['flux-namespaces']),
     fluxDependsOnAsOne: values['flux-depends-on-as-one'] === true,
     fluxOnFailedApply: values['flux-on-failed-apply'] as FailedSyncPolicy,
@@ -781,6 +791,11 @@ export function buildConfig(
   if (relative !== undefined) {
     throw new FlagError(
       `invalid value ${JSON.stringify(relative)} for --hub-exec-commands: not an absolute path (a plugin is never looked up in PATH)`,
+    );
+  }
+  if (cfg.hubStandbyClusters > 1000) {
+    throw new FlagError(
+      `invalid value ${cfg.hubStandbyClusters} for --hub-standby-clusters: at most 1000 (each is a cluster's watches and caches)`,
     );
   }
   if (cfg.ignoreResources.length > 1) {

@@ -5,6 +5,7 @@
 // watches Applications once and gives each engine a gate told only of the Applications whose
 // destination resolves to its cluster. A cluster that cannot be reached holds only its own engine.
 
+import type { V1Lease } from '@kubernetes/client-node';
 import type { Router } from 'express';
 import { type ArgoCd, appPath, newSyncGate, readApplication, trackingLabelKeeper } from '../argocd/argocd.ts';
 import { type AppSync, appFromObject } from '../argocd/sync-tracker.ts';
@@ -13,10 +14,11 @@ import { buildInfo } from '../build-info.ts';
 import type { Config } from '../config/config.ts';
 import { FlagError } from '../config/flags.ts';
 import { clusterKey } from '../core/config-hash.ts';
+import type { LeaseRecord } from '../core/lease-logic.ts';
 import { WatchProgress } from '../http.ts';
 import type { ClusterAccess } from '../kube/access.ts';
 import { coreApi, leaseRosterApi } from '../kube/api.ts';
-import { defaultIdentity } from '../kube/leader.ts';
+import { defaultIdentity, recordOf } from '../kube/leader.ts';
 import { startWatch, type Watch, type WatchFailure, withBeats } from '../kube/watch.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics.ts';
@@ -35,8 +37,20 @@ import {
 import { carryServer, chooseCredentials, nextStep } from './credentials-choice.ts';
 import { ClusterDirectory } from './directory.ts';
 import { HubMetrics } from './hub-metrics.ts';
-import { admit, closeSeat, clusterConfig, openSeat, promotions, type Seat, scopeOf } from './seat.ts';
-import { fairShare, ReplicaRoster } from './shares.ts';
+import { LeaseSightings } from './lease-sightings.ts';
+import {
+  admit,
+  closeSeat,
+  clusterConfig,
+  openSeat,
+  promotions,
+  type Seat,
+  type SeatDeps,
+  scopeOf,
+  startEngine,
+  stopEngine,
+} from './seat.ts';
+import { fairShare, ReplicaRoster, rank, standbyPicks } from './shares.ts';
 
 interface SecretEntry {
   name: string;
@@ -145,12 +159,16 @@ export async function serveHub(
   };
 
   // Sharding: each replica leads at most its fair share of the clusters (service/hub/shares.ts).
+  // A claim lapses after a lease duration, or once another replica is seen leading the cluster (it won
+  // the race for a free Lease), so a lost race does not hold a survivor's share up.
   const leading = (except?: Seat) =>
     [...seats.values()].filter(
       (s) =>
         s !== except &&
         (s.running?.isLeader() ||
-          (s.claimedAt !== undefined && performance.now() - s.claimedAt < cfg.leaseDurationMs)),
+          (s.claimedAt !== undefined &&
+            performance.now() - s.claimedAt < cfg.leaseDurationMs &&
+            !ledElsewhere(s))),
     ).length;
   const share = () => fairShare(seats.size, roster?.live ?? 1);
   const mayLead = (seat: Seat): boolean => {
@@ -180,10 +198,34 @@ export async function serveHub(
         leaseDurationMs: cfg.leaseDurationMs,
         retryPeriodMs: cfg.leaseRetryPeriodMs,
         log,
-        onRound: () => rebalance(),
+        onRound: () => {
+          rebalance();
+          steer();
+        },
       })
     : undefined;
   roster?.start();
+
+  // Every Lease in the release namespace: who leads each served cluster, seen on this process's clock.
+  if (cfg.leaderElect) {
+    watches.push(
+      startBeating<LeaseRecord>({
+        path: `/apis/coordination.k8s.io/v1/namespaces/${releaseNamespace}/leases`,
+        relistIntervalMs: cfg.relistIntervalMs,
+        idleTimeoutMs: cfg.watchIdleTimeoutMs,
+        onFailure,
+        key: (raw) => (raw as V1Lease).metadata?.name ?? '',
+        transform: (raw) => recordOf(raw as V1Lease),
+        onAdd: (k, r) => leases.saw(k, r),
+        onUpdate: (k, r) => leases.saw(k, r),
+        onDelete: (k) => leases.gone(k),
+        onSynced: () => {
+          leases.synced = true;
+          steerSoon();
+        },
+      }),
+    );
+  }
 
   // Our own credentials Secrets (the least-privilege alternative to Argo CD's), by Secret: for their
   // server, they are used instead of the cluster Secret's credentials; refused, they hold it
@@ -235,7 +277,8 @@ export async function serveHub(
         'cluster held: its credentials are refused, and no others are used for it',
       );
     }
-    const seat = openSeat(cluster, using, {
+    const seat = openSeat(cluster, using);
+    engines.set(seat, {
       cfg: clusterConfig(cfg, cluster, identity),
       log: log.child({ cluster: cluster.name || cluster.server }),
       credentialsFrom: (seat) => ('from' in seat.using ? seat.using.from : 'none (held)'),
@@ -249,15 +292,89 @@ export async function serveHub(
           argocd: (state) => argocdOf(seat, clusterLog, state),
           mayLead: () => mayLead(seat),
           clusterId: cluster.id,
+          seen: leases.seen(leaseOf(seat)),
         });
       },
     });
     held.set(seat, 'held' in seat.using);
+    steerSoon();
     return seat;
   };
   const close = (seat: Seat, why: string) => {
     held.delete(seat);
+    engines.delete(seat);
     return closeSeat(seat, why, log);
+  };
+
+  // Which seats run an engine (ADR 0040): those this replica leads or is to take (within its share),
+  // and a bounded warm standby of others; every other seat is cold, with no watch of its cluster.
+  /** Each seat's engine starter (seat.ts SeatDeps). */
+  const engines = new Map<Seat, SeatDeps>();
+  /** A cluster's Lease: `<release>-<cluster id>-leader` (serve.ts, with clusterConfig's releaseName). */
+  const leaseOf = (seat: Seat) => `${cfg.releaseName}-${seat.cluster.id}-leader`;
+  const leases = new LeaseSightings(cfg.leaseDurationMs);
+  const ledElsewhere = (seat: Seat) => {
+    const leader = leases.leader(leaseOf(seat));
+    return leader !== undefined && leader !== identity;
+  };
+  /** How long a started engine that leads nothing is kept before it is stopped (a start, a hold-off). */
+  const graceMs = 2 * cfg.leaseDurationMs + cfg.leaseRetryPeriodMs;
+  let steering = false;
+  const steer = () => {
+    if (abort.signal.aborted) return;
+    if (!cfg.leaderElect) {
+      for (const [seat, d] of engines) startEngine(seat, d);
+      return;
+    }
+    // Not before the Leases were listed and the live replicas counted: a replica that thinks itself
+    // alone would start an engine for every cluster.
+    if (!leases.synced || !roster?.counted) return;
+    const now = performance.now();
+    const leaderOf = (seat: Seat) => leases.leader(leaseOf(seat), now);
+    const standby = new Set(
+      standbyPicks({
+        clusters: [...engines.keys()].map((s) => ({ id: s.cluster.id, leader: leaderOf(s) })),
+        live: roster?.liveIdentities ?? [identity],
+        self: identity,
+        limit: cfg.hubStandbyClusters,
+      }),
+    );
+    // Free clusters are started best-ranked for this replica first (rendezvous hashing): two survivors
+    // taking over a dead replica's clusters mostly pick different ones instead of racing for each.
+    const byRank = [...engines].sort(([a], [b]) => {
+      const ra = rank(a.cluster.id, identity);
+      const rb = rank(b.cluster.id, identity);
+      return ra === rb ? 0 : ra > rb ? -1 : 1;
+    });
+    for (const [seat, d] of byRank) {
+      const leads = seat.running?.isLeader() ?? false;
+      const leader = leaderOf(seat);
+      const claimed = seat.claimedAt !== undefined && now - seat.claimedAt < graceMs;
+      if (!seat.engine) {
+        const free = leader === undefined || leader === identity;
+        if (free && leading() < share()) {
+          seat.claimedAt = now; // counts against the share until it leads (or the claim lapses)
+          startEngine(seat, d);
+        } else if (standby.has(seat.cluster.id)) startEngine(seat, d);
+      } else if (
+        !leads &&
+        !standby.has(seat.cluster.id) &&
+        // Another replica leads it (it won the race, or took it after this one gave it up), or this
+        // one neither claimed it nor started its engine lately.
+        (ledElsewhere(seat) || (!claimed && now - seat.engine.since > graceMs))
+      ) {
+        void stopEngine(seat, 'another replica leads the cluster, and it is not kept warm here', log);
+      }
+    }
+  };
+  /** Steers once the current change is applied (a seat opened in it has its deps). */
+  const steerSoon = () => {
+    if (steering) return;
+    steering = true;
+    queueMicrotask(() => {
+      steering = false;
+      steer();
+    });
   };
 
   // The cluster Secrets, served or not (an Application's destination.name resolves through them all).
@@ -438,9 +555,11 @@ export async function serveHub(
             server: s.cluster.server,
             ...(s.running
               ? (s.running.status() as Record<string, unknown>)
-              : 'held' in s.using
-                ? { starting: true, held: s.using.held }
-                : { starting: true }),
+              : !s.engine
+                ? { leader: false }
+                : 'held' in s.using
+                  ? { starting: true, held: s.using.held }
+                  : { starting: true }),
           },
         ]),
       ),

@@ -17,14 +17,61 @@ export function fairShare(clusters: number, replicas: number): number {
   return Math.ceil(clusters / Math.max(1, replicas));
 }
 
+/** A cluster's rank for a replica (rendezvous hashing): higher comes first. Pure. */
+export function rank(clusterId: string, replica: string): bigint {
+  return BigInt(`0x${createHash('sha256').update(`${clusterId}\0${replica}`).digest('hex').slice(0, 13)}`);
+}
+
+/**
+ * The clusters whose warm standby this replica keeps (ADR 0040): of those another replica leads (or
+ * nobody), the ones this replica ranks first for among the other live replicas (rendezvous hashing),
+ * so that if their leader died, each has one warm standby somewhere; at most `limit`, best ranked
+ * first. `leader` is the leading replica's identity, undefined when none leads. Pure.
+ */
+export function standbyPicks(o: {
+  clusters: ReadonlyArray<{ id: string; leader: string | undefined }>;
+  live: readonly string[];
+  self: string;
+  limit: number;
+}): string[] {
+  if (o.limit <= 0) return [];
+  const mine: Array<{ id: string; r: bigint }> = [];
+  for (const c of o.clusters) {
+    if (c.leader === o.self) continue;
+    let best: string | undefined;
+    let bestRank = -1n;
+    for (const replica of o.live) {
+      if (replica === c.leader) continue;
+      const r = rank(c.id, replica);
+      if (r > bestRank || (r === bestRank && replica < (best ?? ''))) {
+        best = replica;
+        bestRank = r;
+      }
+    }
+    if (best === o.self) mine.push({ id: c.id, r: bestRank });
+  }
+  return mine
+    .sort((a, b) => (a.r === b.r ? a.id.localeCompare(b.id) : a.r > b.r ? -1 : 1))
+    .slice(0, o.limit)
+    .map((c) => c.id);
+}
+
 /** Which other replicas are live, from when their roster Leases were last seen to change. Pure. */
 export class Liveness {
-  readonly #seen = new Map<string, { version: string; changedAt: number }>();
+  readonly #seen = new Map<string, { version: string; changedAt: number; holder: string }>();
 
   /** A Lease as listed now: its renewal marker (renewTime, or resourceVersion) and this process's clock. */
-  see(name: string, version: string, now: number): void {
+  see(name: string, version: string, now: number, holder = ''): void {
     const was = this.#seen.get(name);
-    if (!was || was.version !== version) this.#seen.set(name, { version, changedAt: now });
+    if (!was || was.version !== version) this.#seen.set(name, { version, changedAt: now, holder });
+  }
+
+  /** The identities (holders) of the other replicas whose Lease changed within `durationMs`. */
+  liveHolders(self: string, now: number, durationMs: number): string[] {
+    const out: string[] = [];
+    for (const [name, s] of this.#seen)
+      if (name !== self && now - s.changedAt < durationMs && s.holder !== '') out.push(s.holder);
+    return out;
   }
 
   /** Forgets Leases not in the latest list (deleted: their replica stopped). */
@@ -64,6 +111,8 @@ export class ReplicaRoster {
   readonly #liveness = new Liveness();
   readonly #stop = new AbortController();
   #live = 1;
+  #liveIdentities: string[];
+  #counted = false;
   /** The roster Lease as the last write returned it. */
   #current: V1Lease | undefined;
   #loop: Promise<void> | undefined;
@@ -72,6 +121,17 @@ export class ReplicaRoster {
     this.#o = o;
     const digest = createHash('sha256').update(o.identity).digest('hex').slice(0, 12);
     this.#name = `${o.releaseName}-replica-${digest}`;
+    this.#liveIdentities = [o.identity];
+  }
+
+  /** True once the live replicas were counted (a first round listed the roster). */
+  get counted(): boolean {
+    return this.#counted;
+  }
+
+  /** The live replicas' identities (this one's included) as last counted. */
+  get liveIdentities(): readonly string[] {
+    return this.#liveIdentities;
   }
 
   /** Live replicas (this one included) as last counted. */
@@ -106,10 +166,20 @@ export class ReplicaRoster {
         for (const l of items) {
           const name = l.metadata?.name ?? '';
           names.add(name);
-          this.#liveness.see(name, String(l.spec?.renewTime ?? l.metadata?.resourceVersion ?? ''), now);
+          this.#liveness.see(
+            name,
+            String(l.spec?.renewTime ?? l.metadata?.resourceVersion ?? ''),
+            now,
+            l.spec?.holderIdentity ?? '',
+          );
         }
         this.#liveness.keepOnly(names);
         this.#live = this.#liveness.live(this.#name, now, this.#o.leaseDurationMs);
+        this.#liveIdentities = [
+          this.#o.identity,
+          ...this.#liveness.liveHolders(this.#name, now, this.#o.leaseDurationMs),
+        ];
+        this.#counted = true;
         this.#o.onRound(this.#live);
       } catch (err) {
         this.#o.log.warn(
