@@ -18,6 +18,7 @@ import { allocate, expectedPods, names, restartShapes } from './fixture.ts';
 import { type BulkNativeRun, type BulkRun, bulk, bulkNative } from './phases/bulk.ts';
 import { type FlapResult, flap } from './phases/flap.ts';
 import { type HubResult, hub } from './phases/hub.ts';
+import { type FleetResult, hubFleet } from './phases/hub-fleet.ts';
 import { type LatencySample, latency } from './phases/latency.ts';
 import { type PrecisionResult, precision } from './phases/precision.ts';
 import { type ProgressiveResult, progressive } from './phases/progressive.ts';
@@ -46,6 +47,8 @@ const PHASES = [
   'progressive-good',
   // Hub mode (issue 25): its own clusters, services and cleanup; independent of the fixture.
   'hub',
+  // Hub mode at fleet scale (issue 36): 3 replicas, many clusters; minutes of two cores, so not in CI.
+  'hub-fleet',
 ] as const;
 type Phase = (typeof PHASES)[number];
 
@@ -214,6 +217,7 @@ async function main(): Promise<number> {
   const restartResults: RestartShapeResult[] = [];
   let progressiveResult: ProgressiveResult | undefined;
   let hubResult: HubResult | undefined;
+  let fleetResult: FleetResult | undefined;
   const exitCodes: Record<string, number | null> = {};
   const stopService = async (label: string, svc: ServiceProcess) => {
     exitCodes[label] = await svc.stop();
@@ -293,6 +297,8 @@ async function main(): Promise<number> {
 
     // Its own namespaces, nodes and services; needs nothing of the fixture.
     if (!skip('hub')) hubResult = await phase('hub', () => hub(ctx, { stop: stopService }));
+    if (!skip('hub-fleet'))
+      fleetResult = await phase('hub-fleet', () => hubFleet(ctx, fleetOptions(stopService)));
   } finally {
     await tearDown();
   }
@@ -373,6 +379,8 @@ async function main(): Promise<number> {
     progressive_deployments: prog?.deployments ?? null,
     // Issue 25: hub mode, per number of served clusters, and the failover of a replica's clusters.
     hub: hubResult ?? null,
+    // Issue 36: hub mode with 3 replicas and many clusters; this build against BENCH_HUB_BASELINE_CLI's.
+    hub_fleet: fleetResult ?? null,
     skipped: [...args.skip],
     // Issue 15's targets, then the earlier ones of figures issue 15 does not set.
     targets: {
@@ -566,3 +574,24 @@ main().then(
     process.exit(1);
   },
 );
+
+/**
+ * The hub-fleet phase's size, from the environment: BENCH_HUB_FLEET_CLUSTERS (default 60),
+ * BENCH_HUB_FLEET_BIG (`<clusters>x<configs>x<workloads>`, default 3x400x40) and
+ * BENCH_HUB_BASELINE_CLI (another build's dist/service/cli.js, measured first; unset: none).
+ */
+function fleetOptions(stop: (label: string, svc: ServiceProcess) => Promise<void>) {
+  const clusters = Number(process.env.BENCH_HUB_FLEET_CLUSTERS ?? 60);
+  const big = /^(\d+)x(\d+)x(\d+)$/.exec(process.env.BENCH_HUB_FLEET_BIG ?? '3x400x40');
+  if (!Number.isSafeInteger(clusters) || clusters < 3 || !big)
+    throw new Error(
+      'BENCH_HUB_FLEET_CLUSTERS must be an integer of at least 3, BENCH_HUB_FLEET_BIG <n>x<configs>x<workloads>',
+    );
+  const baselineCli = process.env.BENCH_HUB_BASELINE_CLI;
+  return {
+    clusters,
+    big: { clusters: Number(big[1]), configs: Number(big[2]), workloads: Number(big[3]) },
+    ...(baselineCli ? { baselineCli } : {}),
+    stop,
+  };
+}
