@@ -109,6 +109,8 @@ export interface RunningService {
   metrics?: { readonly contentType: string; text(): Promise<string> };
   /** Gives the Lease up (if held) and does not compete for it for `holdOffMs`: hub mode's rebalancing. */
   yieldLease(reason: string, holdOffMs: number): Promise<void>;
+  /** What the engine carries: its workloads plus its configs (hub mode's weighted share). */
+  weight?(): number;
   stop(): Promise<void>;
 }
 
@@ -500,6 +502,7 @@ export async function serve(
     watchesFailing: () => progress.failing(WATCH_UNREADY_AFTER_MS),
     watchesProgressing: () => progress.progressing(),
     status: () => reconciler?.status() ?? { leader: false },
+    weight: () => state.workloads.size + state.configs.size,
     yieldLease: async (reason, holdOffMs) => {
       if (election?.isLeader()) await election.resign(reason, holdOffMs);
     },

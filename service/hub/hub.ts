@@ -51,6 +51,7 @@ import {
   stopEngine,
 } from './seat.ts';
 import { fairShare, ReplicaRoster, rank, standbyPicks } from './shares.ts';
+import { assign, weightOf } from './weighted-share.ts';
 
 interface SecretEntry {
   name: string;
@@ -158,9 +159,11 @@ export async function serveHub(
     };
   };
 
-  // Sharding: each replica leads at most its fair share of the clusters (service/hub/shares.ts).
-  // A claim lapses after a lease duration, or once another replica is seen leading the cluster (it won
-  // the race for a free Lease), so a lost race does not hold a survivor's share up.
+  // Sharding (ADR 0040): every replica computes one plan each roster round, the weighted fair share
+  // (weighted-share.ts: bounded loads in weight and number, clusters staying where they are led while
+  // within the bounds), and leads only the clusters the plan gives it. As a guard, it never leads
+  // more than ⌈clusters ÷ live replicas⌉ (service/hub/shares.ts), counting its claims: a claim lapses
+  // after a lease duration, or once another replica is seen leading the cluster.
   const leading = (except?: Seat) =>
     [...seats.values()].filter(
       (s) =>
@@ -171,20 +174,45 @@ export async function serveHub(
             !ledElsewhere(s))),
     ).length;
   const share = () => fairShare(seats.size, roster?.live ?? 1);
+  /** This round's plan and the last round's (a cluster is given up only when both put it elsewhere). */
+  let plan: Map<string, string> | undefined;
+  let lastPlan: Map<string, string> | undefined;
+  /** A cluster's weight: its engine's here, else what its leader published, else 1 (unknown). */
+  const weightOfSeat = (s: Seat): number => {
+    const here = s.running?.isSynced() ? s.running.weight?.() : undefined;
+    return here !== undefined ? weightOf(here, 0) : (roster?.weights.get(s.cluster.id) ?? 1);
+  };
+  const replan = () => {
+    if (!roster?.counted || !leases.synced) return;
+    const current = new Map(
+      [...seats.values()].map((s) => [
+        s.cluster.id,
+        s.running?.isLeader() ? identity : leases.leader(leaseOf(s)),
+      ]),
+    );
+    lastPlan = plan;
+    plan = assign(
+      [...seats.values()].map((s) => ({ id: s.cluster.id, weight: weightOfSeat(s) })),
+      [...roster.liveIdentities].sort(),
+      current,
+    );
+  };
+  const planned = (seat: Seat) => plan?.get(seat.cluster.id);
   const mayLead = (seat: Seat): boolean => {
-    if (leading(seat) >= share()) return false;
+    if (!roster) return leading(seat) < share();
+    if (planned(seat) !== identity || leading(seat) >= share()) return false;
     seat.claimedAt = performance.now();
     return true;
   };
-  /** Gives up the Leases of clusters beyond this replica's share, for the other replicas to take. */
+  /** Gives up the Leases of clusters the plan puts on another replica, two rounds running. */
   const rebalance = () => {
-    const mine = [...seats.values()].filter((s) => s.running?.isLeader());
-    const over = mine.length - share();
-    for (const s of mine.slice(0, Math.max(0, over))) {
+    for (const s of [...seats.values()].filter((x) => x.running?.isLeader())) {
+      const to = planned(s);
+      if (to === undefined || to === identity || lastPlan?.get(s.cluster.id) !== to) continue;
       s.claimedAt = undefined;
       log.info(
-        { cluster: s.cluster.name, leading: mine.length, fairShare: share(), replicas: roster?.live },
-        "leading more than this replica's fair share of clusters; giving one up",
+        { cluster: s.cluster.name, to, weight: weightOfSeat(s), replicas: roster?.live },
+        'the weighted fair share puts the cluster on another replica; giving it up',
       );
       void s.running?.yieldLease("over this replica's fair share", 2 * cfg.leaseDurationMs);
     }
@@ -199,9 +227,17 @@ export async function serveHub(
         retryPeriodMs: cfg.leaseRetryPeriodMs,
         log,
         onRound: () => {
+          replan();
           rebalance();
           steer();
         },
+        // What this replica leads, weighed: the others plan with it.
+        weights: () =>
+          Object.fromEntries(
+            [...seats.values()]
+              .filter((s) => s.running?.isLeader())
+              .map((s) => [s.cluster.id, weightOfSeat(s)]),
+          ),
       })
     : undefined;
   roster?.start();
@@ -352,7 +388,7 @@ export async function serveHub(
       const claimed = seat.claimedAt !== undefined && now - seat.claimedAt < graceMs;
       if (!seat.engine) {
         const free = leader === undefined || leader === identity;
-        if (free && leading() < share()) {
+        if (free && planned(seat) === identity && leading() < share()) {
           seat.claimedAt = now; // counts against the share until it leads (or the claim lapses)
           startEngine(seat, d);
         } else if (standby.has(seat.cluster.id)) startEngine(seat, d);

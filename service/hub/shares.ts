@@ -88,6 +88,25 @@ export class Liveness {
 }
 
 export const ROSTER_COMPONENT = 'hub-replica';
+/** On a roster Lease: the weights of the clusters its replica leads, as JSON {cluster id: weight}. */
+export const WEIGHTS_ANNOTATION = 'gitops-reloader.io/cluster-weights';
+
+/** A roster Lease's weights annotation, read once: positive integers by cluster id; anything else dropped. */
+export function readWeights(text: string | undefined): Map<string, number> {
+  const out = new Map<string, number>();
+  if (text === undefined) return out;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return out;
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return out;
+  for (const [id, w] of Object.entries(parsed)) {
+    if (typeof w === 'number' && Number.isSafeInteger(w) && w > 0) out.set(id, w);
+  }
+  return out;
+}
 
 export interface RosterOptions {
   api: LeaseRosterApi;
@@ -99,6 +118,8 @@ export interface RosterOptions {
   log: Logger;
   /** Called after every successful round, with the live replicas now. */
   onRound(liveReplicas: number): void;
+  /** The weights of the clusters this replica leads, published on its roster Lease (by cluster id). */
+  weights?(): Record<string, number>;
   clock?: () => number;
 }
 
@@ -112,7 +133,8 @@ export class ReplicaRoster {
   readonly #stop = new AbortController();
   #live = 1;
   #liveIdentities: string[];
-  #counted = false;
+  #rounds = 0;
+  #weights = new Map<string, number>();
   /** The roster Lease as the last write returned it. */
   #current: V1Lease | undefined;
   #loop: Promise<void> | undefined;
@@ -124,9 +146,18 @@ export class ReplicaRoster {
     this.#liveIdentities = [o.identity];
   }
 
-  /** True once the live replicas were counted (a first round listed the roster). */
+  /** The cluster weights the live replicas published (by cluster id), as last listed. */
+  get weights(): ReadonlyMap<string, number> {
+    return this.#weights;
+  }
+
+  /**
+   * True once the live replicas were counted twice (two rounds, a retry period apart): replicas started
+   * within a retry period of this one have their roster Leases by then, so a replica started with
+   * others does not plan as if it were alone.
+   */
   get counted(): boolean {
-    return this.#counted;
+    return this.#rounds >= 2;
   }
 
   /** The live replicas' identities (this one's included) as last counted. */
@@ -163,7 +194,10 @@ export class ReplicaRoster {
         });
         const now = clock();
         const names = new Set<string>();
+        const weights = new Map<string, number>();
         for (const l of items) {
+          for (const [id, w] of readWeights(l.metadata?.annotations?.[WEIGHTS_ANNOTATION]))
+            weights.set(id, w);
           const name = l.metadata?.name ?? '';
           names.add(name);
           this.#liveness.see(
@@ -179,7 +213,8 @@ export class ReplicaRoster {
           this.#o.identity,
           ...this.#liveness.liveHolders(this.#name, now, this.#o.leaseDurationMs),
         ];
-        this.#counted = true;
+        this.#rounds++;
+        this.#weights = weights;
         this.#o.onRound(this.#live);
       } catch (err) {
         this.#o.log.warn(
@@ -200,6 +235,12 @@ export class ReplicaRoster {
   /** Renews this replica's roster Lease: one write a round, from the copy the last write returned. */
   async #renew(): Promise<void> {
     const { api, namespace } = this.#o;
+    const weights = this.#o.weights?.();
+    const annotations = weights ? { [WEIGHTS_ANNOTATION]: JSON.stringify(weights) } : undefined;
+    const withWeights = (l: V1Lease): V1Lease =>
+      annotations
+        ? { ...l, metadata: { ...l.metadata, annotations: { ...l.metadata?.annotations, ...annotations } } }
+        : l;
     const spec = {
       holderIdentity: this.#o.identity,
       leaseDurationSeconds: Math.round(this.#o.leaseDurationMs / 1000),
@@ -211,7 +252,7 @@ export class ReplicaRoster {
         this.#current = await api.replaceNamespacedLease({
           namespace,
           name: this.#name,
-          body: { ...this.#current, spec },
+          body: withWeights({ ...this.#current, spec }),
         });
         return;
       } catch (err) {
@@ -227,12 +268,17 @@ export class ReplicaRoster {
       if (status(err) !== 404) throw err;
     }
     this.#current = current
-      ? await api.replaceNamespacedLease({ namespace, name: this.#name, body: { ...current, spec } })
+      ? await api.replaceNamespacedLease({
+          namespace,
+          name: this.#name,
+          body: withWeights({ ...current, spec }),
+        })
       : await api.createNamespacedLease({
           namespace,
           body: {
             metadata: {
               name: this.#name,
+              ...(annotations ? { annotations } : {}),
               labels: {
                 'app.kubernetes.io/name': 'gitops-reloader',
                 'app.kubernetes.io/component': ROSTER_COMPONENT,
