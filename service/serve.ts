@@ -131,6 +131,11 @@ export interface HubSeat {
   clusterId: string;
   /** The cluster's Lease as the hub last saw it (hub/lease-sightings.ts): its election starts from it. */
   seen?: Observed;
+  /**
+   * The management cluster's write budget (--hub-write-qps), shared by every engine of the replica: its
+   * ledger, job record and Event writes there wait for it instead of the served cluster's.
+   */
+  homeWrites?: RateGate;
 }
 
 export async function serve(
@@ -164,12 +169,17 @@ export async function serve(
   const leaderCore = coreApi(writes);
   // Where the ledger, the Lease and the job records live: this cluster, or the hub (hub mode).
   const home = hub?.home ?? kc;
-  const homeCore = hub ? coreApi(writeGatedAccess(home, pass)) : core;
+  // Hub mode: writes to the hub's own API server pass the replica's one budget for it, not this
+  // cluster's (N clusters would otherwise allow N × --api-write-qps there).
+  const homePass = hub?.homeWrites
+    ? (signal: AbortSignal) => (hub.homeWrites as RateGate).pass(signal)
+    : pass;
+  const homeCore = hub ? coreApi(writeGatedAccess(home, homePass)) : core;
   const leaderHomeCore = hub
     ? coreApi(
         writeGatedAccess(
           home,
-          pass,
+          homePass,
           leaderWriteFence(() => election),
         ),
       )

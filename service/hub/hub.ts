@@ -15,6 +15,7 @@ import type { Config } from '../config/config.ts';
 import { FlagError } from '../config/flags.ts';
 import { clusterKey } from '../core/config-hash.ts';
 import type { LeaseRecord } from '../core/lease-logic.ts';
+import { RateGate } from '../core/token-bucket.ts';
 import { WatchProgress } from '../http.ts';
 import type { ClusterAccess } from '../kube/access.ts';
 import { coreApi, leaseRosterApi } from '../kube/api.ts';
@@ -87,6 +88,8 @@ export async function serveHub(
   const identity = cfg.leaderIdentity ?? defaultIdentity();
   const releaseNamespace = cfg.releaseNamespace as string;
   const abort = new AbortController();
+  // One write budget for the hub's own API server, shared by every engine of this replica (ADR 0040).
+  const homeWrites = new RateGate({ qps: cfg.hubWriteQps, burst: cfg.hubWriteBurst });
   const directory = new ClusterDirectory();
   /** Served clusters by server (Argo CD's key for a cluster). */
   const seats = new Map<string, Seat>();
@@ -168,7 +171,7 @@ export async function serveHub(
     [...seats.values()].filter(
       (s) =>
         s !== except &&
-        (s.running?.isLeader() ||
+        (holds(s) ||
           (s.claimedAt !== undefined &&
             performance.now() - s.claimedAt < cfg.leaseDurationMs &&
             !ledElsewhere(s))),
@@ -329,6 +332,7 @@ export async function serveHub(
           mayLead: () => mayLead(seat),
           clusterId: cluster.id,
           seen: leases.seen(leaseOf(seat)),
+          homeWrites,
         });
       },
     });
@@ -349,6 +353,13 @@ export async function serveHub(
   /** A cluster's Lease: `<release>-<cluster id>-leader` (serve.ts, with clusterConfig's releaseName). */
   const leaseOf = (seat: Seat) => `${cfg.releaseName}-${seat.cluster.id}-leader`;
   const leases = new LeaseSightings(cfg.leaseDurationMs);
+  /**
+   * This replica holds the cluster's Lease: its engine acts, or the Lease names it (a term whose start
+   * is still under way: its engine does not act yet, and must not be stopped).
+   */
+  const holds = (seat: Seat) =>
+    (seat.running?.isLeader() ?? false) ||
+    (seat.engine !== undefined && leases.leader(leaseOf(seat)) === identity);
   const ledElsewhere = (seat: Seat) => {
     const leader = leases.leader(leaseOf(seat));
     return leader !== undefined && leader !== identity;
@@ -383,7 +394,7 @@ export async function serveHub(
       return ra === rb ? 0 : ra > rb ? -1 : 1;
     });
     for (const [seat, d] of byRank) {
-      const leads = seat.running?.isLeader() ?? false;
+      const leads = holds(seat);
       const leader = leaderOf(seat);
       const claimed = seat.claimedAt !== undefined && now - seat.claimedAt < graceMs;
       if (!seat.engine) {

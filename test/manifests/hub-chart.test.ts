@@ -81,6 +81,18 @@ describe('the Helm chart in hub mode', () => {
     await expect(render([HUB, 'hub.standbyClusters=-1'])).rejects.toThrow(/standbyClusters/);
   });
 
+  it("passes the hub's own write budget (hub.writeQps, hub.writeBurst; default 50 and 100)", async () => {
+    const args = (objects: K8sObject[]) => deploymentOf(objects).spec.template.spec.containers[0]?.args ?? [];
+    expect(args(await render([HUB]))).toEqual(
+      expect.arrayContaining(['--hub-write-qps=50', '--hub-write-burst=100']),
+    );
+    expect(args(await render([HUB, 'hub.writeQps=5']))).toContain('--hub-write-qps=5');
+    expect(serveFlags.map((f) => f.name)).toEqual(
+      expect.arrayContaining(['hub-write-qps', 'hub-write-burst']),
+    );
+    await expect(render([HUB, 'hub.writeQps=0'])).rejects.toThrow(/writeQps/);
+  });
+
   it("reads Secrets only in Argo CD's first namespace, with a Role <fullname>-hub bound to the ServiceAccount", async () => {
     const objects = await render([HUB, 'argocd.namespaces={argo-main,argo-apps}']);
     const roles = named(objects, 'Role', `${FULLNAME}-hub`);
