@@ -54,6 +54,9 @@ import {
 import { fairShare, ReplicaRoster, rank, standbyPicks } from './shares.ts';
 import { assign, weightOf } from './weighted-share.ts';
 
+/** Cold engines a replica starts at once (each lists its cluster). */
+const MAX_STARTING = 4;
+
 interface SecretEntry {
   name: string;
   server: string;
@@ -393,23 +396,35 @@ export async function serveHub(
       const rb = rank(b.cluster.id, identity);
       return ra === rb ? 0 : ra > rb ? -1 : 1;
     });
+    // Engines start a few at a time (MAX_STARTING): on a busy replica, many lists at once would delay
+    // the Lease renewals of the clusters it already leads. Takes before standbys.
+    // (An engine not synced after a grace, e.g. of a cluster that does not answer, no longer counts.)
+    let starting = [...engines.keys()].filter(
+      (s) => s.engine && !s.running?.isSynced() && now - s.engine.since < graceMs,
+    ).length;
+    const start = (seat: Seat, d: SeatDeps) => {
+      starting++;
+      startEngine(seat, d);
+    };
     for (const [seat, d] of byRank) {
-      const leads = holds(seat);
+      if (seat.engine || starting >= MAX_STARTING) continue;
       const leader = leaderOf(seat);
+      const free = leader === undefined || leader === identity;
+      if (free && planned(seat) === identity && leading() < share()) {
+        seat.claimedAt = now; // counts against the share until it leads (or the claim lapses)
+        start(seat, d);
+      }
+    }
+    for (const [seat, d] of byRank) {
+      if (!seat.engine && starting < MAX_STARTING && standby.has(seat.cluster.id)) start(seat, d);
+    }
+    for (const seat of engines.keys()) {
+      if (!seat.engine || holds(seat) || standby.has(seat.cluster.id)) continue;
       const claimed = seat.claimedAt !== undefined && now - seat.claimedAt < graceMs;
-      if (!seat.engine) {
-        const free = leader === undefined || leader === identity;
-        if (free && planned(seat) === identity && leading() < share()) {
-          seat.claimedAt = now; // counts against the share until it leads (or the claim lapses)
-          startEngine(seat, d);
-        } else if (standby.has(seat.cluster.id)) startEngine(seat, d);
-      } else if (
-        !leads &&
-        !standby.has(seat.cluster.id) &&
-        // Another replica leads it (it won the race, or took it after this one gave it up), or this
-        // one neither claimed it nor started its engine lately.
-        (ledElsewhere(seat) || (!claimed && now - seat.engine.since > graceMs))
-      ) {
+      // Another replica leads it (it won the race, or took it after this one gave it up), or this one
+      // neither claimed it nor started its engine lately (an engine still listing is left to finish).
+      const idle = !claimed && seat.running?.isSynced() === true && now - seat.engine.since > graceMs;
+      if (ledElsewhere(seat) || idle) {
         void stopEngine(seat, 'another replica leads the cluster, and it is not kept warm here', log);
       }
     }

@@ -3,7 +3,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { LeaseSightings } from './lease-sightings.ts';
-import { standbyPicks } from './shares.ts';
+import { readWeights, standbyPicks } from './shares.ts';
 
 const replicas = fc.uniqueArray(fc.stringMatching(/^[a-z][a-z0-9-]{0,8}$/), { minLength: 1, maxLength: 5 });
 const fleet = fc.uniqueArray(fc.stringMatching(/^[a-z0-9]{1,12}$/), { maxLength: 60 });
@@ -76,5 +76,17 @@ describe('Lease sightings', () => {
     s.saw('rel-c3-leader', record('pod-b/c3', 't1'));
     s.gone('rel-c3-leader');
     expect(s.leader('rel-c3-leader')).toBeUndefined();
+  });
+});
+
+describe('published weights', () => {
+  it('are read once from the roster annotation: positive integers by cluster id, anything else dropped', () => {
+    expect([...readWeights('{"a":3,"b":0,"c":-1,"d":1.5,"e":"7","f":12}')]).toEqual([
+      ['a', 3],
+      ['f', 12],
+    ]);
+    expect(readWeights(undefined).size).toBe(0);
+    expect(readWeights('not json').size).toBe(0);
+    expect(readWeights('[1,2]').size).toBe(0);
   });
 });
