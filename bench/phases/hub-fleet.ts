@@ -9,7 +9,8 @@
 // leases (4 s):
 //   - start-up: the 3 replicas spawned together, until every cluster's Lease is held, no replica over
 //     its fair share, and each cluster's holder logged 'ready' for it;
-//   - steady (after two lease durations more, so engines of clusters given up have stopped): each
+//   - steady (32 s later: engines of clusters given up have stopped, and their idle keep-alive
+//     connections closed): each
 //     replica's VmRSS; per spoke, the replicas with a TCP connection to its forwarder and the
 //     connections (read from /proc: the sockets of each replica's process whose peer is the forwarder);
 //   - failover: the replica leading the most clusters is killed (SIGKILL); until every moved cluster
@@ -203,8 +204,9 @@ export async function hubFleet(ctx: Context, o: FleetOptions): Promise<FleetResu
         },
       );
       const startSeconds = round((Date.now() - spawnedAt) / 1000, 1);
-      // Engines of clusters given up while the shares settled stop within two lease durations.
-      await new Promise((r) => setTimeout(r, 2 * lease.duration_s * 1000 + 2000));
+      // Engines of clusters given up while the shares settled stop within two lease durations, and the
+      // idle keep-alive connections they leave close after 30 s (kube/watch-http.ts IDLE_KEEP_MS).
+      await new Promise((r) => setTimeout(r, Math.max(2 * lease.duration_s * 1000 + 2000, 32_000)));
       const rssMiB: Record<string, number> = {};
       const led: Record<string, number> = {};
       const perSpoke = new Map<string, { replicas: Set<string>; connections: number }>();

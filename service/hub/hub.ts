@@ -54,8 +54,8 @@ import {
 import { fairShare, ReplicaRoster, rank, standbyPicks } from './shares.ts';
 import { assign, weightOf } from './weighted-share.ts';
 
-/** Cold engines a replica starts at once (each lists its cluster). */
-const MAX_STARTING = 4;
+/** Cold engines a replica starts at once (each lists its cluster; a failover starts the dead replica's share less the warm standbys). */
+const MAX_STARTING = 8;
 
 interface SecretEntry {
   name: string;
