@@ -51,13 +51,19 @@ export function assign(
     load.set(to, (load.get(to) as number) + weight);
     count.set(to, (count.get(to) as number) + 1);
   };
-  const room = (r: string, weight: number) =>
-    (load.get(r) as number) + weight <= cap && (count.get(r) as number) < most;
+  const room = (r: string, weight: number, within = cap) =>
+    (load.get(r) as number) + weight <= within && (count.get(r) as number) < most;
+  // A cluster stays where it is led up to the bound a placement itself may reach (the fair load plus the
+  // heaviest cluster, when no replica had room for it): what was placed is never moved for lack of
+  // room while its replica lives. When no cluster outweighs ε × the fair load, this is the cap itself.
+  const total = clusters.reduce((n, c) => n + c.weight, 0);
+  const heaviest = clusters.reduce((m, c) => Math.max(m, c.weight), 0);
+  const keepCap = Math.max(cap, total / replicas.length + heaviest);
   const byWeight = [...clusters].sort((a, b) => b.weight - a.weight || a.id.localeCompare(b.id));
   const rest: Weighed[] = [];
   for (const c of byWeight) {
     const at = current.get(c.id);
-    if (at !== undefined && live.has(at) && room(at, c.weight)) put(c.id, at, c.weight);
+    if (at !== undefined && live.has(at) && room(at, c.weight, keepCap)) put(c.id, at, c.weight);
     else rest.push(c);
   }
   for (const c of rest) {
