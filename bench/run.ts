@@ -19,6 +19,7 @@ import { allocate, expectedPods, names, restartShapes } from './fixture.ts';
 import { type BulkNativeRun, type BulkRun, bulk, bulkNative } from './phases/bulk.ts';
 import { type FlapResult, flap } from './phases/flap.ts';
 import { type HubResult, hub } from './phases/hub.ts';
+import { type FleetResult, hubFleet } from './phases/hub-fleet.ts';
 import { type LatencySample, latency } from './phases/latency.ts';
 import { type PrecisionResult, precision } from './phases/precision.ts';
 import { type ProgressiveResult, progressive } from './phases/progressive.ts';
@@ -50,9 +51,11 @@ const PHASES = [
   'hub',
   // Reloader's load scenarios against gitops-reloader and a peer (issue 37); only with --peer.
   'reloader-ab',
+  // Hub mode at fleet scale (issue 36): 3 replicas, many clusters; minutes of two cores, so not in CI.
+  'hub-fleet',
 ] as const;
 /** Phases with their own namespaces and services: they need neither the fixture nor its service. */
-const STANDALONE: ReadonlySet<string> = new Set(['hub', 'reloader-ab']);
+const STANDALONE: ReadonlySet<string> = new Set(['hub', 'hub-fleet', 'reloader-ab']);
 type Phase = (typeof PHASES)[number];
 
 const USAGE = `usage: npm run bench -- [--scale small|full|tiny] [--out FILE] [--keep] [--skip PHASE,...]
@@ -249,6 +252,7 @@ async function main(): Promise<number> {
   let hubResult: HubResult | undefined;
   let abResult: AbResult | undefined;
   const needsFixture = PHASES.some((p) => !STANDALONE.has(p) && !args.skip.has(p));
+  let fleetResult: FleetResult | undefined;
   const exitCodes: Record<string, number | null> = {};
   const stopService = async (label: string, svc: ServiceProcess) => {
     exitCodes[label] = await svc.stop();
@@ -342,6 +346,8 @@ async function main(): Promise<number> {
       );
       for (const e of abResult?.errors ?? []) errors.push({ phase: `reloader-ab ${e.tool}`, error: e.error });
     }
+    if (!skip('hub-fleet'))
+      fleetResult = await phase('hub-fleet', () => hubFleet(ctx, fleetOptions(stopService)));
   } finally {
     await tearDown();
   }
@@ -424,6 +430,8 @@ async function main(): Promise<number> {
     hub: hubResult ?? null,
     // Issue 37: Reloader's load scenarios, gitops-reloader and the peer side by side.
     reloader_ab: abResult ?? null,
+    // Issue 36: hub mode with 3 replicas and many clusters; this build against BENCH_HUB_BASELINE_CLI's.
+    hub_fleet: fleetResult ?? null,
     skipped: [...args.skip],
     // Issue 15's targets, then the earlier ones of figures issue 15 does not set.
     targets: {
@@ -617,3 +625,24 @@ main().then(
     process.exit(1);
   },
 );
+
+/**
+ * The hub-fleet phase's size, from the environment: BENCH_HUB_FLEET_CLUSTERS (default 60),
+ * BENCH_HUB_FLEET_BIG (`<clusters>x<configs>x<workloads>`, default 3x400x40) and
+ * BENCH_HUB_BASELINE_CLI (another build's dist/service/cli.js, measured first; unset: none).
+ */
+function fleetOptions(stop: (label: string, svc: ServiceProcess) => Promise<void>) {
+  const clusters = Number(process.env.BENCH_HUB_FLEET_CLUSTERS ?? 60);
+  const big = /^(\d+)x(\d+)x(\d+)$/.exec(process.env.BENCH_HUB_FLEET_BIG ?? '3x400x40');
+  if (!Number.isSafeInteger(clusters) || clusters < 3 || !big)
+    throw new Error(
+      'BENCH_HUB_FLEET_CLUSTERS must be an integer of at least 3, BENCH_HUB_FLEET_BIG <n>x<configs>x<workloads>',
+    );
+  const baselineCli = process.env.BENCH_HUB_BASELINE_CLI;
+  return {
+    clusters,
+    big: { clusters: Number(big[1]), configs: Number(big[2]), workloads: Number(big[3]) },
+    ...(baselineCli ? { baselineCli } : {}),
+    stop,
+  };
+}

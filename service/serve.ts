@@ -13,6 +13,7 @@ import { FlagError } from './config/flags.ts';
 import { compileGlobals } from './core/annotations.ts';
 import { composeGates } from './core/change-gates.ts';
 import { keyFingerprint } from './core/config-hash.ts';
+import type { Observed } from './core/lease-logic.ts';
 import { RateGate } from './core/token-bucket.ts';
 import type { ReloadStatus } from './engine/status.ts';
 import { startFlux } from './flux/flux.ts';
@@ -109,6 +110,8 @@ export interface RunningService {
   metrics?: { readonly contentType: string; text(): Promise<string> };
   /** Gives the Lease up (if held) and does not compete for it for `holdOffMs`: hub mode's rebalancing. */
   yieldLease(reason: string, holdOffMs: number): Promise<void>;
+  /** What the engine carries: its workloads plus its configs (hub mode's weighted share). */
+  weight?(): number;
   stop(): Promise<void>;
 }
 
@@ -125,6 +128,15 @@ export interface HubSeat {
   argocd(state: ClusterState): ArgoCd;
   /** May this replica take the cluster's Lease now (its fair share of the clusters, service/hub/shares.ts)? */
   mayLead(): boolean;
+  /** The cluster's id: its ledger shards and job records carry it as a label and are listed by it. */
+  clusterId: string;
+  /** The cluster's Lease as the hub last saw it (hub/lease-sightings.ts): its election starts from it. */
+  seen?: Observed;
+  /**
+   * The management cluster's write budget (--hub-write-qps), shared by every engine of the replica: its
+   * ledger, job record and Event writes there wait for it instead of the served cluster's.
+   */
+  homeWrites?: RateGate;
 }
 
 export async function serve(
@@ -158,12 +170,17 @@ export async function serve(
   const leaderCore = coreApi(writes);
   // Where the ledger, the Lease and the job records live: this cluster, or the hub (hub mode).
   const home = hub?.home ?? kc;
-  const homeCore = hub ? coreApi(writeGatedAccess(home, pass)) : core;
+  // Hub mode: writes to the hub's own API server pass the replica's one budget for it, not this
+  // cluster's (N clusters would otherwise allow N × --api-write-qps there).
+  const homePass = hub?.homeWrites
+    ? (signal: AbortSignal) => (hub.homeWrites as RateGate).pass(signal)
+    : pass;
+  const homeCore = hub ? coreApi(writeGatedAccess(home, homePass)) : core;
   const leaderHomeCore = hub
     ? coreApi(
         writeGatedAccess(
           home,
-          pass,
+          homePass,
           leaderWriteFence(() => election),
         ),
       )
@@ -185,6 +202,7 @@ export async function serve(
     shards: cfg.ledgerShards,
     dryRun: cfg.dryRun,
     keyFingerprint: keyFingerprint(key),
+    ...(hub ? { owner: hub.clusterId } : {}),
     log: (level, msg, f) => log[level](f, msg),
   });
   const ignored = new Set(cfg.ignoreNamespaces);
@@ -261,6 +279,7 @@ export async function serve(
       core: leaderHomeCore,
       namespace: ledger.namespace,
       prefix: ledger.prefix,
+      ...(hub ? { owner: hub.clusterId } : {}),
       warn: (msg, f) => log.warn(f, msg),
     }),
     events,
@@ -487,6 +506,7 @@ export async function serve(
       },
       onNewLeader: (id) => log.info({ leader: id }, 'leader observed'),
       ...(hub ? { mayTake: () => hub.mayLead() } : {}),
+      ...(hub?.seen ? { seen: hub.seen } : {}),
       log: {
         debug: (f, m) => log.debug(f, m),
         info: (f, m) => log.info(f, m),
@@ -508,6 +528,7 @@ export async function serve(
     watchesFailing: () => progress.failing(WATCH_UNREADY_AFTER_MS),
     watchesProgressing: () => progress.progressing(),
     status: () => reconciler?.status() ?? { leader: false },
+    weight: () => state.workloads.size + state.configs.size,
     yieldLease: async (reason, holdOffMs) => {
       if (election?.isLeader()) await election.resign(reason, holdOffMs);
     },

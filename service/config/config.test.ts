@@ -49,6 +49,9 @@ describe('loadConfig', () => {
     [['--namespace-selector=a b c'], /--namespace-selector.*not a label selector/],
     [['--namespaces=Bad_NS'], /--namespaces.*not a namespace name/],
     [['--hub-exec-commands=/usr/bin/ok,login'], /--hub-exec-commands.*not an absolute path/],
+    [['--hub-standby-clusters=1001'], /--hub-standby-clusters.*at most 1000/],
+    [['--hub-standby-clusters=-1'], /--hub-standby-clusters/],
+    [['--hub-write-qps=0'], /--hub-write-qps/],
     [['--debounce=10s', '--max-debounce-wait=5s'], /--max-debounce-wait/],
     [['--no-such-flag'], /unknown flag --no-such-flag/],
   ])('rejects %j with a message naming the flag', (argv, message) => {

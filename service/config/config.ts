@@ -307,6 +307,27 @@ export const serveFlags: readonly FlagSpec[] = [
     default: '',
   },
   {
+    name: 'hub-write-qps',
+    type: 'int',
+    help: "Hub mode: sustained writes per second to the hub's own API server, shared by every served cluster's engine in this replica (ledger, Job records, Events there; not Lease renewals). Each served cluster's own API server keeps --api-write-qps.",
+    default: '50',
+    min: 1,
+  },
+  {
+    name: 'hub-write-burst',
+    type: 'int',
+    help: "Hub mode: writes to the hub's own API server that may go out at once after a quiet spell, before --hub-write-qps paces them.",
+    default: '100',
+    min: 1,
+  },
+  {
+    name: 'hub-standby-clusters',
+    type: 'int',
+    help: 'Hub mode: how many clusters led by other replicas this replica keeps a warm engine for (watches and caches synced), those it would take first if their replica died. A replica runs engines only for the clusters it leads and these; a cold one takes over within a lease duration plus one list of its cluster (docs/hub-mode.md).',
+    default: '8',
+    min: 0,
+  },
+  {
     name: 'flux-namespaces',
     type: 'list',
     help: 'Namespaces whose Flux Kustomizations, HelmReleases and sources are watched (comma list). Empty: no Flux watch.',
@@ -580,6 +601,11 @@ export interface Config {
   argocdOnFailedSync: FailedSyncPolicy;
   hub: boolean;
   hubExecCommands: string[];
+  /** Hub mode: clusters led elsewhere kept warm here (ADR 0043). */
+  hubStandbyClusters: number;
+  /** Hub mode: the replica's write budget for the hub's own API server (ADR 0043). */
+  hubWriteQps: number;
+  hubWriteBurst: number;
   fluxNamespaces: string[];
   fluxDependsOnAsOne: boolean;
   fluxOnFailedApply: FailedSyncPolicy;
@@ -745,6 +771,9 @@ export function buildConfig(
     argocdOnFailedSync: values['argocd-on-failed-sync'] as FailedSyncPolicy,
     hub: values.hub === true,
     hubExecCommands: list(values['hub-exec-commands']),
+    hubStandbyClusters: num(values['hub-standby-clusters']),
+    hubWriteQps: num(values['hub-write-qps']),
+    hubWriteBurst: num(values['hub-write-burst']),
     fluxNamespaces: list(values['flux-namespaces']),
     fluxDependsOnAsOne: values['flux-depends-on-as-one'] === true,
     fluxOnFailedApply: values['flux-on-failed-apply'] as FailedSyncPolicy,
@@ -803,6 +832,11 @@ export function buildConfig(
   if (relative !== undefined) {
     throw new FlagError(
       `invalid value ${JSON.stringify(relative)} for --hub-exec-commands: not an absolute path (a plugin is never looked up in PATH)`,
+    );
+  }
+  if (cfg.hubStandbyClusters > 1000) {
+    throw new FlagError(
+      `invalid value ${cfg.hubStandbyClusters} for --hub-standby-clusters: at most 1000 (each is a cluster's watches and caches)`,
     );
   }
   if (cfg.ignoreResources.length > 1) {

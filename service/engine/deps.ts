@@ -34,7 +34,8 @@ export type LedgerStore = Pick<
   | 'halts'
   | 'putHalt'
   | 'removeHalt'
->;
+> &
+  Partial<Pick<Ledger, 'labelOwn'>>;
 
 export interface EventSink {
   emit(target: EventTarget, reason: EventReason, message: string, type?: 'Normal' | 'Warning'): Promise<void>;

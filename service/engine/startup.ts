@@ -149,6 +149,8 @@ export async function judgeAtStart(d: ReconcilerDeps, h: StartupHooks): Promise<
     }
   }
   if (writes.length > 0) await ledger.putMany(writes);
+  // Hub mode: shards from before the cluster id label get it, so later starts list only this cluster's.
+  await ledger.labelOwn?.();
   if (keyChanged) {
     await ledger.stampKey();
     if (keyState === 'other') d.metrics?.keyChanged(rebaselined);

@@ -5,6 +5,7 @@
 // watches Applications once and gives each engine a gate told only of the Applications whose
 // destination resolves to its cluster. A cluster that cannot be reached holds only its own engine.
 
+import type { V1Lease } from '@kubernetes/client-node';
 import type { Router } from 'express';
 import { type ArgoCd, appPath, newSyncGate, readApplication, trackingLabelKeeper } from '../argocd/argocd.ts';
 import { type AppSync, appFromObject } from '../argocd/sync-tracker.ts';
@@ -13,10 +14,12 @@ import { buildInfo } from '../build-info.ts';
 import type { Config } from '../config/config.ts';
 import { FlagError } from '../config/flags.ts';
 import { clusterKey } from '../core/config-hash.ts';
+import type { LeaseRecord } from '../core/lease-logic.ts';
+import { RateGate } from '../core/token-bucket.ts';
 import { WatchProgress } from '../http.ts';
 import type { ClusterAccess } from '../kube/access.ts';
 import { coreApi, leaseRosterApi } from '../kube/api.ts';
-import { defaultIdentity } from '../kube/leader.ts';
+import { defaultIdentity, recordOf } from '../kube/leader.ts';
 import { startWatch, type Watch, type WatchFailure, withBeats } from '../kube/watch.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics.ts';
@@ -35,8 +38,24 @@ import {
 import { carryServer, chooseCredentials, nextStep } from './credentials-choice.ts';
 import { ClusterDirectory } from './directory.ts';
 import { HubMetrics } from './hub-metrics.ts';
-import { admit, closeSeat, clusterConfig, openSeat, promotions, type Seat, scopeOf } from './seat.ts';
-import { fairShare, ReplicaRoster } from './shares.ts';
+import { LeaseSightings } from './lease-sightings.ts';
+import {
+  admit,
+  closeSeat,
+  clusterConfig,
+  openSeat,
+  promotions,
+  type Seat,
+  type SeatDeps,
+  scopeOf,
+  startEngine,
+  stopEngine,
+} from './seat.ts';
+import { fairShare, ReplicaRoster, rank, standbyPicks } from './shares.ts';
+import { assign, weightOf } from './weighted-share.ts';
+
+/** Cold engines a replica starts at once (each lists its cluster; a failover starts the dead replica's share less the warm standbys). */
+const MAX_STARTING = 8;
 
 interface SecretEntry {
   name: string;
@@ -72,6 +91,8 @@ export async function serveHub(
   const identity = cfg.leaderIdentity ?? defaultIdentity();
   const releaseNamespace = cfg.releaseNamespace as string;
   const abort = new AbortController();
+  // One write budget for the hub's own API server, shared by every engine of this replica (ADR 0043).
+  const homeWrites = new RateGate({ qps: cfg.hubWriteQps, burst: cfg.hubWriteBurst });
   const directory = new ClusterDirectory();
   /** Served clusters by server (Argo CD's key for a cluster). */
   const seats = new Map<string, Seat>();
@@ -144,29 +165,60 @@ export async function serveHub(
     };
   };
 
-  // Sharding: each replica leads at most its fair share of the clusters (service/hub/shares.ts).
+  // Sharding (ADR 0043): every replica computes one plan each roster round, the weighted fair share
+  // (weighted-share.ts: bounded loads in weight and number, clusters staying where they are led while
+  // within the bounds), and leads only the clusters the plan gives it. As a guard, it never leads
+  // more than ⌈clusters ÷ live replicas⌉ (service/hub/shares.ts), counting its claims: a claim lapses
+  // after a lease duration, or once another replica is seen leading the cluster.
   const leading = (except?: Seat) =>
     [...seats.values()].filter(
       (s) =>
         s !== except &&
-        (s.running?.isLeader() ||
-          (s.claimedAt !== undefined && performance.now() - s.claimedAt < cfg.leaseDurationMs)),
+        (holds(s) ||
+          (s.claimedAt !== undefined &&
+            performance.now() - s.claimedAt < cfg.leaseDurationMs &&
+            !ledElsewhere(s))),
     ).length;
   const share = () => fairShare(seats.size, roster?.live ?? 1);
+  /** This round's plan and the last round's (a cluster is given up only when both put it elsewhere). */
+  let plan: Map<string, string> | undefined;
+  let lastPlan: Map<string, string> | undefined;
+  /** A cluster's weight: its engine's here, else what its leader published, else 1 (unknown). */
+  const weightOfSeat = (s: Seat): number => {
+    const here = s.running?.isSynced() ? s.running.weight?.() : undefined;
+    return here !== undefined ? weightOf(here, 0) : (roster?.weights.get(s.cluster.id) ?? 1);
+  };
+  const replan = () => {
+    if (!roster?.counted || !leases.synced) return;
+    const current = new Map(
+      [...seats.values()].map((s) => [
+        s.cluster.id,
+        s.running?.isLeader() ? identity : leases.leader(leaseOf(s)),
+      ]),
+    );
+    lastPlan = plan;
+    plan = assign(
+      [...seats.values()].map((s) => ({ id: s.cluster.id, weight: weightOfSeat(s) })),
+      [...roster.liveIdentities].sort(),
+      current,
+    );
+  };
+  const planned = (seat: Seat) => plan?.get(seat.cluster.id);
   const mayLead = (seat: Seat): boolean => {
-    if (leading(seat) >= share()) return false;
+    if (!roster) return leading(seat) < share();
+    if (planned(seat) !== identity || leading(seat) >= share()) return false;
     seat.claimedAt = performance.now();
     return true;
   };
-  /** Gives up the Leases of clusters beyond this replica's share, for the other replicas to take. */
+  /** Gives up the Leases of clusters the plan puts on another replica, two rounds running. */
   const rebalance = () => {
-    const mine = [...seats.values()].filter((s) => s.running?.isLeader());
-    const over = mine.length - share();
-    for (const s of mine.slice(0, Math.max(0, over))) {
+    for (const s of [...seats.values()].filter((x) => x.running?.isLeader())) {
+      const to = planned(s);
+      if (to === undefined || to === identity || lastPlan?.get(s.cluster.id) !== to) continue;
       s.claimedAt = undefined;
       log.info(
-        { cluster: s.cluster.name, leading: mine.length, fairShare: share(), replicas: roster?.live },
-        "leading more than this replica's fair share of clusters; giving one up",
+        { cluster: s.cluster.name, to, weight: weightOfSeat(s), replicas: roster?.live },
+        'the weighted fair share puts the cluster on another replica; giving it up',
       );
       void s.running?.yieldLease("over this replica's fair share", 2 * cfg.leaseDurationMs);
     }
@@ -180,10 +232,42 @@ export async function serveHub(
         leaseDurationMs: cfg.leaseDurationMs,
         retryPeriodMs: cfg.leaseRetryPeriodMs,
         log,
-        onRound: () => rebalance(),
+        onRound: () => {
+          replan();
+          rebalance();
+          steer();
+        },
+        // What this replica leads, weighed: the others plan with it.
+        weights: () =>
+          Object.fromEntries(
+            [...seats.values()]
+              .filter((s) => s.running?.isLeader())
+              .map((s) => [s.cluster.id, weightOfSeat(s)]),
+          ),
       })
     : undefined;
   roster?.start();
+
+  // Every Lease in the release namespace: who leads each served cluster, seen on this process's clock.
+  if (cfg.leaderElect) {
+    watches.push(
+      startBeating<LeaseRecord>({
+        path: `/apis/coordination.k8s.io/v1/namespaces/${releaseNamespace}/leases`,
+        relistIntervalMs: cfg.relistIntervalMs,
+        idleTimeoutMs: cfg.watchIdleTimeoutMs,
+        onFailure,
+        key: (raw) => (raw as V1Lease).metadata?.name ?? '',
+        transform: (raw) => recordOf(raw as V1Lease),
+        onAdd: (k, r) => leases.saw(k, r),
+        onUpdate: (k, r) => leases.saw(k, r),
+        onDelete: (k) => leases.gone(k),
+        onSynced: () => {
+          leases.synced = true;
+          steerSoon();
+        },
+      }),
+    );
+  }
 
   // Our own credentials Secrets (the least-privilege alternative to Argo CD's), by Secret: for their
   // server, they are used instead of the cluster Secret's credentials; refused, they hold it
@@ -235,7 +319,8 @@ export async function serveHub(
         'cluster held: its credentials are refused, and no others are used for it',
       );
     }
-    const seat = openSeat(cluster, using, {
+    const seat = openSeat(cluster, using);
+    engines.set(seat, {
       cfg: clusterConfig(cfg, cluster, identity),
       log: log.child({ cluster: cluster.name || cluster.server }),
       credentialsFrom: (seat) => ('from' in seat.using ? seat.using.from : 'none (held)'),
@@ -248,15 +333,110 @@ export async function serveHub(
           hashKey: clusterKey(key, cluster.server),
           argocd: (state) => argocdOf(seat, clusterLog, state),
           mayLead: () => mayLead(seat),
+          clusterId: cluster.id,
+          seen: leases.seen(leaseOf(seat)),
+          homeWrites,
         });
       },
     });
     held.set(seat, 'held' in seat.using);
+    steerSoon();
     return seat;
   };
   const close = (seat: Seat, why: string) => {
     held.delete(seat);
+    engines.delete(seat);
     return closeSeat(seat, why, log);
+  };
+
+  // Which seats run an engine (ADR 0043): those this replica leads or is to take (within its share),
+  // and a bounded warm standby of others; every other seat is cold, with no watch of its cluster.
+  /** Each seat's engine starter (seat.ts SeatDeps). */
+  const engines = new Map<Seat, SeatDeps>();
+  /** A cluster's Lease: `<release>-<cluster id>-leader` (serve.ts, with clusterConfig's releaseName). */
+  const leaseOf = (seat: Seat) => `${cfg.releaseName}-${seat.cluster.id}-leader`;
+  const leases = new LeaseSightings(cfg.leaseDurationMs);
+  /**
+   * This replica holds the cluster's Lease: its engine acts, or the Lease names it (a term whose start
+   * is still under way: its engine does not act yet, and must not be stopped).
+   */
+  const holds = (seat: Seat) =>
+    (seat.running?.isLeader() ?? false) ||
+    (seat.engine !== undefined && leases.leader(leaseOf(seat)) === identity);
+  const ledElsewhere = (seat: Seat) => {
+    const leader = leases.leader(leaseOf(seat));
+    return leader !== undefined && leader !== identity;
+  };
+  /** How long a started engine that leads nothing is kept before it is stopped (a start, a hold-off). */
+  const graceMs = 2 * cfg.leaseDurationMs + cfg.leaseRetryPeriodMs;
+  let steering = false;
+  const steer = () => {
+    if (abort.signal.aborted) return;
+    if (!cfg.leaderElect) {
+      for (const [seat, d] of engines) startEngine(seat, d);
+      return;
+    }
+    // Not before the Leases were listed and the live replicas counted: a replica that thinks itself
+    // alone would start an engine for every cluster.
+    if (!leases.synced || !roster?.counted) return;
+    const now = performance.now();
+    const leaderOf = (seat: Seat) => leases.leader(leaseOf(seat), now);
+    const standby = new Set(
+      standbyPicks({
+        clusters: [...engines.keys()].map((s) => ({ id: s.cluster.id, leader: leaderOf(s) })),
+        live: roster?.liveIdentities ?? [identity],
+        self: identity,
+        limit: cfg.hubStandbyClusters,
+      }),
+    );
+    // Free clusters are started best-ranked for this replica first (rendezvous hashing): two survivors
+    // taking over a dead replica's clusters mostly pick different ones instead of racing for each.
+    const byRank = [...engines].sort(([a], [b]) => {
+      const ra = rank(a.cluster.id, identity);
+      const rb = rank(b.cluster.id, identity);
+      return ra === rb ? 0 : ra > rb ? -1 : 1;
+    });
+    // Engines start a few at a time (MAX_STARTING): on a busy replica, many lists at once would delay
+    // the Lease renewals of the clusters it already leads. Takes before standbys.
+    // (An engine not synced after a grace, e.g. of a cluster that does not answer, no longer counts.)
+    let starting = [...engines.keys()].filter(
+      (s) => s.engine && !s.running?.isSynced() && now - s.engine.since < graceMs,
+    ).length;
+    const start = (seat: Seat, d: SeatDeps) => {
+      starting++;
+      startEngine(seat, d);
+    };
+    for (const [seat, d] of byRank) {
+      if (seat.engine || starting >= MAX_STARTING) continue;
+      const leader = leaderOf(seat);
+      const free = leader === undefined || leader === identity;
+      if (free && planned(seat) === identity && leading() < share()) {
+        seat.claimedAt = now; // counts against the share until it leads (or the claim lapses)
+        start(seat, d);
+      }
+    }
+    for (const [seat, d] of byRank) {
+      if (!seat.engine && starting < MAX_STARTING && standby.has(seat.cluster.id)) start(seat, d);
+    }
+    for (const seat of engines.keys()) {
+      if (!seat.engine || holds(seat) || standby.has(seat.cluster.id)) continue;
+      const claimed = seat.claimedAt !== undefined && now - seat.claimedAt < graceMs;
+      // Another replica leads it (it won the race, or took it after this one gave it up), or this one
+      // neither claimed it nor started its engine lately (an engine still listing is left to finish).
+      const idle = !claimed && seat.running?.isSynced() === true && now - seat.engine.since > graceMs;
+      if (ledElsewhere(seat) || idle) {
+        void stopEngine(seat, 'another replica leads the cluster, and it is not kept warm here', log);
+      }
+    }
+  };
+  /** Steers once the current change is applied (a seat opened in it has its deps). */
+  const steerSoon = () => {
+    if (steering) return;
+    steering = true;
+    queueMicrotask(() => {
+      steering = false;
+      steer();
+    });
   };
 
   // The cluster Secrets, served or not (an Application's destination.name resolves through them all).
@@ -437,9 +617,11 @@ export async function serveHub(
             server: s.cluster.server,
             ...(s.running
               ? (s.running.status() as Record<string, unknown>)
-              : 'held' in s.using
-                ? { starting: true, held: s.using.held }
-                : { starting: true }),
+              : !s.engine
+                ? { leader: false }
+                : 'held' in s.using
+                  ? { starting: true, held: s.using.held }
+                  : { starting: true }),
           },
         ]),
       ),

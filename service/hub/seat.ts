@@ -1,6 +1,7 @@
 // One served cluster in hub mode: its access (the credentials in use, rotated in place), its engine
-// (serve() with a HubSeat, started once the cluster answers and retried with back-off until it does
-// or the seat is closed), and what the hub keeps about it (its gate, its claim on a fair share).
+// (serve() with a HubSeat, started when the hub wants it: the replica is to lead the cluster or keep a
+// warm standby of it (ADR 0043); once the cluster answers, retried with back-off until it does or the
+// engine is stopped), and what the hub keeps about it (its gate, its claim on a fair share).
 import type { SyncGate } from '../argocd/gate.ts';
 import type { Config } from '../config/config.ts';
 import { getJson } from '../kube/watch-http.ts';
@@ -21,6 +22,8 @@ export interface Seat {
   claimedAt?: number;
   access: ClusterSecretAccess;
   abort: AbortController;
+  /** While the hub wants an engine here (to lead the cluster, or as a warm standby): since when, and its stop. */
+  engine?: { abort: AbortController; since: number };
   gate?: SyncGate;
   running?: RunningService;
   /** Takes the cluster's series out of /metrics. */
@@ -117,9 +120,9 @@ const delay = (ms: number, signal: AbortSignal) =>
     signal.addEventListener('abort', done);
   });
 
-/** Opens a seat; its engine starts once the cluster answers, retried with back-off until the seat closes. */
-export function openSeat(cluster: ServedCluster, using: CredentialsChoice, d: SeatDeps): Seat {
-  const seat: Seat = {
+/** Opens a seat: the cluster is known and its access made; no engine runs until startEngine(). */
+export function openSeat(cluster: ServedCluster, using: CredentialsChoice): Seat {
+  return {
     cluster,
     access: new ClusterSecretAccess(
       cluster.server,
@@ -130,8 +133,16 @@ export function openSeat(cluster: ServedCluster, using: CredentialsChoice, d: Se
     abort: new AbortController(),
     started: Promise.resolve(),
   };
+}
+
+/** Starts the seat's engine (if not started): once the cluster answers, retried with back-off until it does. */
+export function startEngine(seat: Seat, d: SeatDeps): void {
+  if (seat.engine || seat.abort.signal.aborted) return;
+  const engine = { abort: new AbortController(), since: performance.now() };
+  seat.engine = engine;
+  const signal = AbortSignal.any([seat.abort.signal, engine.abort.signal]);
+  const cluster = seat.cluster;
   seat.started = (async () => {
-    const signal = seat.abort.signal;
     for (let attempt = 0; !signal.aborted; attempt++) {
       try {
         // Held (refused credentials): nothing is sent to the cluster until credentials are given.
@@ -164,7 +175,24 @@ export function openSeat(cluster: ServedCluster, using: CredentialsChoice, d: Se
       }
     }
   })();
-  return seat;
+}
+
+/**
+ * Stops the seat's engine, keeping the seat (the replica neither leads the cluster nor keeps it warm):
+ * its watches and caches go, and its series leave /metrics.
+ */
+export async function stopEngine(seat: Seat, why: string, log: Logger): Promise<void> {
+  const engine = seat.engine;
+  if (!engine) return;
+  engine.abort.abort(new Error(why));
+  await seat.started;
+  const running = seat.running;
+  seat.running = undefined;
+  await running?.stop();
+  seat.dropMetrics?.();
+  seat.dropMetrics = undefined;
+  if (seat.engine === engine) seat.engine = undefined;
+  if (running) log.info({ cluster: seat.cluster.name, server: seat.cluster.server, why }, 'engine stopped');
 }
 
 /** Stops the seat's engine (it writes nothing more in the cluster) and takes its series out of /metrics. */
@@ -173,6 +201,7 @@ export async function closeSeat(seat: Seat, why: string, log: Logger): Promise<v
   await seat.started;
   const running = seat.running;
   seat.running = undefined;
+  seat.engine = undefined;
   await running?.stop();
   seat.dropMetrics?.();
   log.info({ cluster: seat.cluster.name, server: seat.cluster.server, why }, 'stopped serving cluster');

@@ -17,14 +17,61 @@ export function fairShare(clusters: number, replicas: number): number {
   return Math.ceil(clusters / Math.max(1, replicas));
 }
 
+/** A cluster's rank for a replica (rendezvous hashing): higher comes first. Pure. */
+export function rank(clusterId: string, replica: string): bigint {
+  return BigInt(`0x${createHash('sha256').update(`${clusterId}\0${replica}`).digest('hex').slice(0, 13)}`);
+}
+
+/**
+ * The clusters whose warm standby this replica keeps (ADR 0043): of those another replica leads (or
+ * nobody), the ones this replica ranks first for among the other live replicas (rendezvous hashing),
+ * so that if their leader died, each has one warm standby somewhere; at most `limit`, best ranked
+ * first. `leader` is the leading replica's identity, undefined when none leads. Pure.
+ */
+export function standbyPicks(o: {
+  clusters: ReadonlyArray<{ id: string; leader: string | undefined }>;
+  live: readonly string[];
+  self: string;
+  limit: number;
+}): string[] {
+  if (o.limit <= 0) return [];
+  const mine: Array<{ id: string; r: bigint }> = [];
+  for (const c of o.clusters) {
+    if (c.leader === o.self) continue;
+    let best: string | undefined;
+    let bestRank = -1n;
+    for (const replica of o.live) {
+      if (replica === c.leader) continue;
+      const r = rank(c.id, replica);
+      if (r > bestRank || (r === bestRank && replica < (best ?? ''))) {
+        best = replica;
+        bestRank = r;
+      }
+    }
+    if (best === o.self) mine.push({ id: c.id, r: bestRank });
+  }
+  return mine
+    .sort((a, b) => (a.r === b.r ? a.id.localeCompare(b.id) : a.r > b.r ? -1 : 1))
+    .slice(0, o.limit)
+    .map((c) => c.id);
+}
+
 /** Which other replicas are live, from when their roster Leases were last seen to change. Pure. */
 export class Liveness {
-  readonly #seen = new Map<string, { version: string; changedAt: number }>();
+  readonly #seen = new Map<string, { version: string; changedAt: number; holder: string }>();
 
   /** A Lease as listed now: its renewal marker (renewTime, or resourceVersion) and this process's clock. */
-  see(name: string, version: string, now: number): void {
+  see(name: string, version: string, now: number, holder = ''): void {
     const was = this.#seen.get(name);
-    if (!was || was.version !== version) this.#seen.set(name, { version, changedAt: now });
+    if (!was || was.version !== version) this.#seen.set(name, { version, changedAt: now, holder });
+  }
+
+  /** The identities (holders) of the other replicas whose Lease changed within `durationMs`. */
+  liveHolders(self: string, now: number, durationMs: number): string[] {
+    const out: string[] = [];
+    for (const [name, s] of this.#seen)
+      if (name !== self && now - s.changedAt < durationMs && s.holder !== '') out.push(s.holder);
+    return out;
   }
 
   /** Forgets Leases not in the latest list (deleted: their replica stopped). */
@@ -41,6 +88,25 @@ export class Liveness {
 }
 
 export const ROSTER_COMPONENT = 'hub-replica';
+/** On a roster Lease: the weights of the clusters its replica leads, as JSON {cluster id: weight}. */
+export const WEIGHTS_ANNOTATION = 'gitops-reloader.io/cluster-weights';
+
+/** A roster Lease's weights annotation, read once: positive integers by cluster id; anything else dropped. */
+export function readWeights(text: string | undefined): Map<string, number> {
+  const out = new Map<string, number>();
+  if (text === undefined) return out;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return out;
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return out;
+  for (const [id, w] of Object.entries(parsed)) {
+    if (typeof w === 'number' && Number.isSafeInteger(w) && w > 0) out.set(id, w);
+  }
+  return out;
+}
 
 export interface RosterOptions {
   api: LeaseRosterApi;
@@ -52,6 +118,8 @@ export interface RosterOptions {
   log: Logger;
   /** Called after every successful round, with the live replicas now. */
   onRound(liveReplicas: number): void;
+  /** The weights of the clusters this replica leads, published on its roster Lease (by cluster id). */
+  weights?(): Record<string, number>;
   clock?: () => number;
 }
 
@@ -64,6 +132,9 @@ export class ReplicaRoster {
   readonly #liveness = new Liveness();
   readonly #stop = new AbortController();
   #live = 1;
+  #liveIdentities: string[];
+  #rounds = 0;
+  #weights = new Map<string, number>();
   /** The roster Lease as the last write returned it. */
   #current: V1Lease | undefined;
   #loop: Promise<void> | undefined;
@@ -72,6 +143,26 @@ export class ReplicaRoster {
     this.#o = o;
     const digest = createHash('sha256').update(o.identity).digest('hex').slice(0, 12);
     this.#name = `${o.releaseName}-replica-${digest}`;
+    this.#liveIdentities = [o.identity];
+  }
+
+  /** The cluster weights the live replicas published (by cluster id), as last listed. */
+  get weights(): ReadonlyMap<string, number> {
+    return this.#weights;
+  }
+
+  /**
+   * True once the live replicas were counted twice (two rounds, a retry period apart): replicas started
+   * within a retry period of this one have their roster Leases by then, so a replica started with
+   * others does not plan as if it were alone.
+   */
+  get counted(): boolean {
+    return this.#rounds >= 2;
+  }
+
+  /** The live replicas' identities (this one's included) as last counted. */
+  get liveIdentities(): readonly string[] {
+    return this.#liveIdentities;
   }
 
   /** Live replicas (this one included) as last counted. */
@@ -103,13 +194,27 @@ export class ReplicaRoster {
         });
         const now = clock();
         const names = new Set<string>();
+        const weights = new Map<string, number>();
         for (const l of items) {
+          for (const [id, w] of readWeights(l.metadata?.annotations?.[WEIGHTS_ANNOTATION]))
+            weights.set(id, w);
           const name = l.metadata?.name ?? '';
           names.add(name);
-          this.#liveness.see(name, String(l.spec?.renewTime ?? l.metadata?.resourceVersion ?? ''), now);
+          this.#liveness.see(
+            name,
+            String(l.spec?.renewTime ?? l.metadata?.resourceVersion ?? ''),
+            now,
+            l.spec?.holderIdentity ?? '',
+          );
         }
         this.#liveness.keepOnly(names);
         this.#live = this.#liveness.live(this.#name, now, this.#o.leaseDurationMs);
+        this.#liveIdentities = [
+          this.#o.identity,
+          ...this.#liveness.liveHolders(this.#name, now, this.#o.leaseDurationMs),
+        ];
+        this.#rounds++;
+        this.#weights = weights;
         this.#o.onRound(this.#live);
       } catch (err) {
         this.#o.log.warn(
@@ -130,6 +235,12 @@ export class ReplicaRoster {
   /** Renews this replica's roster Lease: one write a round, from the copy the last write returned. */
   async #renew(): Promise<void> {
     const { api, namespace } = this.#o;
+    const weights = this.#o.weights?.();
+    const annotations = weights ? { [WEIGHTS_ANNOTATION]: JSON.stringify(weights) } : undefined;
+    const withWeights = (l: V1Lease): V1Lease =>
+      annotations
+        ? { ...l, metadata: { ...l.metadata, annotations: { ...l.metadata?.annotations, ...annotations } } }
+        : l;
     const spec = {
       holderIdentity: this.#o.identity,
       leaseDurationSeconds: Math.round(this.#o.leaseDurationMs / 1000),
@@ -141,7 +252,7 @@ export class ReplicaRoster {
         this.#current = await api.replaceNamespacedLease({
           namespace,
           name: this.#name,
-          body: { ...this.#current, spec },
+          body: withWeights({ ...this.#current, spec }),
         });
         return;
       } catch (err) {
@@ -157,12 +268,17 @@ export class ReplicaRoster {
       if (status(err) !== 404) throw err;
     }
     this.#current = current
-      ? await api.replaceNamespacedLease({ namespace, name: this.#name, body: { ...current, spec } })
+      ? await api.replaceNamespacedLease({
+          namespace,
+          name: this.#name,
+          body: withWeights({ ...current, spec }),
+        })
       : await api.createNamespacedLease({
           namespace,
           body: {
             metadata: {
               name: this.#name,
+              ...(annotations ? { annotations } : {}),
               labels: {
                 'app.kubernetes.io/name': 'gitops-reloader',
                 'app.kubernetes.io/component': ROSTER_COMPONENT,

@@ -5,6 +5,7 @@
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import { decodeRecord, encodeRecord, type JobSpecRecord, recordName } from '../core/job-spec-record.ts';
 import type { CoreApi } from './api.ts';
+import { CLUSTER_ID_LABEL, ownedSelectors } from './ledger.ts';
 
 export const JOB_RECORD_LABELS: Readonly<Record<string, string>> = Object.freeze({
   'app.kubernetes.io/name': 'gitops-reloader',
@@ -20,6 +21,9 @@ export interface StoredRecord {
 export class JobSpecStore {
   readonly namespace: string;
   readonly prefix: string;
+  /** Hub mode: the cluster id its records are labelled with, and listed by (ledger.ts CLUSTER_ID_LABEL). */
+  readonly owner: string | undefined;
+  readonly #labels: Record<string, string>;
   readonly #core: CoreApi;
   readonly #warn: (msg: string, fields: Record<string, unknown>) => void;
 
@@ -27,8 +31,14 @@ export class JobSpecStore {
     core: CoreApi;
     namespace: string;
     prefix: string;
+    owner?: string;
     warn: (msg: string, fields: Record<string, unknown>) => void;
   }) {
+    this.owner = o.owner;
+    this.#labels = {
+      ...JOB_RECORD_LABELS,
+      ...(o.owner === undefined ? {} : { [CLUSTER_ID_LABEL]: o.owner }),
+    };
     this.#core = o.core;
     this.namespace = o.namespace;
     this.prefix = o.prefix;
@@ -51,23 +61,29 @@ export class JobSpecStore {
     }
   }
 
-  /** Every valid record of this release. */
+  /**
+   * Every valid record of this release. In hub mode, those labelled with its cluster id, and those
+   * written before the label existed (unlabelled, told by name): records live only while their Job is
+   * recreated, so the unlabelled ones are gone after the first reloads of an upgraded install.
+   */
   async list(): Promise<StoredRecord[]> {
     const out: StoredRecord[] = [];
-    let cont: string | undefined;
-    do {
-      const page = await this.#core.listNamespacedConfigMap({
-        namespace: this.namespace,
-        labelSelector: 'app.kubernetes.io/component=job-spec',
-        limit: 50,
-        _continue: cont,
-      });
-      for (const cm of page.items) {
-        const d = this.#decode(cm);
-        if (d) out.push(d);
-      }
-      cont = page.metadata?._continue || undefined;
-    } while (cont);
+    for (const labelSelector of ownedSelectors('job-spec', this.owner)) {
+      let cont: string | undefined;
+      do {
+        const page = await this.#core.listNamespacedConfigMap({
+          namespace: this.namespace,
+          labelSelector,
+          limit: 50,
+          _continue: cont,
+        });
+        for (const cm of page.items) {
+          const d = this.#decode(cm);
+          if (d) out.push(d);
+        }
+        cont = page.metadata?._continue || undefined;
+      } while (cont);
+    }
     return out;
   }
 
@@ -78,14 +94,14 @@ export class JobSpecStore {
     signal.throwIfAborted();
     try {
       await this.#core.createNamespacedConfigMap(
-        { namespace: this.namespace, body: { metadata: { name, labels: { ...JOB_RECORD_LABELS } }, data } },
+        { namespace: this.namespace, body: { metadata: { name, labels: { ...this.#labels } }, data } },
         { signal },
       );
     } catch (err) {
       if ((err as { code?: number }).code !== 409) throw err;
       signal.throwIfAborted();
       await this.#core.patchNamespacedConfigMap(
-        { name, namespace: this.namespace, body: { metadata: { labels: { ...JOB_RECORD_LABELS } }, data } },
+        { name, namespace: this.namespace, body: { metadata: { labels: { ...this.#labels } }, data } },
         { signal },
       );
     }

@@ -66,6 +66,12 @@ export interface LeaderElectionOptions {
    * does while the lease is held. Hub mode's fair share (service/hub/shares.ts).
    */
   mayTake?(): boolean;
+  /**
+   * What this process already saw of the Lease, on this process's clock (hub mode: its Lease watch,
+   * service/hub/lease-watch.ts). The first read keeps its `changedAt` when the record is unchanged, so a
+   * Lease seen unrenewed for a lease duration is taken at once instead of a lease duration later.
+   */
+  seen?: Observed;
   log: LeaderLog;
 }
 
@@ -188,7 +194,8 @@ function timeText(v: unknown): string | undefined {
   return undefined;
 }
 
-function recordOf(lease: V1Lease): LeaseRecord {
+/** A Lease's record in the form the elector keys it (its raw JSON, as a watch of Leases reads it too). */
+export function recordOf(lease: V1Lease): LeaseRecord {
   const s = lease.spec ?? {};
   return {
     holderIdentity: s.holderIdentity ?? '',
@@ -281,6 +288,7 @@ class Elector implements LeaderElection {
     this.#api = api;
     this.#o = o;
     this.#fields = { lease: `${o.namespace}/${o.name}`, identity: this.identity };
+    this.#observed = o.seen;
     o.log.info({ ...this.#fields, ...this.#t }, 'leader election started');
     this.#loop = this.#run();
   }

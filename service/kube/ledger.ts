@@ -26,6 +26,25 @@ export const FORMAT_VERSION = '1';
 /** Set on every shard written: the fingerprint of the HMAC key its digests were made with (never the key). */
 export const KEY_ANNOTATION = 'gitops-reloader.io/key-fingerprint';
 
+/**
+ * Hub mode: the served cluster a ledger shard or job record belongs to (its cluster id, a DNS label of
+ * at most 53 characters). A term's start lists only its own cluster's (ADR 0043); shards written before
+ * this label existed are read once by name and labelled (Ledger#labelOwn).
+ */
+export const CLUSTER_ID_LABEL = 'gitops-reloader.io/cluster-id';
+
+/**
+ * The label selectors that read one owner's objects of a component: those labelled for it, and those
+ * written before the label existed (no owner label at all; filtered by name afterwards). Without an
+ * owner (single-cluster mode), the component's alone.
+ */
+export function ownedSelectors(component: string, owner: string | undefined): string[] {
+  const base = `app.kubernetes.io/component=${component}`;
+  return owner === undefined
+    ? [base]
+    : [`${base},${CLUSTER_ID_LABEL}=${owner}`, `${base},!${CLUSTER_ID_LABEL}`];
+}
+
 export const DEFAULT_PREFIX = 'gitops-reloader';
 export const DEFAULT_SHARDS = 16;
 /** The API server refuses a ConfigMap whose data (keys plus values) exceeds 1 MiB. */
@@ -51,6 +70,11 @@ export interface LedgerOptions {
   dryRun?: boolean;
   /** The fingerprint of the current HMAC key (core/config-hash keyFingerprint), stamped on each shard written. */
   keyFingerprint?: string;
+  /**
+   * Hub mode: the cluster id its shards are labelled with (CLUSTER_ID_LABEL). load() then lists only
+   * that cluster's shards, and the unlabelled ones left from before the label (until labelOwn()).
+   */
+  owner?: string;
 }
 
 /** The uids of a workload and of its configs (those that exist), by id; see Ledger#identifyWith. */
@@ -132,6 +156,7 @@ const WRITE_CONCURRENCY = 4;
 export class Ledger {
   readonly namespace: string;
   readonly prefix: string;
+  readonly owner: string | undefined;
   readonly shards: number;
   readonly budget: number;
   readonly dryRun: boolean;
@@ -143,6 +168,8 @@ export class Ledger {
   #loaded = false;
   /** Shards (by name) whose stored key fingerprint is another key's, as of the last load or write. */
   #otherKey = new Set<string>();
+  /** Hub mode: shards of ours found without the cluster id label at the last load (labelOwn() labels them). */
+  #unlabelled = new Set<string>();
   /** Shards (by name) with entries but no key fingerprint (written before fingerprints were recorded). */
   #unknownKey = new Set<string>();
   /** The newest write over our shards at the last load (ms), or undefined; see writtenAtMs(). */
@@ -157,6 +184,7 @@ export class Ledger {
     this.#log = opts.log;
     this.namespace = opts.namespace;
     this.prefix = opts.prefix ?? DEFAULT_PREFIX;
+    this.owner = opts.owner;
     this.shards = opts.shards ?? DEFAULT_SHARDS;
     this.budget = opts.shardBudgetBytes ?? DEFAULT_SHARD_BUDGET;
     this.dryRun = opts.dryRun ?? false;
@@ -205,22 +233,25 @@ export class Ledger {
    */
   async load(): Promise<Map<string, LedgerEntry>> {
     const found: V1ConfigMap[] = [];
-    let cont: string | undefined;
-    do {
-      const page = await this.#core
-        .listNamespacedConfigMap({
-          namespace: this.namespace,
-          labelSelector: 'app.kubernetes.io/component=ledger',
-          limit: LIST_PAGE,
-          _continue: cont,
-        })
-        .catch((err: unknown) => {
-          throw this.#wrap(err, `listing ledger shards in namespace ${this.namespace}`, {});
-        });
-      found.push(...page.items);
-      cont = page.metadata?._continue || undefined;
-    } while (cont);
-
+    const labelled = this.owner === undefined ? undefined : { [CLUSTER_ID_LABEL]: this.owner };
+    for (const labelSelector of ownedSelectors('ledger', this.owner)) {
+      let cont: string | undefined;
+      do {
+        const page = await this.#core
+          .listNamespacedConfigMap({
+            namespace: this.namespace,
+            labelSelector,
+            limit: LIST_PAGE,
+            _continue: cont,
+          })
+          .catch((err: unknown) => {
+            throw this.#wrap(err, `listing ledger shards in namespace ${this.namespace}`, {});
+          });
+        found.push(...page.items);
+        cont = page.metadata?._continue || undefined;
+      } while (cont);
+    }
+    this.#unlabelled = new Set();
     const otherKey = new Set<string>();
     const unknownKey = new Set<string>();
     let written: number | undefined = Number.NEGATIVE_INFINITY;
@@ -234,6 +265,9 @@ export class Ledger {
       this.#views.set(name, view);
       view.exists = true;
       view.foreign = foreignReason(cm);
+      if (labelled && !view.foreign && cm.metadata?.labels?.[CLUSTER_ID_LABEL] === undefined) {
+        this.#unlabelled.add(name);
+      }
       const fp = cm.metadata?.annotations?.[KEY_ANNOTATION];
       if (
         !view.foreign &&
@@ -310,6 +344,32 @@ export class Ledger {
    */
   identifyWith(identify: Identify | undefined): void {
     this.#identify = identify;
+  }
+
+  /**
+   * Hub mode: labels with our cluster id every shard of ours found without it (written before the label
+   * existed), so later loads find it by the label alone. Leader-only, fenced like every ledger write.
+   */
+  async labelOwn(): Promise<void> {
+    const fence = this.#fence;
+    for (const name of [...this.#unlabelled]) {
+      if (this.dryRun || this.owner === undefined) break;
+      if (fence?.aborted)
+        throw new LedgerError(`not labelling ledger shard ${name}: no longer the leader`, {});
+      try {
+        await this.#core.patchNamespacedConfigMap(
+          {
+            name,
+            namespace: this.namespace,
+            body: { metadata: { labels: { [CLUSTER_ID_LABEL]: this.owner } } },
+          },
+          fenced(fence),
+        );
+      } catch (err) {
+        if (statusOf(err) !== 404) throw this.#wrap(err, `labelling ledger shard ${name}`, { shard: name });
+      }
+      this.#unlabelled.delete(name);
+    }
   }
 
   /** Stamps our key's fingerprint on every shard that names another key or none (after a re-baseline). */
@@ -575,7 +635,7 @@ export class Ledger {
     }
 
     const metadata = {
-      labels: { ...LEDGER_LABELS },
+      labels: { ...LEDGER_LABELS, ...(this.owner === undefined ? {} : { [CLUSTER_ID_LABEL]: this.owner }) },
       annotations: {
         [FORMAT_ANNOTATION]: FORMAT_VERSION,
         ...(this.keyFingerprint ? { [KEY_ANNOTATION]: this.keyFingerprint } : {}),

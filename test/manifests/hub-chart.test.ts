@@ -73,6 +73,26 @@ describe('the Helm chart in hub mode', () => {
     await expect(render([HUB, 'hub.execCommands={login}'])).rejects.toThrow(/execCommands/);
   });
 
+  it('passes hub.standbyClusters as --hub-standby-clusters (default 8), a count from 0 to 1000', async () => {
+    const args = (objects: K8sObject[]) => deploymentOf(objects).spec.template.spec.containers[0]?.args ?? [];
+    expect(args(await render([HUB]))).toContain('--hub-standby-clusters=8');
+    expect(args(await render([HUB, 'hub.standbyClusters=0']))).toContain('--hub-standby-clusters=0');
+    expect(serveFlags.map((f) => f.name)).toContain('hub-standby-clusters');
+    await expect(render([HUB, 'hub.standbyClusters=-1'])).rejects.toThrow(/standbyClusters/);
+  });
+
+  it("passes the hub's own write budget (hub.writeQps, hub.writeBurst; default 50 and 100)", async () => {
+    const args = (objects: K8sObject[]) => deploymentOf(objects).spec.template.spec.containers[0]?.args ?? [];
+    expect(args(await render([HUB]))).toEqual(
+      expect.arrayContaining(['--hub-write-qps=50', '--hub-write-burst=100']),
+    );
+    expect(args(await render([HUB, 'hub.writeQps=5']))).toContain('--hub-write-qps=5');
+    expect(serveFlags.map((f) => f.name)).toEqual(
+      expect.arrayContaining(['hub-write-qps', 'hub-write-burst']),
+    );
+    await expect(render([HUB, 'hub.writeQps=0'])).rejects.toThrow(/writeQps/);
+  });
+
   it("reads Secrets only in Argo CD's first namespace, with a Role <fullname>-hub bound to the ServiceAccount", async () => {
     const objects = await render([HUB, 'argocd.namespaces={argo-main,argo-apps}']);
     const roles = named(objects, 'Role', `${FULLNAME}-hub`);
@@ -102,7 +122,7 @@ describe('the Helm chart in hub mode', () => {
     expect(rbacProblems(objects)).toEqual([]);
   });
 
-  it('grants get, update, list and delete on Leases in the release namespace (one per served cluster, one per replica), get on the hash key, and list and watch on Secrets there (our credentials Secrets)', async () => {
+  it('grants get, update, list, watch and delete on Leases in the release namespace (one per served cluster, one per replica), get on the hash key, and list and watch on Secrets there (our credentials Secrets)', async () => {
     const objects = await render([HUB]);
     const rules = releaseRoleRules(objects);
     const leases = rules.filter((r) => r.resources?.includes('leases'));
@@ -111,7 +131,7 @@ describe('the Helm chart in hub mode', () => {
       {
         apiGroups: ['coordination.k8s.io'],
         resources: ['leases'],
-        verbs: ['get', 'update', 'list', 'delete'],
+        verbs: ['get', 'update', 'list', 'watch', 'delete'],
       },
     ]);
     const secrets = rules.filter((r) => r.resources?.includes('secrets'));
@@ -124,7 +144,7 @@ describe('the Helm chart in hub mode', () => {
     // The ledgers, job records and LeaseReleased Events of every served cluster live here too.
     expect(verbsByResource(named(objects, 'Role', FULLNAME), 'namespace')).toEqual({
       configmaps: ['create', 'delete', 'get', 'list', 'patch'],
-      'coordination.k8s.io/leases': ['create', 'delete', 'get', 'list', 'update'],
+      'coordination.k8s.io/leases': ['create', 'delete', 'get', 'list', 'update', 'watch'],
       events: ['create'],
       secrets: ['create', 'get', 'list', 'watch'],
     });
