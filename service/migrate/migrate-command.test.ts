@@ -108,6 +108,41 @@ describe('migrate --values', () => {
     expect(out).toMatch(/CHANGES MEANING: scraped through a ServiceMonitor/);
   });
 
+  it("carries Reloader's chat alert variables into alerts.* (docs/alerts.md)", async () => {
+    const values = [
+      'reloader:',
+      '  deployment:',
+      '    env:',
+      '      open:',
+      '        ALERT_ON_RELOAD: "true"',
+      '        ALERT_SINK: webhook',
+      '        ALERT_WEBHOOK_PROXY: http://proxy.invalid:3128',
+      '        ALERT_ADDITIONAL_INFO: prod-eu',
+      '        ALERT_WEBHOOK_URL: https://hooks.example.invalid/plain',
+    ].join('\n');
+    let out = '';
+    const code = await migrate(
+      ['--values=-'],
+      {},
+      (x) => {
+        out += x;
+      },
+      () => undefined,
+      () => values,
+    );
+    expect(code).toBe(0);
+    const carried = parse(out.replace(/^#.*$/gm, '')) as { alerts?: unknown };
+    expect(carried.alerts).toEqual({
+      enabled: true,
+      onFailure: false,
+      sink: 'raw',
+      proxy: 'http://proxy.invalid:3128',
+      additionalInfo: 'prod-eu',
+      webhookUrl: 'https://hooks.example.invalid/plain',
+    });
+    expect(out).not.toMatch(/CHANGES MEANING: .*sink/);
+  });
+
   it('lists what cannot be carried over, exits 3, and never prints a Secret-sourced value', async () => {
     const { code, out, err, values } = await run(`--values=${fixture('custom-alerts.yaml')}`);
     expect(code).toBe(NOT_CARRIED_EXIT);
@@ -115,8 +150,10 @@ describe('migrate --values', () => {
     const notCarried = out.slice(out.indexOf('NOT CARRIED OVER'));
     expect(notCarried).not.toMatch(/--auto-annotation/);
     expect(values.extraArgs).toContain('--auto-annotation=example.io/reload-me');
-    expect(notCarried).toMatch(/ALERT_ON_RELOAD: chat alerts/);
-    expect(notCarried).toMatch(/ALERT_WEBHOOK_URL: chat alerts/);
+    // Chat alerts are carried (docs/alerts.md), the Secret-sourced URL as a reference only.
+    expect(notCarried).not.toMatch(/ALERT_/);
+    expect(values.alerts).toMatchObject({ enabled: true, sink: 'slack', onFailure: false });
+    expect(values.alerts).toMatchObject({ webhookUrlSecret: { key: 'ALERT_WEBHOOK_URL' } });
     expect(notCarried).toMatch(/isOpenshift/);
     expect(notCarried).toMatch(/--enable-pprof/);
     expect(out).not.toContain('hooks.slack.invalid');

@@ -235,17 +235,24 @@ describe("migrate on Reloader's chart 2.2.16", () => {
         priorityClassName: 'system-cluster-critical',
         service: { port: 9090, annotations: { 'prometheus.io/scrape': 'true' } },
         extraArgs: ['--reload-on-create=true'],
+        // Chat alerts carried: the webhook URL as a reference to the chart's Secret, never its value.
+        alerts: {
+          enabled: true,
+          onFailure: false,
+          sink: 'slack',
+          webhookUrlSecret: { name: 'reloader-reloader', key: 'ALERT_WEBHOOK_URL' },
+        },
       });
       const reported = r.notCarried.join('\n');
       for (const what of [
         'deployment.runtimeClassName: gvisor',
         'service.ipFamilyPolicy: SingleStack',
-        'ALERT_ON_RELOAD',
-        'ALERT_SINK',
-        'ALERT_WEBHOOK_URL',
-        'ALERT_ADDITIONAL_INFO',
+        // From another Secret (env.existing): our chart reads it as a value only.
+        'env ALERT_ADDITIONAL_INFO: from a Secret or field',
       ])
         expect(reported).toContain(what);
+      expect(reported).not.toContain('ALERT_ON_RELOAD');
+      expect(r.out).toMatch(/goes with Reloader's release: create it yourself first/);
       expect(r.out).not.toContain('hooks.slack.invalid');
       expect(r.out).toMatch(
         /readOnlyRootFileSystem: gitops-reloader always runs on a read-only root filesystem/,

@@ -7,7 +7,7 @@
 import { chartDefault, renderChart } from './reloader-chart.ts';
 
 /** One env var of the Reloader container: a value, or where it comes from. */
-export type EnvSource = { value: string } | { fieldPath: string } | { secret: string };
+export type EnvSource = { value: string } | { fieldPath: string } | { secret: string; key: string };
 
 export interface ReloaderInstall {
   /** Where it came from, for the output's header. */
@@ -180,7 +180,11 @@ export function fromDeployment(d: unknown): ReloaderInstall {
     if (e.valueFrom?.resourceFieldRef) continue; // GOMAXPROCS / GOMEMLIMIT from the limits
     if (e.value !== undefined) env.set(e.name, { value: e.value });
     else if (e.valueFrom?.fieldRef?.fieldPath) env.set(e.name, { fieldPath: e.valueFrom.fieldRef.fieldPath });
-    else if (e.valueFrom?.secretKeyRef) env.set(e.name, { secret: e.valueFrom.secretKeyRef.name ?? '' });
+    else if (e.valueFrom?.secretKeyRef)
+      env.set(e.name, {
+        secret: e.valueFrom.secretKeyRef.name ?? '',
+        key: e.valueFrom.secretKeyRef.key ?? '',
+      });
     else reported.push(`env ${e.name}: a source migrate does not read`);
   }
   const chart = new Map<string, unknown>();

@@ -2,7 +2,7 @@
 // where the meaning changes, and a list of what cannot be carried over. Pure.
 import { stringify } from 'yaml';
 import { pflagList, RELOADER_ANNOTATION_FLAGS, reloaderSelectorFlag } from '../config/reloader-flags.ts';
-import type { ReloaderInstall } from './reloader-install.ts';
+import type { EnvSource, ReloaderInstall } from './reloader-install.ts';
 
 export interface ValueEntry {
   /** Path in our values, e.g. ["reload", "autoReloadAll"]. */
@@ -285,6 +285,60 @@ export function translate(install: ReloaderInstall, o: TranslateOptions): Transl
     if (!seen.has(name)) notCarried.push(`--${name}: not a Reloader v1.4 flag that migrate knows`);
   }
 
+  // Chat alerts (docs/alerts.md): Reloader's ALERT_* variables become the chart's alerts.* values.
+  // A Secret-sourced variable is carried as a reference to that Secret, never as its value.
+  const alert = (name: string, src: EnvSource) => {
+    const plain = 'value' in src ? src.value : undefined;
+    const from = `env ${name}`;
+    switch (name) {
+      case 'ALERT_ON_RELOAD':
+        // Reloader alerts only on exactly "true"; it never alerts on a failed reload.
+        if (plain === 'true') {
+          put('alerts.enabled', true, from);
+          put('alerts.onFailure', false, from);
+          notes.push(
+            `${from}: Reloader alerts on reloads only (alerts.onFailure: false); true adds one alert per run of failed reloads`,
+          );
+        } else if (plain === undefined)
+          notCarried.push(`${from}: from a Secret or field; set alerts.enabled yourself`);
+        return;
+      case 'ALERT_SINK': {
+        const sink = (plain ?? '').toLowerCase();
+        if (sink === 'slack' || sink === 'teams' || sink === 'gchat') put('alerts.sink', sink, from);
+        else if (sink === 'webhook' || sink === 'raw' || sink === '') put('alerts.sink', 'raw', from);
+        else if (plain !== undefined)
+          put(
+            'alerts.sink',
+            'raw',
+            from,
+            `"${plain}" is no sink: Reloader sends its text raw, and so does raw`,
+          );
+        else notCarried.push(`${from}: from a Secret or field; set alerts.sink yourself`);
+        return;
+      }
+      case 'ALERT_WEBHOOK_URL':
+        if ('secret' in src) {
+          put('alerts.webhookUrlSecret', { name: src.secret, key: src.key }, from);
+          notes.push(
+            `${from}: read from the Secret ${src.secret} (key ${src.key}); if Reloader's chart made that Secret (deployment.env.secret), it goes with Reloader's release: create it yourself first`,
+          );
+        } else if (plain !== undefined) {
+          // A plain value in the Deployment is already in whoever's values wrote it; ours keeps it in a Secret.
+          put('alerts.webhookUrl', plain, from, 'kept in the Secret <fullname>-alerts, not in the pod spec');
+        } else notCarried.push(`${from}: from a field; set alerts.webhookUrlSecret yourself`);
+        return;
+      case 'ALERT_WEBHOOK_PROXY':
+      case 'ALERT_ADDITIONAL_INFO': {
+        const to = name === 'ALERT_WEBHOOK_PROXY' ? 'alerts.proxy' : 'alerts.additionalInfo';
+        if (plain !== undefined) put(to, plain, from);
+        else notCarried.push(`${from}: from a Secret or field; set ${to} yourself`);
+        return;
+      }
+      default:
+        notCarried.push(`${from}: not an alert setting Reloader v1.4 reads`);
+    }
+  };
+
   // Env vars Reloader reads.
   for (const [name, src] of install.env) {
     if (name === 'KUBERNETES_NAMESPACE') continue;
@@ -298,9 +352,7 @@ export function translate(install: ReloaderInstall, o: TranslateOptions): Transl
         `${name} (deployment.gom${name === 'GOMAXPROCS' ? 'axprocs' : 'emlimit'}Override): Go's runtime; gitops-reloader is a Node.js service`,
       );
     } else if (name.startsWith('ALERT_')) {
-      notCarried.push(
-        `${name}: chat alerts on reload (Slack, Teams, Google Chat) are not sent; use the Reloaded Events, reloadWebhook.url, or alerts on reloader_reload_executed_total`,
-      );
+      alert(name, src);
     } else {
       notCarried.push(
         `env ${name}: not something gitops-reloader reads; add it to extraEnv if your set-up needs it`,

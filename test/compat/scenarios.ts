@@ -18,7 +18,7 @@ import type {
 import type { Kube } from '../support/kube.ts';
 import { configMap } from '../support/workloads.ts';
 
-export type WorkloadKind = 'Deployment' | 'StatefulSet' | 'DaemonSet' | 'CronJob' | 'Job';
+export type WorkloadKind = 'Deployment' | 'StatefulSet' | 'DaemonSet' | 'CronJob' | 'Job' | 'Rollout';
 export type Expected = 'reload' | 'none';
 
 /** The change a scenario makes: what kind of write, to which config. */
@@ -44,7 +44,16 @@ export interface Scenario {
   notBeforeMs?: number;
 }
 
+/** An Argo Rollout (argoproj.io/v1alpha1), as much of it as the scenarios write. */
+export interface ArgoRollout {
+  apiVersion: 'argoproj.io/v1alpha1';
+  kind: 'Rollout';
+  metadata: { name: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  spec: Record<string, unknown>;
+}
+
 export type K8sObject =
+  | ArgoRollout
   | V1ConfigMap
   | V1Secret
   | V1Deployment
@@ -157,6 +166,16 @@ export function workload(kind: WorkloadKind, name: string, o: PodOptions): K8sOb
         metadata: meta(name, o),
         spec: { backoffLimit: 0, template: template(name, { ...o, annotations: undefined }, 'Never') },
       };
+    case 'Rollout':
+      // Run by the real Argo Rollouts controller of test/cluster. A canary with no steps: a new
+      // template (Reloader's annotations strategy) or spec.restartAt (its restart strategy, and
+      // ours) replaces the pod without a pause.
+      return {
+        apiVersion: 'argoproj.io/v1alpha1',
+        kind,
+        metadata: meta(name, o),
+        spec: { replicas: 1, selector, template: template(name, o), strategy: { canary: {} } },
+      };
   }
 }
 
@@ -251,6 +270,64 @@ export const SCENARIOS: readonly Scenario[] = [
       }),
     ],
     change: changeCm('auto-deployment-c'),
+  },
+  // argo/rollout_test.go, and the Argo Rollout entries of core/workloads_test.go
+  {
+    id: 'rollout-auto',
+    title: 'an Argo Rollout with auto=true is reloaded when a ConfigMap it uses changes',
+    from: 'argo/rollout_test.go: should use default rollout strategy (annotation-based reload)',
+    expect: 'reload',
+    workload: { kind: 'Rollout', name: 'rollout-auto' },
+    objects: () => [
+      cm('rollout-auto-c', { k: '1' }),
+      workload('Rollout', 'rollout-auto', { annotations: AUTO, container: envFromCm('rollout-auto-c') }),
+    ],
+    change: changeCm('rollout-auto-c'),
+  },
+  {
+    id: 'rollout-restart',
+    title: 'an Argo Rollout with the restart rollout strategy is restarted when a ConfigMap it uses changes',
+    from: 'argo/rollout_test.go: should use restart strategy when specified (sets restartAt field)',
+    expect: 'reload',
+    workload: { kind: 'Rollout', name: 'rollout-restart' },
+    objects: () => [
+      cm('rollout-restart-c', { k: '1' }),
+      workload('Rollout', 'rollout-restart', {
+        annotations: { ...AUTO, 'reloader.stakater.com/rollout-strategy': 'restart' },
+        container: envFromCm('rollout-restart-c'),
+      }),
+    ],
+    change: changeCm('rollout-restart-c'),
+  },
+  {
+    id: 'rollout-secret',
+    title: 'an Argo Rollout naming a Secret it uses is reloaded when the Secret changes',
+    from: 'core/workloads_test.go: should reload when Secret changes (ArgoRollout)',
+    expect: 'reload',
+    workload: { kind: 'Rollout', name: 'rollout-secret' },
+    objects: () => [
+      secret('rollout-secret-s', { p: '1' }),
+      workload('Rollout', 'rollout-secret', {
+        annotations: secretReload('rollout-secret-s'),
+        container: envFromSecret('rollout-secret-s'),
+      }),
+    ],
+    change: changeSecret('rollout-secret-s'),
+  },
+  {
+    id: 'rollout-labels-only',
+    title: "an Argo Rollout is not reloaded by a change of only its ConfigMap's labels",
+    from: 'core/workloads_test.go: should NOT reload when only ConfigMap labels change (ArgoRollout)',
+    expect: 'none',
+    workload: { kind: 'Rollout', name: 'rollout-labels-only' },
+    objects: () => [
+      cm('rollout-labels-only-c', { k: '1' }),
+      workload('Rollout', 'rollout-labels-only', {
+        annotations: cmReload('rollout-labels-only-c'),
+        container: envFromCm('rollout-labels-only-c'),
+      }),
+    ],
+    change: (kube, ns) => setCm(kube, ns, 'rollout-labels-only-c', {}, { team: 'changed' }),
   },
   {
     id: 'labels-only',
@@ -650,8 +727,8 @@ export const LEFT_OUT: readonly { from: string; why: string }[] = [
     why: 'OpenShift only; Reloader v1.4.21 as built here has its DeploymentConfig client cut out',
   },
   {
-    from: 'core/*: ArgoRollout entries; argo/rollout_test.go',
-    why: 'not yet written as behaviour here (the Rollouts controller replaces the pods); test/restart/kinds.test.ts covers restartAt',
+    from: 'core/*: the other ArgoRollout entries (volume mounts, typed auto, pod-template annotations, CSI)',
+    why: 'the same rules on another kind: the Rollout scenarios kept (auto, restart strategy, a Secret, labels only) run the Rollout path, through the real Argo Rollouts controller',
   },
   {
     from: 'annotations/pause_period_test.go: without the annotation; on the pod template (pending in Reloader)',
@@ -699,6 +776,15 @@ export async function create(kube: Kube, ns: string, o: K8sObject): Promise<void
       return;
     case 'Job':
       await kube.batch.createNamespacedJob({ namespace, body: o as V1Job });
+      return;
+    case 'Rollout':
+      await kube.custom.createNamespacedCustomObject({
+        group: 'argoproj.io',
+        version: 'v1alpha1',
+        namespace,
+        plural: 'rollouts',
+        body: o,
+      });
       return;
     default:
       throw new Error(`cannot create a ${o.kind}`);

@@ -64,8 +64,9 @@ export function peer(name: string, binary: string, graceMs = 15_000): Subject {
         binary,
         [
           ...COMPAT_FLAGS,
-          // Reloader's e2e installs it with the annotations strategy.
+          // Reloader's e2e installs it with the annotations strategy, and Argo Rollouts on.
           '--reload-strategy=annotations',
+          '--is-Argo-Rollouts=true',
           `--namespace-selector=${selector}`,
         ],
         { env: { ...process.env, KUBECONFIG: inject('kubeconfig') }, stdio: ['ignore', 'pipe', 'pipe'] },
