@@ -18,6 +18,8 @@ import type { RestartSession } from './restart-session.ts';
 import { pause, type ReloadRequest, type StrategyContext, type StrategyResult } from './types.ts';
 
 export const SURGE_LABEL = 'gitops-reloader.io/surge';
+/** On a surge pod: the cutoff of the reload that made it (ISO 8601). */
+export const SURGE_CUTOFF = 'gitops-reloader.io/surge-cutoff';
 /** Read by the ReplicaSet controller when it scales down: the lowest cost goes first. */
 export const DELETION_COST = 'controller.kubernetes.io/pod-deletion-cost';
 const LOWEST_COST = String(-(2 ** 31));
@@ -64,7 +66,7 @@ export function replicaSetPodPrefix(replicaSet: string): string {
  * Until the handover, the surge label (the Deployment's uid) marks it as ours, for the sweep after a
  * crash (surge-sweep.ts); the handover removes the label and the owner reference in one patch.
  */
-export function surgePod(d: V1Deployment, replicaSet?: string): V1Pod {
+export function surgePod(d: V1Deployment, replicaSet?: string, cutoffMs?: number): V1Pod {
   const name = d.metadata?.name as string;
   const labels: Record<string, string> = {
     ...d.spec?.template.metadata?.labels,
@@ -78,7 +80,12 @@ export function surgePod(d: V1Deployment, replicaSet?: string): V1Pod {
       generateName: replicaSet ? replicaSetPodPrefix(replicaSet) : `${name}-surge-`,
       namespace: d.metadata?.namespace,
       labels,
-      annotations: d.spec?.template.metadata?.annotations,
+      // The reload it was made for (its cutoff): a later reload of the workload tells its own surge
+      // pods, resumed after a crash, from those a stopped reload of older content left behind.
+      annotations: {
+        ...d.spec?.template.metadata?.annotations,
+        ...(cutoffMs !== undefined ? { [SURGE_CUTOFF]: new Date(cutoffMs).toISOString() } : {}),
+      },
       // controller: true lets the disruption controller find the pod's scale (the Deployment), so a
       // PDB with maxUnavailable or a percentage can count it (docs/adr/0004).
       ownerReferences: [
@@ -119,12 +126,13 @@ async function createSurgePod(
   namespace: string,
   mine: Map<string, string | undefined>,
   replicaSet: string | undefined,
+  cutoffMs: number,
 ): Promise<void> {
   const created = (await requestJson(
     ctx.kc,
     'POST',
     `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`,
-    surgePod(d, replicaSet),
+    surgePod(d, replicaSet, cutoffMs),
     ctx.signal,
     30_000,
   )) as V1Pod;
@@ -243,16 +251,18 @@ export async function restartDeployment(
     const uid = d.metadata?.uid as string;
     const pods = session.pods();
     const surge = pods.filter((p) => p.metadata?.labels?.[SURGE_LABEL] === uid);
-    // A surge pod made before this reload's cutoff holds older content: a reload the engine stopped
-    // (superseded by a newer change, or halted) left it when its clean-up failed. This reload needs
-    // none of it, and one never Ready (the bad content a fix supersedes) would hold this reload's floor
-    // until its deadline judged the fix by it: it is removed first (issue 34, found by the execution
-    // simulation's bad contents). Surge pods are beyond the replicas: removing one lowers no floor.
-    const stale = surge.filter(
-      (p) =>
-        !p.metadata?.deletionTimestamp &&
-        isBeforeCutoff(p.metadata?.creationTimestamp ?? new Date(0), req.cutoffMs),
-    );
+    // A surge pod made for another reload (another cutoff) holds older content: a reload the engine
+    // stopped (superseded by a newer change, or halted) left it when its clean-up failed. This reload
+    // needs none of it, and one never Ready (the bad content a fix supersedes) would hold this
+    // reload's floor until its deadline judged the fix by it: it is removed first (issue 34, found by
+    // the execution simulation's bad contents). Its own, resumed after a crash, carry its cutoff;
+    // one from a release that did not mark them is kept, as before. Surge pods are beyond the
+    // replicas: removing one lowers no floor.
+    const own = new Date(req.cutoffMs).toISOString();
+    const stale = surge.filter((p) => {
+      const made = p.metadata?.annotations?.[SURGE_CUTOFF];
+      return !p.metadata?.deletionTimestamp && made !== undefined && made !== own;
+    });
     if (stale.length > 0) {
       await deleteSurgePods(ctx, namespace, stale);
       await evictor.next();
@@ -387,7 +397,7 @@ export async function restartDeployment(
           lookup.then(() =>
             Promise.all(
               Array.from({ length: step.surge }, () =>
-                createSurgePod(session, ctx, d, namespace, mine, surgeFor()),
+                createSurgePod(session, ctx, d, namespace, mine, surgeFor(), req.cutoffMs),
               ),
             ),
           ),

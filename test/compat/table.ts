@@ -39,7 +39,7 @@ export function table(runs: readonly Results[], date: string): string {
     'why they differ',
   ];
   const lines = [
-    `Run of ${date}: ${ours.rows.length} scenarios, each in its own namespace, one tool at a time on the same control plane, both with \`--reload-on-create=true --reload-on-delete=true\`${peers.length > 0 ? ` (${peers.map((p) => p.subject).join(', ')} with \`--reload-strategy=annotations\`, as its e2e runs)` : ''}.`,
+    `Run of ${date}: ${ours.rows.length} scenarios, each in its own namespace, one tool at a time on the same control plane, both with \`--reload-on-create=true --reload-on-delete=true\`${peers.length > 0 ? ` (${peers.map((p) => p.subject).join(', ')} with \`--reload-strategy=annotations --is-Argo-Rollouts=true\`, as its e2e runs)` : ''}.`,
     '',
     `| ${head.join(' | ')} |`,
     `|${head.map(() => '---').join('|')}|`,

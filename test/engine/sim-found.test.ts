@@ -688,7 +688,15 @@ describe('a config deleted and created again while a reload of another change ru
     // digest differs), which superseded A1's retry and replaced the pod A1 had created a second time.
     await kube.core.createNamespacedConfigMap({ namespace, body: configMap('app', { k: '1' }) });
     await kube.core.createNamespacedConfigMap({ namespace, body: configMap('db', { u: 'x' }) });
-    await kube.apps.createNamespacedDeployment({ namespace, body: slowWeb(['app', 'db']) });
+    // Opted out of progressive reloads: this is about the retry's cutoff and snapshot. In waves, A1's
+    // deadline judges its replacement pod (Ready 4 s after it starts), and on a loaded machine that
+    // can still be starting then: a halt, which is the gate's business, not this seed's.
+    const body = slowWeb(['app', 'db']);
+    body.metadata = {
+      ...body.metadata,
+      annotations: { ...body.metadata?.annotations, 'gitops-reloader.io/progressive': 'false' },
+    };
+    await kube.apps.createNamespacedDeployment({ namespace, body });
     const before = await waitReadyPods(kube, namespace, 'web', 2);
     const svc = startService(
       serviceArgs(namespace, await hashKeyFile(), ['--debounce=0s', '--reload-deadline=8s']),
