@@ -143,6 +143,22 @@ describe('migrate --values', () => {
     expect(out).not.toMatch(/CHANGES MEANING: .*sink/);
   });
 
+  it('does not turn alerts on when Reloader had them on without a webhook URL (it sent none)', async () => {
+    let out = '';
+    const code = await migrate(
+      ['--values=-'],
+      {},
+      (x) => {
+        out += x;
+      },
+      () => undefined,
+      () => 'reloader:\n  deployment:\n    env:\n      open:\n        ALERT_ON_RELOAD: "true"\n',
+    );
+    expect(code).toBe(NOT_CARRIED_EXIT);
+    expect((parse(out.replace(/^#.*$/gm, '')) as { alerts?: unknown }).alerts).toBeUndefined();
+    expect(out).toMatch(/ALERT_ON_RELOAD: alerts on without ALERT_WEBHOOK_URL/);
+  });
+
   it('lists what cannot be carried over, exits 3, and never prints a Secret-sourced value', async () => {
     const { code, out, err, values } = await run(`--values=${fixture('custom-alerts.yaml')}`);
     expect(code).toBe(NOT_CARRIED_EXIT);

@@ -293,7 +293,11 @@ export function translate(install: ReloaderInstall, o: TranslateOptions): Transl
     switch (name) {
       case 'ALERT_ON_RELOAD':
         // Reloader alerts only on exactly "true"; it never alerts on a failed reload.
-        if (plain === 'true') {
+        if (plain === 'true' && !install.env.has('ALERT_WEBHOOK_URL'))
+          notCarried.push(
+            `${from}: alerts on without ALERT_WEBHOOK_URL, so Reloader sent none; not turned on`,
+          );
+        else if (plain === 'true') {
           put('alerts.enabled', true, from);
           put('alerts.onFailure', false, from);
           notes.push(

@@ -200,6 +200,7 @@ async function handOver(
   await patchPod(ctx, namespace, surge.metadata?.name as string, {
     uid: surge.metadata?.uid,
     labels: { 'pod-template-hash': templateHash, [SURGE_LABEL]: null },
+    annotations: { [SURGE_CUTOFF]: null },
     ownerReferences: null,
   });
   return { outcome: 'handed' };

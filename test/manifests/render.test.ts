@@ -448,8 +448,19 @@ describe('the Helm chart', () => {
           const dep = deploymentOf(rendered);
           const args = dep.spec.template.spec.containers[0]?.args ?? [];
           expect(args[0], set).toBe('serve');
+          // The environment the pod gets: plain values as rendered; a Secret's value is not known at
+          // render time, so a stand-in of the right shape (the alert webhook URL, issue 37).
+          const env: Record<string, string> = {};
+          const podEnv = (dep.spec.template.spec.containers[0]?.env ?? []) as Array<{
+            name: string;
+            value?: string;
+            valueFrom?: { secretKeyRef?: unknown };
+          }>;
+          for (const e of podEnv)
+            env[e.name] =
+              e.value ?? (e.valueFrom?.secretKeyRef ? 'https://hooks.example.invalid/secret' : '');
           // Reloader's flags migrate passes through extraArgs are serve flags too (allServeFlags).
-          expect(() => loadConfig([...args.slice(1), '--release-namespace=ops'], {}), set).not.toThrow();
+          expect(() => loadConfig([...args.slice(1), '--release-namespace=ops'], env), set).not.toThrow();
           const ours = serveFlagsUsed(rendered);
           expect(
             ours.filter((f) => !known.has(f) && !RELOADER_FLAG_NAMES.has(f)),
