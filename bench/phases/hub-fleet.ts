@@ -26,7 +26,7 @@ import type { Context } from '../context.ts';
 import type { Forwarders } from '../forwarders.ts';
 import { freePort, type LogLine, ServiceProcess } from '../service.ts';
 import { round, type Spread, spread } from '../stats.ts';
-import { HUB_LEASES, hubClusterName, hubNamespace, setUpHubClusters } from './hub.ts';
+import { HUB_LEASES, hubClusterName, hubNamespace, hubServeArgs, setUpHubClusters } from './hub.ts';
 
 const REPLICAS = 3;
 const TIMEOUT_MS = 6 * 60_000;
@@ -150,12 +150,13 @@ export async function hubFleet(ctx: Context, o: FleetOptions): Promise<FleetResu
         const id = `fleet-${r}`;
         const svc = new ServiceProcess(
           [
-            '--hub',
-            `--kubeconfig=${kube.kubeconfigPath}`,
-            `--argocd-namespaces=${argocdNs}`,
-            `--release-namespace=${sysNs}`,
-            `--release-name=${release}`,
-            `--hash-key-file=${ctx.hashKeyFile}`,
+            ...hubServeArgs({
+              kubeconfig: kube.kubeconfigPath,
+              argocdNs,
+              sysNs,
+              release,
+              hashKeyFile: ctx.hashKeyFile,
+            }),
             `--leader-identity=${id}`,
             ...leaseFlags,
           ],

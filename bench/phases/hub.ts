@@ -224,12 +224,13 @@ export async function hub(ctx: Context, o: HubOptions): Promise<HubResult> {
     const port = await freePort();
     const svc = new ServiceProcess(
       [
-        '--hub',
-        `--kubeconfig=${kube.kubeconfigPath}`,
-        `--argocd-namespaces=${argocdNs}`,
-        `--release-namespace=${sysNs}`,
-        `--release-name=${release}`,
-        `--hash-key-file=${ctx.hashKeyFile}`,
+        ...hubServeArgs({
+          kubeconfig: kube.kubeconfigPath,
+          argocdNs,
+          sysNs,
+          release,
+          hashKeyFile: ctx.hashKeyFile,
+        }),
         ...flags,
       ],
       path.join(ctx.workDir, `service-${ctx.services.length}-${label}.log`),
@@ -601,4 +602,22 @@ export async function setUpHubClusters(
     }
   };
   return { forwarders, servers, registerUpTo };
+}
+
+/** The arguments every hub-mode service of the bench starts with (the hub and hub-fleet phases). */
+export function hubServeArgs(o: {
+  kubeconfig: string;
+  argocdNs: string;
+  sysNs: string;
+  release: string;
+  hashKeyFile: string;
+}): string[] {
+  return [
+    '--hub',
+    `--kubeconfig=${o.kubeconfig}`,
+    `--argocd-namespaces=${o.argocdNs}`,
+    `--release-namespace=${o.sysNs}`,
+    `--release-name=${o.release}`,
+    `--hash-key-file=${o.hashKeyFile}`,
+  ];
 }
