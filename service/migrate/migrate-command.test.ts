@@ -13,6 +13,15 @@ const ourValues = parse(
 ) as Record<string, unknown>;
 
 async function run(...argv: string[]) {
+  return runWith(argv);
+}
+
+/** migrate --values=- with `values` as its standard input. */
+function runStdin(values: string) {
+  return runWith(['--values=-'], () => values);
+}
+
+async function runWith(argv: string[], stdin?: () => string) {
   let out = '';
   let err = '';
   const code = await migrate(
@@ -24,6 +33,7 @@ async function run(...argv: string[]) {
     (s) => {
       err += s;
     },
+    ...(stdin ? [stdin] : []),
   );
   return { code, out, err, values: parse(out) as Record<string, unknown> };
 }
@@ -120,18 +130,8 @@ describe('migrate --values', () => {
       '        ALERT_ADDITIONAL_INFO: prod-eu',
       '        ALERT_WEBHOOK_URL: https://hooks.example.invalid/plain',
     ].join('\n');
-    let out = '';
-    const code = await migrate(
-      ['--values=-'],
-      {},
-      (x) => {
-        out += x;
-      },
-      () => undefined,
-      () => values,
-    );
+    const { code, out, values: carried } = await runStdin(values);
     expect(code).toBe(0);
-    const carried = parse(out.replace(/^#.*$/gm, '')) as { alerts?: unknown };
     expect(carried.alerts).toEqual({
       enabled: true,
       onFailure: false,
@@ -144,18 +144,11 @@ describe('migrate --values', () => {
   });
 
   it('does not turn alerts on when Reloader had them on without a webhook URL (it sent none)', async () => {
-    let out = '';
-    const code = await migrate(
-      ['--values=-'],
-      {},
-      (x) => {
-        out += x;
-      },
-      () => undefined,
-      () => 'reloader:\n  deployment:\n    env:\n      open:\n        ALERT_ON_RELOAD: "true"\n',
+    const { code, out, values } = await runStdin(
+      'reloader:\n  deployment:\n    env:\n      open:\n        ALERT_ON_RELOAD: "true"\n',
     );
     expect(code).toBe(NOT_CARRIED_EXIT);
-    expect((parse(out.replace(/^#.*$/gm, '')) as { alerts?: unknown }).alerts).toBeUndefined();
+    expect(values.alerts).toBeUndefined();
     expect(out).toMatch(/ALERT_ON_RELOAD: alerts on without ALERT_WEBHOOK_URL/);
   });
 
