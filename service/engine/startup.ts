@@ -44,6 +44,8 @@ export async function judgeAtStart(d: ReconcilerDeps, h: StartupHooks): Promise<
   const catchUp = d.catchUp ?? digestsOnly(d);
   let rebaselined = 0;
   const writes: Array<[string, LedgerEntry]> = [];
+  // Logged once written: a stop right after the log must find the baseline in the ledger.
+  const baselined: TrackedWorkload[] = [];
   const now = (d.timers ?? Date).now();
   // Without --reload-on-delete a deleted config is no change, and is not recorded (docs/adr/0024).
   const opts = { reloadOnDelete: d.cfg.reloadOnDelete };
@@ -116,7 +118,7 @@ export async function judgeAtStart(d: ReconcilerDeps, h: StartupHooks): Promise<
     } else if (v.kind === 'baseline' || v.kind === 'rebaseline') {
       if (!isTracked({ digests: set, reasons: {}, skipped: {}, problems: [], unreferenced: [] })) continue;
       writes.push([t.id, { ...base, configs: v.kind === 'rebaseline' ? v.record : set }]);
-      if (v.kind === 'baseline') log.info(fields(t), 'baseline recorded');
+      if (v.kind === 'baseline') baselined.push(t);
     } else if (v.kind === 'none' && base && entry?.pending) {
       // What the pending reload was for is gone again (reverted, or deleted): nothing left to do.
       writes.push([t.id, base]);
@@ -149,6 +151,7 @@ export async function judgeAtStart(d: ReconcilerDeps, h: StartupHooks): Promise<
     }
   }
   if (writes.length > 0) await ledger.putMany(writes);
+  for (const t of baselined) log.info(fields(t), 'baseline recorded');
   // Hub mode: shards from before the cluster id label get it, so later starts list only this cluster's.
   await ledger.labelOwn?.();
   if (keyChanged) {

@@ -38,7 +38,7 @@ interface HelmReleaseObject {
     lastHandledReconcileAt?: string;
     lastAttemptedRevision?: string;
     conditions?: Array<{ type: string; status: string; reason?: string }>;
-    history?: unknown[];
+    history?: Array<{ chartVersion?: string; status?: string }>;
   };
 }
 
@@ -50,16 +50,22 @@ async function read(kube: Kube, namespace: string): Promise<HelmReleaseObject> {
   })) as HelmReleaseObject;
 }
 
-/** Ready, with a chart built from `sha` (reconcileStrategy Revision: the version carries the commit). */
+/**
+ * Ready, with a chart built from `sha` released (reconcileStrategy Revision: the version carries the
+ * commit). lastAttemptedRevision names the chart when the attempt starts, while Ready is still the last
+ * release's: the newest history snapshot says the upgrade is done.
+ */
 async function waitReleased(kube: Kube, namespace: string, sha: string): Promise<HelmReleaseObject> {
   return waitFor(
     async () => {
       const hr = await read(kube, namespace);
       const ready = hr.status?.conditions?.find((c) => c.type === 'Ready');
       const rev = hr.status?.lastAttemptedRevision ?? '';
-      return ready?.status === 'True' && rev.includes(sha.slice(0, 12))
+      const latest = hr.status?.history?.[0];
+      const released = latest?.status === 'deployed' && (latest.chartVersion ?? '').includes(sha.slice(0, 12));
+      return ready?.status === 'True' && rev.includes(sha.slice(0, 12)) && released
         ? hr
-        : pending({ ready, rev, conditions: hr.status?.conditions });
+        : pending({ ready, rev, latest, conditions: hr.status?.conditions });
     },
     { describe: `HelmRelease ${namespace}/web Ready at ${sha}`, timeout: 180_000, interval: 250 },
   );
