@@ -62,7 +62,8 @@ async function waitReleased(kube: Kube, namespace: string, sha: string): Promise
       const ready = hr.status?.conditions?.find((c) => c.type === 'Ready');
       const rev = hr.status?.lastAttemptedRevision ?? '';
       const latest = hr.status?.history?.[0];
-      const released = latest?.status === 'deployed' && (latest.chartVersion ?? '').includes(sha.slice(0, 12));
+      const released =
+        latest?.status === 'deployed' && (latest.chartVersion ?? '').includes(sha.slice(0, 12));
       return ready?.status === 'True' && rev.includes(sha.slice(0, 12)) && released
         ? hr
         : pending({ ready, rev, latest, conditions: hr.status?.conditions });
