@@ -30,6 +30,7 @@ import type { ReconcilerDeps } from './engine/deps.ts';
 import { Gates } from './engine/gates.ts';
 import { BatchWindows, batchVerdict, recordMissing, resumeHeld, WindowHolds } from './engine/hold.ts';
 import { plannedCutoff } from './engine/planned-cutoff.ts';
+import { HELD_BY_HALT } from './engine/progressive.ts';
 import { dropReload, forgetGone, forgetIfGone, Recorder } from './engine/recorder.ts';
 import { changeRV, emitOn, fields, reconciledTimer, reportPolicy, versionsOf } from './engine/report.ts';
 import { runReload } from './engine/run-reload.ts';
@@ -118,7 +119,9 @@ export class Reconciler {
     const forget = (a: ReloadAction) => this.#forgetContent(a.workload, a.target);
     const cut = (workload: string, why: CutReason, carries: (a: ReloadAction) => boolean) => {
       const r = this.#cuts.get(workload);
-      if (r && !r.ctl.signal.aborted && carries(r.action)) r.ctl.abort(why);
+      if (!r || r.ctl.signal.aborted || !carries(r.action)) return false;
+      r.ctl.abort(why);
+      return true;
     };
     this.#gates = new Gates(d, {
       release: (a) => this.#enqueue(a),
@@ -484,6 +487,8 @@ export class Reconciler {
     this.#queuedAt.delete(a.workload);
     if (queuedAt !== undefined) this.#d.metrics?.reloader.queueLatency((performance.now() - queuedAt) / 1000);
     const t = state.workloads.get(a.workload);
+    // A halt since it was queued keeps it (it waits with the halt's other reloads).
+    if (!this.#gates.atRun(a)) return { kind: 'dropped', reason: HELD_BY_HALT };
     const held = this.#holds.action(a.workload);
     const d = decide({
       workload: t,

@@ -6,10 +6,12 @@ import {
   type HaltRecord,
   HaltRecordError,
   haltEnded,
+  haltedWithChanged,
   haltHolds,
   haltKey,
   isHaltKey,
   MAX_HALT_DIGEST_CHARS,
+  MAX_HALTED_WITH,
 } from './halt-record.ts';
 import { decodeEntry, ledgerKey, MAX_HALT_WHY_CHARS, storedBytes } from './ledger-entry.ts';
 
@@ -98,5 +100,41 @@ describe('halt records', () => {
     // A halted deletion holds while the config stays deleted.
     expect(haltEnded({ digest: 'deleted' }, undefined)).toBeUndefined();
     expect(haltEnded({ digest: 'deleted' }, { digest: D1 })).toBe('changed');
+  });
+
+  it('names the changes halted with it (one failed reload carried them), and ends when one of them changed (docs/adr/0045)', () => {
+    const key = haltKey(halt.config);
+    const other = { config: 'Secret/shop/tls', digest: D2 };
+    const both: HaltRecord = { ...halt, with: [other] };
+    expect(decodeHalt(key, encodeHalt(both))).toEqual({ ok: true, halt: both });
+    expect(storedBytes(key, encodeHalt(both))).toBeLessThan(450);
+    // Bounded: at most MAX_HALTED_WITH changes, each a config id and a digest.
+    const longest: HaltRecord = {
+      ...halt,
+      with: Array.from({ length: MAX_HALTED_WITH }, (_, i) => ({
+        config: `SecretProviderClass/${'n'.repeat(63)}/${String(i).padEnd(253, 'c')}`,
+        digest: 'd'.repeat(MAX_HALT_DIGEST_CHARS),
+      })),
+    };
+    expect(storedBytes(key, encodeHalt(longest))).toBeLessThan(8_000);
+    const many = { ...halt, with: Array.from({ length: MAX_HALTED_WITH + 1 }, () => other) };
+    expect(() => encodeHalt(many)).toThrow(HaltRecordError);
+    // Someone else's value: refused, never trusted.
+    const raw = JSON.parse(encodeHalt(both));
+    const bad = (o: unknown) => {
+      const d = decodeHalt(key, JSON.stringify({ ...raw, o }));
+      return d.ok ? 'accepted' : d.reason;
+    };
+    expect(bad([])).toMatch(/with is not a list/);
+    expect(bad('Secret/shop/tls')).toMatch(/with is not a list/);
+    expect(bad([['Secret/shop/tls']])).toMatch(/with/);
+    expect(bad([['Deployment/shop/web', D2]])).toMatch(/not Kind\/namespace\/name of a config/);
+    expect(bad([['Secret/shop/tls', 'two\nlines']])).toMatch(/digest/);
+    // It ends when a change halted with it has changed, or its config was deleted.
+    const digests = new Map([[other.config, D2]]);
+    expect(haltedWithChanged(both, (c) => digests.get(c))).toBeUndefined();
+    expect(haltedWithChanged(both, () => D1)).toBe(other.config);
+    expect(haltedWithChanged(both, () => undefined)).toBe(other.config);
+    expect(haltedWithChanged(halt, () => undefined)).toBeUndefined();
   });
 });

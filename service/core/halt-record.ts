@@ -37,7 +37,15 @@ export interface HaltRecord {
   workload: string;
   why: string;
   at: string;
+  /**
+   * The other changes the failed reload carried, halted with this one (config and digest): a newer
+   * change of any of them ends this halt too (docs/adr/0045). At most MAX_HALTED_WITH.
+   */
+  with?: ReadonlyArray<{ config: string; digest: string }>;
 }
+
+/** The changes a record names as halted with it, at most: a reload carries few configs' changes. */
+export const MAX_HALTED_WITH = 8;
 
 /**
  * A digest is 32 hex characters (core/config-hash.ts); the bound only catches something that is not
@@ -80,6 +88,7 @@ export function encodeHalt(h: HaltRecord): string {
     w: h.workload,
     y: h.why,
     a: h.at,
+    ...(h.with && h.with.length > 0 ? { o: h.with.map((c) => [c.config, c.digest]) } : {}),
   });
 }
 
@@ -89,7 +98,7 @@ export type DecodedHalt = { ok: true; halt: HaltRecord } | { ok: false; key: str
 export function decodeHalt(key: string, value: string): DecodedHalt {
   const fail = (reason: string): DecodedHalt => ({ ok: false, key, reason });
   if (!HALT_KEY.test(key)) return fail('key is not a halt record key');
-  const read = readObject(value, ['c', 'u', 'd', 't', 'n', 'w', 'y', 'a']);
+  const read = readObject(value, ['c', 'u', 'd', 't', 'n', 'w', 'y', 'a', 'o']);
   if (!read.ok) return fail(read.reason);
   const raw = read.raw;
   const halt = {
@@ -101,6 +110,7 @@ export function decodeHalt(key: string, value: string): DecodedHalt {
     workload: raw.w,
     why: raw.y,
     at: raw.a,
+    ...(raw.o !== undefined ? { with: readWith(raw.o) } : {}),
   } as HaltRecord;
   const bad = checkHalt(halt);
   if (bad) return fail(bad);
@@ -108,6 +118,14 @@ export function decodeHalt(key: string, value: string): DecodedHalt {
   if (haltKey(halt.config) !== key)
     return fail(`the halt of ${halt.config} belongs under ${haltKey(halt.config)}`);
   return { ok: true, halt: Object.freeze(halt) };
+}
+
+/** The stored `o`: a list of [config, digest] pairs; anything else is kept as is for checkHalt to refuse. */
+function readWith(o: unknown): unknown {
+  if (!Array.isArray(o)) return o;
+  return o.map((p) =>
+    Array.isArray(p) && p.length === 2 ? { config: p[0], digest: p[1] } : { config: undefined },
+  );
 }
 
 const line = (v: unknown, max: number): v is string =>
@@ -132,6 +150,21 @@ export function checkHalt(h: unknown): string | undefined {
     return 'workload is not Kind/namespace/name';
   if (typeof h.why !== 'string' || h.why.length > MAX_HALT_WHY_CHARS || [...h.why].some(isControl))
     return `why is not a line of at most ${MAX_HALT_WHY_CHARS} characters`;
+  if (h.with !== undefined) {
+    if (!Array.isArray(h.with) || h.with.length === 0 || h.with.length > MAX_HALTED_WITH)
+      return `with is not a list of 1 to ${MAX_HALTED_WITH} changes`;
+    for (const c of h.with as unknown[]) {
+      if (!isPlainObject(c)) return 'with names something that is not a change';
+      const bad =
+        checkConfigId(c.config, 'with') ??
+        (/^(ConfigMap|Secret|SecretProviderClass)\/[^/]+\/[^/]+$/.test(String(c.config))
+          ? undefined
+          : `with ${JSON.stringify(c.config)} is not Kind/namespace/name of a config`);
+      if (bad) return bad;
+      if (!line(c.digest, MAX_HALT_DIGEST_CHARS))
+        return `with: digest is not a digest of at most ${MAX_HALT_DIGEST_CHARS} characters`;
+    }
+  }
   return undefined;
 }
 
@@ -153,8 +186,20 @@ export function haltEnded(
   h: Pick<HaltRecord, 'digest' | 'uid'>,
   now: { digest: string; uid?: string } | undefined,
 ): 'deleted' | 'changed' | undefined {
+  // (A change halted with others also ends when one of those has changed: haltedWithChanged.)
   // A halted deletion (--reload-on-delete) holds while the config stays deleted.
   if (now === undefined) return h.digest === DELETED ? undefined : 'deleted';
   if (h.uid !== undefined && now.uid !== undefined && now.uid !== h.uid) return 'deleted';
   return now.digest === h.digest ? undefined : 'changed';
+}
+
+/**
+ * Which change halted with this one has since changed or been deleted (given each config's digest
+ * now, undefined when it does not exist), if one has: that ends this halt too (docs/adr/0045).
+ */
+export function haltedWithChanged(
+  h: Pick<HaltRecord, 'with'>,
+  digestOf: (config: string) => string | undefined,
+): string | undefined {
+  return h.with?.find((c) => (digestOf(c.config) ?? DELETED) !== c.digest)?.config;
 }

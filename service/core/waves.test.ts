@@ -268,7 +268,7 @@ describe('Waves', () => {
     const w = new Waves({ firstWave: 1, gatherMs: 0 });
     expect(offerAll(w, ['Deployment/ns/a', 'Deployment/ns/b'], 0, 'd1')).toEqual(['Deployment/ns/a']);
     // The fix, while a's reload of d1 still runs: that reload is for content no longer current.
-    expect(w.supersede(CM, 'd2')).toEqual({ running: ['Deployment/ns/a'] });
+    expect(w.supersede(CM, 'd2')).toEqual({ running: ['Deployment/ns/a'], settling: [], alsoLifted: [] });
     expect(w.offer(cand('Deployment/ns/a', 'd2', 2_000), 1).kind).toBe('run');
     // The old reload's failure, judged late, names d1: the fix is not halted.
     expect(w.failed('Deployment/ns/a', D1, 'not Ready', 2)).toEqual([]);
@@ -328,6 +328,78 @@ describe('Waves, one workload under two changes (issue 34)', () => {
     offerAll(v, ['Deployment/ns/a'], 0);
     v.completed('Deployment/ns/a', 1_000);
     expect(v.unsettle('Deployment/ns/a', D1, 'replaced', 2)).toEqual([]);
+  });
+});
+
+describe('Waves, changes halted together (docs/adr/0045)', () => {
+  const CM2 = 'ns/ConfigMap/other';
+  const both = (workload: string, d2 = 'e1'): Candidate => ({
+    workload,
+    changes: [
+      { config: CM, digest: 'd1' },
+      { config: CM2, digest: d2 },
+    ],
+    cutoffMs: 1_000,
+  });
+  const only2 = (workload: string): Candidate => ({
+    workload,
+    changes: [{ config: CM2, digest: 'e1' }],
+    cutoffMs: 1_000,
+  });
+
+  it('halts every change a failed reload carried, each naming the others', () => {
+    const w = new Waves({ firstWave: 1, gatherMs: 0 });
+    expect(w.offer(both('Deployment/ns/a'), 0).kind).toBe('run');
+    const halts = w.failed('Deployment/ns/a', both('x').changes, 'not Ready', 5);
+    expect(halts.map((h) => [h.config, h.with])).toEqual([
+      [CM, [{ config: CM2, digest: 'e1' }]],
+      [CM2, [{ config: CM, digest: 'd1' }]],
+    ]);
+    expect(w.offer(only2('Deployment/ns/b'), 6).kind).toBe('halted');
+  });
+
+  it('a newer change of one of them ends the halt of the others: the next workload is judged for them', () => {
+    const w = new Waves({ firstWave: 1, gatherMs: 0 });
+    expect(w.offer(both('Deployment/ns/a'), 0).kind).toBe('run');
+    w.failed('Deployment/ns/a', both('x').changes, 'not Ready', 5);
+    // The fix of CM: its own halt is superseded, and CM2's, halted with it, ends too.
+    const s = w.supersede(CM, 'd2', 10);
+    expect(s.halt?.config).toBe(CM);
+    expect(s.alsoLifted.map((h) => h.config)).toEqual([CM2]);
+    // The workload that failed is not judged for CM2 (its pods read CM's bad content): b takes its place.
+    expect(w.offer(only2('Deployment/ns/b'), 11).kind).toBe('run');
+    expect(w.excused()).toEqual([
+      {
+        config: CM2,
+        workload: 'Deployment/ns/a',
+        why: `its failure was judged with a change of ${CM}, which a newer one replaced`,
+        atMs: 10,
+      },
+    ]);
+    // A halt of one change alone names none, and ends only by its own config.
+    const v = new Waves({ firstWave: 1, gatherMs: 0 });
+    v.offer(cand('Deployment/ns/a'), 0);
+    expect(v.failed('Deployment/ns/a', D1, 'not Ready', 5)[0]?.with).toBeUndefined();
+    expect(v.supersede(CM2, 'e2', 6).alsoLifted).toEqual([]);
+    expect(v.offer(cand('Deployment/ns/b'), 7).kind).toBe('halted');
+  });
+
+  it('a superseded change names the workloads still settling after a reload that carried it', () => {
+    const w = new Waves({ firstWave: 1, gatherMs: 0 });
+    expect(w.offer(both('Deployment/ns/a'), 0).kind).toBe('run');
+    expect(w.completed('Deployment/ns/a', 1_000)).toBe(true);
+    expect(w.supersede(CM, 'd2', 5)).toEqual({ running: [], settling: ['Deployment/ns/a'], alsoLifted: [] });
+    // Its settle for CM2 is then given up (the engine calls unsettle): the next workload runs.
+    expect(w.unsettle('Deployment/ns/a', [], 'read an older CM', 5)).toEqual([CM2]);
+    expect(w.offer(only2('Deployment/ns/b'), 6).kind).toBe('run');
+  });
+
+  it('a reload stopped for a newer content counts its new pods from then (rejudgeFrom)', () => {
+    const w = new Waves({ firstWave: 1, gatherMs: 0 });
+    expect(w.offer(both('Deployment/ns/a'), 0).kind).toBe('run');
+    expect(w.admittedAt('Deployment/ns/a', [{ config: CM2, digest: 'e1' }])).toBe(0);
+    w.rejudgeFrom('Deployment/ns/a', 7);
+    expect(w.admittedAt('Deployment/ns/a', [{ config: CM2, digest: 'e1' }])).toBe(7);
   });
 });
 

@@ -68,6 +68,12 @@ export interface Halt {
    * status). Not in the ledger: a halt restored after a restart has none.
    */
   pods?: readonly string[];
+  /**
+   * The other changes the failed reload carried, halted with this one: which of them failed cannot be
+   * told. A newer change (or the deletion) of any of them ends this halt too: the failure no longer
+   * says anything of this change, which is judged again by its waves (docs/adr/0045).
+   */
+  with?: readonly ChangeKey[];
 }
 
 export type Offer =
@@ -294,7 +300,7 @@ export class Waves {
     now: number,
     pods?: readonly string[],
   ): Halt[] {
-    const halts: Halt[] = [];
+    const halted: Progression[] = [];
     for (const p of this.#byConfig.values()) {
       if (!changes.some((c) => c.config === p.key.config && c.digest === p.key.digest)) continue;
       const m = p.members.get(workload);
@@ -302,9 +308,14 @@ export class Waves {
       m.state = 'failed';
       if (p.halt) continue;
       p.halt = { ...p.key, wave: m.wave, workload, why, atMs: now, ...(pods ? { pods } : {}) };
-      halts.push(p.halt);
+      halted.push(p);
     }
-    return halts;
+    // Halted together: each names the others, whose newer change ends it too.
+    for (const p of halted) {
+      const others = halted.filter((q) => q !== p).map((q) => q.key);
+      if (others.length > 0 && p.halt) p.halt = { ...p.halt, with: others };
+    }
+    return halted.map((p) => p.halt as Halt);
   }
 
   /** Its reload will not complete for this change (dropped, held, gone): it leaves the waves. */
@@ -340,13 +351,50 @@ export class Waves {
    * The config's content is now `digest` (undefined: deleted): a progression of other content is over,
    * its halt included (a revert to the content the workloads run needs no reload). Returns the halt lifted.
    */
-  supersede(config: string, digest: string | undefined): { halt?: Halt; running: string[] } {
+  supersede(
+    config: string,
+    digest: string | undefined,
+    now = 0,
+  ): { halt?: Halt; running: string[]; settling: string[]; alsoLifted: Halt[] } {
+    // The halts of changes halted with the superseded one (the same failed reload) end too.
+    const alsoLifted = this.liftHaltedWith(config, digest, now);
     const p = this.#byConfig.get(config);
-    if (!p || p.key.digest === digest) return { running: [] };
+    if (!p || p.key.digest === digest) return { running: [], settling: [], alsoLifted };
     this.#byConfig.delete(config);
     // Its reloads still under way are for content no longer current: the engine stops them.
     const running = [...p.members].filter(([, m]) => m.state === 'running' || m.state === 'excused');
-    return { ...(p.halt ? { halt: p.halt } : {}), running: running.map(([w]) => w) };
+    // Its workloads still settling run pods that read the superseded content: what they show says
+    // nothing of the other changes their reload carried (Waves.unsettle).
+    const settling = [...p.members].filter(([, m]) => m.state === 'settling');
+    return {
+      ...(p.halt ? { halt: p.halt } : {}),
+      running: running.map(([w]) => w),
+      settling: settling.map(([w]) => w),
+      alsoLifted,
+    };
+  }
+
+  /**
+   * Ends the halts that were halted together with a change of `config` other than `digest` (now
+   * superseded, or deleted: undefined): their failure may have been that change's. Each change goes on
+   * in its waves: the workloads that failed it are not judged for it (MemberState `exempt`: their pods
+   * read the other change too), and the next workloads in line are. Returns the halts ended.
+   */
+  liftHaltedWith(config: string, digest: string | undefined, now = 0): Halt[] {
+    const lifted: Halt[] = [];
+    for (const q of this.#byConfig.values()) {
+      const h = q.halt;
+      if (!h?.with?.some((c) => c.config === config && c.digest !== digest)) continue;
+      q.halt = undefined;
+      const why = `its failure was judged with a change of ${config}, which a newer one replaced`;
+      for (const [w, m] of q.members) {
+        if (m.state !== 'failed') continue;
+        if (m.wave === q.wave) q.inWave -= 1;
+        q.members.set(w, { state: 'exempt', wave: m.wave, why, atMs: now });
+      }
+      lifted.push(h);
+    }
+    return lifted;
   }
 
   /**
@@ -362,6 +410,18 @@ export class Waves {
         at = Math.min(at ?? m.atMs, m.atMs);
     }
     return at;
+  }
+
+  /**
+   * The workload's reload was stopped because a config it reads changed again: the pods it created
+   * read the older content, so its memberships still under way count their new pods (and their
+   * deadline) from `now`, when its next reload of the newer content begins.
+   */
+  rejudgeFrom(workload: string, now: number): void {
+    for (const p of this.#byConfig.values()) {
+      const m = p.members.get(workload);
+      if (m?.state === 'running' || m?.state === 'excused') m.atMs = now;
+    }
   }
 
   /** Whether the workload's reload of these changes is under way and judged (not excused at admission). */

@@ -25,6 +25,11 @@ export class Gates {
     return this.progressive ? this.progressive.admit(a) : a;
   }
 
+  /** The queue hands the reload over: undefined when a gate now keeps it (progressive.atRun). */
+  atRun(a: ReloadAction): ReloadAction | undefined {
+    return this.progressive ? this.progressive.atRun(a) : a;
+  }
+
   ended(a: ReloadAction, o: Outcome): void {
     this.progressive?.ended(a, o);
   }

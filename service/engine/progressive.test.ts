@@ -255,7 +255,7 @@ describe('progressive reloads', () => {
     await next.stop();
   });
 
-  it('a reload carrying two configs’ changes halts and records both, keyed by the change: a rewrite of the canary’s entry drops neither, a new term holds both, and a config deleted meanwhile ends its own (ADR 0042)', async () => {
+  it('a reload carrying two configs’ changes halts and records both, keyed by the change: a rewrite of the canary’s entry drops neither, a new term holds both, and a config deleted meanwhile ends its own and its companion’s (ADR 0042, 0045)', async () => {
     const w = engineWorld(FLAGS);
     w.state.putConfig(w.putConfigMap('a', 'shared', { k: '1' }));
     w.state.putConfig(w.putConfigMap('a', 'extra', { k: '1' }));
@@ -289,6 +289,16 @@ describe('progressive reloads', () => {
       ['ConfigMap/a/extra', digest('extra'), 'Deployment/a/canary'],
       ['ConfigMap/a/shared', digest('shared'), 'Deployment/a/canary'],
     ]);
+    // Each names the other: halted together, which one failed cannot be told (ADR 0045).
+    expect(
+      w.ledger
+        .halts()
+        .map((h) => [h.config, h.with?.map((c) => c.config)])
+        .sort(),
+    ).toEqual([
+      ['ConfigMap/a/extra', ['ConfigMap/a/shared']],
+      ['ConfigMap/a/shared', ['ConfigMap/a/extra']],
+    ]);
     // Any rewrite of the canary's entry (a reload of another config, a dropped reload) keeps both.
     await w.ledger.put('Deployment/a/canary', { configs: { 'ConfigMap/a/other': 'x' } });
     expect(recorded()).toHaveLength(2);
@@ -306,12 +316,14 @@ describe('progressive reloads', () => {
         .sort(),
     ).toEqual(['ConfigMap/a/extra', 'ConfigMap/a/shared']);
     await next.stop();
-    // The config deleted while no term ran: its halt has ended, and its record goes at the next start.
+    // The config deleted while no term ran: its halt has ended, and its record goes at the next start;
+    // so does the halt of the change halted with it, which its failure no longer speaks for (ADR 0045).
     w.state.deleteConfig({ kind: 'ConfigMap', namespace: 'a', name: 'extra' });
     const third = new Reconciler(w.deps);
     await third.start();
     await w.settle();
-    expect(recorded()).toEqual([['ConfigMap/a/shared', digest('shared'), 'Deployment/a/canary']]);
+    expect(recorded()).toEqual([]);
+    expect(third.status().halted).toEqual([]);
     await third.stop();
   });
 

@@ -6,7 +6,7 @@
 
 import { KEYS } from '../core/annotations.ts';
 import { realTimers, type Timers } from '../core/batcher.ts';
-import { type HaltRecord, haltEnded } from '../core/halt-record.ts';
+import { type HaltRecord, haltEnded, haltedWithChanged, MAX_HALTED_WITH } from '../core/halt-record.ts';
 import { haltWhy } from '../core/ledger-entry.ts';
 import { notJudgedAtAdmission, replacementsFailed } from '../core/pod-health.ts';
 import type { ConfigRecord } from '../core/records.ts';
@@ -48,7 +48,8 @@ export interface ProgressiveOptions {
    * Stops the workload's running reload, if the one running is one `carries` says (its surge pods are
    * removed; a halted one is retried, and held; a superseded one is dropped).
    */
-  cut(workload: string, why: CutReason, carries: (a: ReloadAction) => boolean): void;
+  /** Stops the workload's running reload when it carries what `carries` says; true when it did. */
+  cut(workload: string, why: CutReason, carries: (a: ReloadAction) => boolean): boolean;
   /** Whether the workload's reload runs now (an action of it is under way, not parked or queued). */
   running?(workload: string): boolean;
   /** Aborts when the term ends. */
@@ -58,6 +59,9 @@ export interface ProgressiveOptions {
 /** Whether an action carries any of these changes, at these contents. */
 const carriesAny = (changes: readonly ChangeKey[]) => (a: ReloadAction) =>
   changesOf(a).some((c) => changes.some((k) => k.config === c.config && k.digest === c.digest));
+
+/** The reason of a reload the queue handed over that a halt now holds (Progressive.atRun). */
+export const HELD_BY_HALT = 'held: a change it carries was halted since it was queued';
 
 export class Progressive {
   readonly #d: ReconcilerDeps;
@@ -117,6 +121,15 @@ export class Progressive {
     for (const h of records.values()) {
       const c = this.#d.state.configs.get(h.config);
       const ended = haltEnded(h, c && { digest: c.digest.all, ...(c.uid ? { uid: c.uid } : {}) });
+      const withChanged = haltedWithChanged(h, (id) => this.#d.state.configs.get(id)?.digest.all);
+      if (!ended && withChanged) {
+        this.#d.log.info(
+          { config: display(h.config), wave: h.wave, haltedAt: h.at, with: display(withChanged) },
+          'progressive reload halt ended: a change halted with it changed while the service was down',
+        );
+        this.#keep(this.#d.ledger.removeHalt(h.config), `the end of the halt of ${h.config}`);
+        continue;
+      }
       if (ended) {
         this.#d.log.info(
           { config: display(h.config), wave: h.wave, haltedAt: h.at, ended },
@@ -135,6 +148,7 @@ export class Progressive {
           workload: h.workload,
           why: h.why,
           atMs: Date.parse(h.at),
+          ...(h.with ? { with: h.with } : {}),
         },
         Date.parse(h.cutoff),
       );
@@ -283,6 +297,22 @@ export class Progressive {
   }
 
   /**
+   * The queue hands over a reload admitted earlier: a change it carries may have been halted since
+   * (a retry queued behind --min-reload-interval while another workload failed the wave). Then it is
+   * kept as a reload the halt holds, not run (engine simulation seed 196 with broken contents).
+   * Returns the reload to run, or undefined.
+   */
+  atRun(a: ReloadAction): ReloadAction | undefined {
+    const t = this.#d.state.workloads.get(a.workload);
+    if (!t || !inWaves(t)) return a;
+    const halt = this.#waves.haltOf(changesOf(a));
+    if (!halt) return a;
+    this.#park(a);
+    this.#tellHeld(t, halt);
+    return undefined;
+  }
+
+  /**
    * A parked member at its deadline (counted from its first admission), if it is still parked: it
    * made no progress for the changes it was admitted for while it waited for another change's wave,
    * and what its pods show now is not theirs alone. Not judged for them: it holds none of their
@@ -336,14 +366,37 @@ export class Progressive {
    */
   configChanged(config: string, digest: string | undefined): void {
     const now = digest ?? DELETED;
-    const { halt: lifted, running } = this.#waves.supersede(config, now);
+    const at = this.#timers.now();
+    const { halt: lifted, running, settling, alsoLifted } = this.#waves.supersede(config, now, at);
+    // A workload settling after a reload that carried the superseded content: its pods read it, so
+    // they are not judged for the other changes that reload carried (engine simulation seed 2894 with
+    // broken contents: a good change halted by pods that read a bad content since replaced).
+    for (const w of settling) {
+      const given = this.#waves.unsettle(
+        w,
+        [],
+        `its pods read ${display(config)} as it was before a newer change`,
+        at,
+      );
+      if (given.length === 0) continue;
+      this.#bump(w);
+      const t = this.#d.state.workloads.get(w);
+      if (t)
+        this.#d.log.info(
+          { ...fields(t), configs: given.map(display), config: display(config) },
+          'progressive reload: its pods read a content since replaced; not judged for the other changes its reload carried',
+        );
+    }
     // A reload of content no longer current stops now and gives back its slot: the newer change's
     // reload of the same workload must not wait for it (nor be judged by it).
-    for (const w of running)
-      this.#o.cut(w, { kind: 'superseded', config }, (a) => {
+    const cut: string[] = [];
+    for (const w of running) {
+      const stopped = this.#o.cut(w, { kind: 'superseded', config }, (a) => {
         const c = changesOf(a).find((k) => k.config === config);
         return c !== undefined && c.digest !== now;
       });
+      if (stopped) cut.push(w);
+    }
     // So does a reload of another change of a workload that reads this config: the pods it creates
     // from now on read the new content, and would be judged for the other change (a good change was
     // halted by the pods of a bad change of another config written mid-reload: execution simulation).
@@ -352,10 +405,19 @@ export class Progressive {
     for (const w of digest === undefined ? [] : this.#d.state.affectedBy(configRefOf(config))) {
       const t = this.#d.state.workloads.get(w);
       if (!t || !inWaves(t)) continue;
-      this.#o.cut(w, { kind: 'superseded', config }, (a) => {
+      const stopped = this.#o.cut(w, { kind: 'superseded', config }, (a) => {
         const had = a.contents?.[config] ?? a.target[config];
         return had !== undefined && had !== now;
       });
+      if (stopped) cut.push(w);
+    }
+    // The pods those reloads created read this config's older content: they say nothing of the other
+    // changes the reloads carried, which are judged by the pods created from now on (a good change was
+    // halted by the pods of a cut reload that read a bad content since fixed: engine simulation seed
+    // 642 with broken contents).
+    for (const w of cut) {
+      this.#bump(w);
+      this.#waves.rejudgeFrom(w, at);
     }
     for (const a of [...this.#parked.values()]) {
       const c = changesOf(a).find((k) => k.config === config);
@@ -365,12 +427,23 @@ export class Progressive {
       this.#o.forget(a);
       this.#notRun(a, config);
     }
-    if (!lifted) return;
-    this.#endHalt(lifted);
-    this.#d.log.info(
-      { config: display(config), wave: lifted.wave },
-      'progressive reload halt lifted: the config changed since',
-    );
+    if (lifted) {
+      this.#endHalt(lifted);
+      this.#d.log.info(
+        { config: display(config), wave: lifted.wave },
+        'progressive reload halt lifted: the config changed since',
+      );
+    }
+    // Changes halted with this one (the same failed reload): which of them failed cannot be told, so
+    // they go on in their waves, judged by the next workloads (docs/adr/0045).
+    for (const h of alsoLifted) {
+      this.#endHalt(h);
+      this.#d.log.info(
+        { config: display(h.config), wave: h.wave, with: display(config) },
+        'progressive reload halt lifted: it was halted with a change of another config, which changed since',
+      );
+    }
+    if (alsoLifted.length > 0 || settling.length > 0) this.#reoffer();
   }
 
   #notRun(a: ReloadAction, config: string): void {
@@ -416,8 +489,8 @@ export class Progressive {
         return;
       }
       case 'dropped':
-        // A newer action of the workload carries on its place in the wave.
-        if (o.reason.startsWith('superseded by a newer change')) return;
+        // A newer action of the workload carries on its place in the wave; one held by a halt keeps it.
+        if (o.reason.startsWith('superseded by a newer change') || o.reason === HELD_BY_HALT) return;
         this.#waves.forget(a.workload);
         break;
       case 'hold':
@@ -715,6 +788,7 @@ export class Progressive {
       workload: a.workload,
       why: haltWhy(h.why),
       at: new Date(h.atMs).toISOString(),
+      ...(h.with ? { with: h.with.slice(0, MAX_HALTED_WITH) } : {}),
     };
     try {
       await this.#d.ledger.putHalt(record);

@@ -86,9 +86,16 @@ export async function judgeAtStart(d: ReconcilerDeps, h: StartupHooks): Promise<
         log.info({ ...fields(t), ...changes }, 'changed, and held until the Argo CD sync ends');
         continue;
       }
+      // It carries every config written since it began, not only the ones it was for: its pods will
+      // read them, and progressive reloads judge it for each (engine simulation seed 4710 with broken
+      // contents: a bad content written while down reached a workload outside its waves).
+      const cutoffMs = Date.parse(entry.pending.cutoff);
+      const rewritten = Object.keys(set).filter(
+        (id) => writtenSince(d, { [id]: '' }, cutoffMs) !== undefined,
+      );
       h.submit({
         workload: t.id,
-        changed: entry.pending.changed,
+        changed: [...new Set([...entry.pending.changed, ...rewritten])].sort(),
         cutoffMs: effectiveCutoff(since),
         target: set,
         changeRV: h.changeRV(Object.keys(set)),

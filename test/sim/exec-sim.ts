@@ -24,7 +24,8 @@
 // (withProgressiveSteps). Then also:
 //  - a halt survives: once any leader's status shows a config's current content halted, no workload
 //    that content had not reached by then is reached by it (a surge pod or an eviction) until the
-//    config changes again, across leader changes and the service's restarts of its term;
+//    config changes again (or one halted with it by the same failure: docs/adr/0045), across leader
+//    changes and the service's restarts of its term;
 //  - no good change is halted unless the failure can be blamed on a bad content the same reload
 //    carried or on the environment breaking pods meanwhile;
 //  - a good change completes: at quiescence every pod reads the newest content of each of its configs,
@@ -260,7 +261,22 @@ async function run(s: ExecSchedule): Promise<ExecRun> {
   // The halt check: the workloads each content reached (a surge pod or an eviction of theirs by the
   // service), and the halts seen in a leader's status, each with the workloads reached by then.
   const reached = new Map<string, Set<string>>();
-  const halts = new Map<string, { content: string; reached: Set<string>; seenAt: number }>();
+  /**
+   * Per config: its halted content, the workloads it had reached, and the contents of the configs
+   * halted with it then (one failed reload carried them): a newer change of one of those ends this
+   * halt too (docs/adr/0045).
+   */
+  const halts = new Map<
+    string,
+    { content: string; reached: Set<string>; seenAt: number; with: Map<string, string> }
+  >();
+  /** The config's halt, while it holds: its content unchanged, and the contents halted with it too. */
+  const holding = (c: string) => {
+    const h = halts.get(c);
+    if (!h || h.content !== content(c)) return undefined;
+    for (const [other, was] of h.with) if (content(other) !== was) return undefined;
+    return h;
+  };
   /** Per workload id: when its recorded reload started (a new start rewrites it; progress does not). */
   const started = new Map<string, string | undefined>();
   const lease = { holder: '', renewMs: 0 };
@@ -328,11 +344,15 @@ async function run(s: ExecSchedule): Promise<ExecRun> {
         const c = h.config.split('/').pop() as string;
         // Decided after the config's newest write: a halt of the content it holds now.
         if (Date.parse(h.since) < (changedAt.get(c) ?? 0)) continue;
-        if (halts.get(c)?.content === content(c)) continue;
+        if (holding(c)) continue;
+        const companions = listed
+          .filter((o) => o !== h && o.workload === h.workload && o.since === h.since)
+          .map((o) => o.config.split('/').pop() as string);
         halts.set(c, {
           content: content(c),
           reached: new Set(reached.get(content(c)) ?? []),
           seenAt: Date.now(),
+          with: new Map(companions.map((o) => [o, content(o)])),
         });
         // A good content halted: only where the failure can be blamed on something else the reload
         // carried (another config's bad content: both changes are halted, which failed is unknown), or
@@ -372,8 +392,8 @@ async function run(s: ExecSchedule): Promise<ExecRun> {
     if (!spec) return;
     sawHalts();
     for (const c of spec.uses) {
-      const h = halts.get(c);
-      if (h && h.content === content(c) && !h.reached.has(spec.name))
+      const h = holding(c);
+      if (h && !h.reached.has(spec.name))
         violations.push(
           `t=${t()}: the halted change ${h.content} reached ${spec.name}; it had reached ${[...h.reached].join(',') || 'nothing'}`,
         );
@@ -678,8 +698,9 @@ async function run(s: ExecSchedule): Promise<ExecRun> {
     // a good change of another config of its readers: their reload would carry the halted change.
     if (d.uses.some((c) => badVersions.has(content(c)))) continue;
     // So does a good content halted with a bad one (one reload carried both) or by a broken
-    // environment, and still in force: a halt ends by resume or a newer change only.
-    if (d.uses.some((c) => halts.get(c)?.content === content(c))) continue;
+    // environment, and still in force: a halt ends by resume or a newer change (of its config, or of
+    // one halted with it) only.
+    if (d.uses.some((c) => holding(c))) continue;
     for (const p of model.objs.pods.values()) {
       if (p.metadata.labels?.app !== d.name || p.metadata.deletionTimestamp) continue;
       const created = model.createdMs.get(p.metadata.uid) ?? 0;

@@ -16,8 +16,10 @@ export function prng(seed: number): () => number {
 /** How an Argo CD notification reaches the service: once, never, twice, or late (after later steps). */
 export type Delivery = 'ok' | 'lost' | 'dup' | 'late';
 
-export type Step = { at: number } /** The config's data changes. */ & (
-  | { kind: 'update'; config: string }
+export type Step = {
+  at: number;
+} /** The config's data changes. */ /** `bad`: pods that read the new content never become Ready (a broken config, until its fix). */ & (
+  | { kind: 'update'; config: string; bad?: boolean }
   /** Labels, annotations and resourceVersion change; the data does not. */
   | { kind: 'meta'; config: string }
   | { kind: 'delete'; config: string }
@@ -127,6 +129,28 @@ export function randomSchedule(seed: number): Schedule {
     pEvent: r() * 0.5,
     faultsUntil: at + 30_000,
   };
+}
+
+/**
+ * The schedule with broken contents (progressive reloads, issue 34): about a third of its data updates
+ * write a content whose pods never become Ready, most followed by their fix (a good update of the same
+ * config, 2 to 92 s later: before or after the canary is judged). Its own random stream: the base
+ * schedule stays the seed's.
+ */
+export function withBadContents(base: Schedule): Schedule {
+  const r = prng(base.seed ^ 0x5bd1e995);
+  const steps: Step[] = [];
+  for (const step of base.steps) {
+    if (step.kind !== 'update' || r() >= 0.35) {
+      steps.push(step);
+      continue;
+    }
+    steps.push({ ...step, bad: true });
+    if (r() < 0.7)
+      steps.push({ at: step.at + 2_000 + Math.floor(r() * 90_000), kind: 'update', config: step.config });
+  }
+  const last = Math.max(0, ...steps.map((x) => x.at));
+  return { ...base, steps, faultsUntil: Math.max(base.faultsUntil, last + 30_000) };
 }
 
 /** Drops steps one at a time while the schedule still fails: a shorter schedule to read. */

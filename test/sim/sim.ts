@@ -20,7 +20,11 @@
 //    margin, and after a key change the newest write of a config as the bound of its data change);
 //  - no reload starts while a config its pods need (not optional) is missing;
 //  - with the Application watch, no reload for a change seen during an app's sync starts before the
-//    sync ends.
+//    sync ends;
+//  - with broken contents (withBadContents, progressive reloads): a halt survives (a halted content,
+//    as the ledger's halt records say, reaches no further workload), and a good change completes:
+//    "nothing lost" and the ledger's end hold for every workload, except one that reads a broken
+//    content still current, or a good one halted with such a content (docs/adr/0045).
 
 import { pino } from 'pino';
 import { SyncGate } from '../../service/argocd/gate.ts';
@@ -31,9 +35,11 @@ import { loadConfig } from '../../service/config/config.ts';
 import { compileGlobals } from '../../service/core/annotations.ts';
 import { keyFingerprint } from '../../service/core/config-hash.ts';
 import { effectiveCutoff } from '../../service/core/cutoff.ts';
+import { decodeHalt, isHaltKey } from '../../service/core/halt-record.ts';
 import { decodeEntry } from '../../service/core/ledger-entry.ts';
 import { missingNeeded } from '../../service/core/needed-configs.ts';
 import { watchedSet } from '../../service/core/plan.ts';
+import { type PodHealthFacts, unhealthy } from '../../service/core/pod-health.ts';
 import type { ConfigRecord, WorkloadRecord } from '../../service/core/records.ts';
 import { sameDigests } from '../../service/engine/startup.ts';
 import type { ExecRequest, ExecResult, StrategiesPort } from '../../service/engine/strategies-port.ts';
@@ -60,7 +66,14 @@ const DEADLINE_MS = 20_000;
 const SKEW_MS = 2_000;
 
 /** What the last simulate() did, for a reader who wonders whether anything ran. */
-export const stats = { runs: 0, replaced: 0, steps: {} as Record<string, number>, ledgerFaults: 0 };
+export const stats = {
+  runs: 0,
+  replaced: 0,
+  steps: {} as Record<string, number>,
+  ledgerFaults: 0,
+  /** Halt records written (progressive reloads of broken contents). */
+  halts: 0,
+};
 
 interface Pod {
   uid: string;
@@ -82,6 +95,8 @@ interface ConfigModel {
   writes: number[];
   createdAt: number;
   meta: number;
+  /** Data versions whose pods never become Ready (a broken content: withBadContents). */
+  bad: Set<number>;
 }
 interface DeploymentModel {
   name: string;
@@ -118,6 +133,7 @@ export async function simulate(s: Schedule, o: SimOptions = {}): Promise<string[
   stats.replaced = 0;
   stats.steps = {};
   stats.ledgerFaults = 0;
+  stats.halts = 0;
   const r = prng(s.seed ^ 0x9e3779b9);
   // The clock and timers: time moves only when the driver says so.
   let now = Date.parse('2026-01-01T00:00:00Z');
@@ -199,6 +215,7 @@ export async function simulate(s: Schedule, o: SimOptions = {}): Promise<string[
       writes: [now - 3_600_000],
       createdAt: now - 3_600_000,
       meta: 0,
+      bad: new Set(),
     });
   }
   const current = (name: string) => {
@@ -213,6 +230,22 @@ export async function simulate(s: Schedule, o: SimOptions = {}): Promise<string[
       d.uses.map((u) => [u.config, current(u.config) ?? (u.optional ? 'absent' : 'waiting')] as const),
     ),
   });
+  /** A pod that read a broken content of one of its configs never becomes Ready (and never crashes). */
+  const podReady = (p: Pod) =>
+    ![...p.reads].some(([c, v]) => typeof v === 'number' && configs.get(c)?.bad.has(v) === true);
+  const podFacts = (d: DeploymentModel): PodHealthFacts[] =>
+    d.pods.map((p) => ({
+      name: p.uid,
+      createdMs: Math.floor(p.createdAt / 1000) * 1000,
+      ready: podReady(p),
+      restarts: 0,
+      terminating: false,
+    }));
+  /** A config whose current content is broken: its readers may stay unreached (its change halted). */
+  const badNow = (name: string) => {
+    const c = configs.get(name);
+    return c?.exists === true && c.bad.has(c.version);
+  };
   const deployments = new Map<string, DeploymentModel>();
   for (const d of s.deployments) {
     const m: DeploymentModel = {
@@ -271,12 +304,12 @@ export async function simulate(s: Schedule, o: SimOptions = {}): Promise<string[
         },
       },
     },
-    // The model's pods are always healthy and settled: a progressive reload judges what it does.
+    // The model's rollouts are done at once; its pods are Ready unless they read a broken content.
     status: {
       observedGeneration: d.template + 1,
       replicas: d.replicas,
       updatedReplicas: d.replicas,
-      readyReplicas: d.replicas,
+      readyReplicas: d.pods.filter(podReady).length,
     },
   });
   const appSync = (name: string): AppSync | undefined => {
@@ -298,12 +331,39 @@ export async function simulate(s: Schedule, o: SimOptions = {}): Promise<string[
   // Which config version a digest in the ledger stands for (any key; -1: the config was missing).
   const versionOf = new Map<string, number>();
   const noteDigests = (state: ClusterState) => {
+    for (const [id, c] of state.configs)
+      versionOf.set(`${id}#${c.digest.all}`, current(configName(id)) ?? -1);
     for (const w of state.workloads.values()) {
       for (const [id, dg] of Object.entries(watchedSet(w.rec, w.parsed, state, globals).digests))
         versionOf.set(`${id}=${dg}`, current(configName(id)) ?? -1);
     }
   };
+  /** Per config: the halted content (its version) and the workload that failed it, from the halt records. */
+  const halts = new Map<
+    string,
+    { version: number | undefined; workload: string; with: Array<{ config: string; version?: number }> }
+  >();
   const onLedgerWrite = (key: string, before: string | undefined, after: string | undefined) => {
+    if (isHaltKey(key)) {
+      const h = after === undefined ? undefined : decodeHalt(key, after);
+      if (!h?.ok) {
+        if (before !== undefined && after === undefined) {
+          const was = decodeHalt(key, before);
+          if (was.ok) halts.delete(configName(was.halt.config));
+        }
+        return;
+      }
+      if (before === undefined) stats.halts++;
+      halts.set(configName(h.halt.config), {
+        version: versionOf.get(`${h.halt.config}#${h.halt.digest}`),
+        workload: h.halt.workload,
+        with: (h.halt.with ?? []).map((c) => ({
+          config: configName(c.config),
+          version: versionOf.get(`${c.config}#${c.digest}`),
+        })),
+      });
+      return;
+    }
     const was = before === undefined ? undefined : decodeEntry(key, before);
     const is = after === undefined ? undefined : decodeEntry(key, after);
     if (!is?.ok) return;
@@ -341,6 +401,17 @@ export async function simulate(s: Schedule, o: SimOptions = {}): Promise<string[
     });
   const onReplace = (d: DeploymentModel, p: Pod, cutoffMs: number) => {
     const id = `Deployment/${NS}/${d.name}`;
+    // A halt survives: a halted content reaches no further workload (issue 34), until a resume (never
+    // here), a newer change of its config or the config's deletion ends the halt record.
+    for (const u of d.uses) {
+      const h = halts.get(u.config);
+      const v = current(u.config);
+      if (h?.version === undefined || h.version !== v || h.workload === id || p.reads.get(u.config) === v)
+        continue;
+      violations.push(
+        `${t()}: halt did not survive: ${id} replaced ${p.uid} to read ${u.config}=v${v}, halted at ${h.workload}`,
+      );
+    }
     if (p.createdAt >= cutoffMs)
       violations.push(`${t()}: I3: ${id} replaced ${p.uid}, created after its cutoff`);
     // Already current: it reads the newest data of each config (a deletion alone justifies nothing).
@@ -520,7 +591,10 @@ export async function simulate(s: Schedule, o: SimOptions = {}): Promise<string[
         const i = d.pods.findIndex((p) => p.uid === u);
         if (i < 0) continue;
         onReplace(d, d.pods[i] as Pod, a.cutoffMs);
+        const ready = d.pods.filter(podReady).length;
         d.pods.splice(i, 1, newPod(d));
+        // The Deployment controller reports its Ready pods: the watch sees the status change.
+        if (d.pods.filter(podReady).length !== ready) putDeployment(d);
         replaced++;
         stats.replaced++;
         req.onProgress();
@@ -538,11 +612,13 @@ export async function simulate(s: Schedule, o: SimOptions = {}): Promise<string[
     },
     async sweep() {},
     async resumeJobs() {},
-    async health() {
-      return undefined;
+    async health(w, sinceMs) {
+      const d = depOf(w.id);
+      return d?.exists ? unhealthy(podFacts(d), sinceMs) : undefined;
     },
-    async pods() {
-      return undefined;
+    async pods(w) {
+      const d = depOf(w.id);
+      return d?.exists ? podFacts(d) : undefined;
     },
     async dropSurgePods() {},
   };
@@ -685,6 +761,7 @@ export async function simulate(s: Schedule, o: SimOptions = {}): Promise<string[
         if (step.kind === 'update' || (step.kind === 'recreate' && !step.same)) {
           c.version++;
           c.contentAt.set(c.version, now);
+          if (step.kind === 'update' && step.bad) c.bad.add(c.version);
         }
         if (step.kind === 'meta') c.meta++;
         if (step.kind === 'recreate') {
@@ -829,11 +906,24 @@ export async function simulate(s: Schedule, o: SimOptions = {}): Promise<string[
       if (e) violations.push(`${id}: deleted, and the ledger still holds an entry for it`);
       continue;
     }
+    // A reader of a broken content may stay unreached (its change halted), and with it what else it
+    // reads: a reload would bring it the broken content. So may a reader of a good content halted
+    // with a broken one still current (one failed reload carried both: which failed cannot be told).
+    // Every other change completes.
+    const haltedWithBad = (name: string) => {
+      const h = halts.get(name);
+      return (
+        h !== undefined &&
+        h.version === current(name) &&
+        h.with.some((w) => w.version !== undefined && w.version === current(w.config) && badNow(w.config))
+      );
+    };
+    const halted = d.uses.some((u) => badNow(u.config) || haltedWithBad(u.config));
     for (const pod of d.pods) {
       for (const u of d.uses) {
         const c = configs.get(u.config) as ConfigModel;
         const read = pod.reads.get(u.config);
-        if (read === c.version) continue;
+        if (read === c.version || halted) continue;
         // Known limit (reported): a pod created while an optional config was missing runs without it;
         // its return with the data the ledger holds is no change, so nothing restarts that pod.
         if (read === 'absent' && (c.contentAt.get(c.version) ?? 0) < pod.createdAt) continue;
@@ -844,6 +934,7 @@ export async function simulate(s: Schedule, o: SimOptions = {}): Promise<string[
     }
     const w = p.state.workloads.get(id);
     const target = w ? watchedSet(w.rec, w.parsed, p.state, globals).digests : {};
+    if (halted) continue;
     if (e?.pending) violations.push(`${id}: still pending at quiescence`);
     if (!e || !sameDigests(e.configs, target)) {
       const v = (m: Record<string, string> | undefined) =>
