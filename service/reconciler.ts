@@ -1,11 +1,12 @@
 // Turns observations into reload actions and decides what happens to them. Config and workload events
 // feed the Batcher; each batch is judged against the ledger (watchedSet + verdict); a reload becomes
-// an action in the WorkQueue, keyed by workload, which always holds the newest change's action. When
-// the queue hands one over, decide() says whether it runs; runReload() executes it through the
-// injected strategies and returns an Outcome; #settle() turns outcomes into waits in the waiting room
-// (engine/waiting-room.ts: a retry, a hold until a window opens), which arms every timer after the
-// batch and is the table the status reads. Every clock, timer, ledger, Event and strategy comes in through deps, so
-// a test drives all of it one step at a time (docs/adr/0020, docs/design.md).
+// an action that waits in the waiting room (engine/waiting-room.ts), which always holds the newest
+// change's action per workload, while the WorkQueue holds the workload's key (fairness, the minimum
+// interval). When the queue hands one over, decide() says whether it runs; runReload() executes it
+// through the injected strategies and returns an Outcome; #settle() turns outcomes into waits in the
+// room (a retry, a hold until a window opens). The room arms every timer after the batch and is the
+// table the status reads. Every clock, timer, ledger, Event and strategy comes in through deps, so a
+// test drives all of it one step at a time (docs/adr/0020, docs/design.md).
 
 import { identities } from './catch-up.ts';
 import { KEYS } from './core/annotations.ts';
@@ -17,14 +18,13 @@ import {
   type CutReason,
   compareRecency,
   isOlder,
-  mergeActions,
   type Outcome,
   type Recency,
   type ReloadAction,
   retryDelayMs,
 } from './core/reload-action.ts';
 import { configId } from './core/types.ts';
-import { WorkQueue } from './core/work-queue.ts';
+import { type QueuedAction, WorkQueue } from './core/work-queue.ts';
 import { ConfigHooks } from './engine/config-hooks.ts';
 import { decide } from './engine/decide.ts';
 import type { ReconcilerDeps } from './engine/deps.ts';
@@ -48,7 +48,8 @@ export class Reconciler {
   readonly #d: ReconcilerDeps;
   readonly #timers: Timers;
   readonly #batcher: Batcher;
-  readonly #queue: WorkQueue<ReloadAction>;
+  /** Workload keys only: the action queued waits in the room (`enqueue`, `take`). */
+  readonly #queue: WorkQueue<QueuedAction>;
   readonly #recorder: Recorder;
   readonly #windows: BatchWindows;
   readonly #event: ReturnType<typeof emitOn>;
@@ -93,7 +94,7 @@ export class Reconciler {
     this.#signal = d.term ? AbortSignal.any([d.term, this.#abort.signal]) : this.#abort.signal;
     this.#recorder = new Recorder(d.ledger, { reloadOnDelete: d.cfg.reloadOnDelete });
     this.#event = emitOn(d.events);
-    this.#room = new WaitingRoom(this.#timers, () => this.#queue.queued());
+    this.#room = new WaitingRoom(this.#timers);
     this.#holds = new WindowHolds(d, this.#room, (a) => this.#submit(a));
     this.#windows = new BatchWindows(d, () => this.#timers.now());
     d.ledger.fence(this.#signal);
@@ -105,15 +106,16 @@ export class Reconciler {
       onBatch: (b) => this.#onBatch(b),
     });
     d.gate?.attach(this.#batcher);
-    this.#queue = new WorkQueue<ReloadAction>({
+    this.#queue = new WorkQueue<QueuedAction>({
       maxConcurrent: d.cfg.maxConcurrentReloads,
       minIntervalMs: d.cfg.minReloadIntervalMs,
-      run: (a) => this.#runTracked(a),
+      run: (k) => {
+        const a = this.#room.take(k.workload);
+        return a ? this.#runTracked(a) : Promise.resolve();
+      },
       ...(d.timers ? { timers: d.timers } : {}),
       // Fair across namespaces: one tenant's stuck reloads never hold every slot.
       groupOf: (w) => w.split('/')[1] ?? '',
-      // The newer change wins, whichever was submitted last; it still names every config that changed.
-      merge: mergeActions,
     });
     this.#detachDepth = d.metrics?.reloader.queueDepthFrom(() => this.#queue.waiting);
     const forget = (a: ReloadAction) => this.#forgetContent(a.workload, a.target);
@@ -427,7 +429,7 @@ export class Reconciler {
   }
 
   #enqueue(a: ReloadAction): void {
-    this.#queue.submit(this.#windows.apply(a));
+    this.#queue.submit(this.#room.enqueue(this.#windows.apply(a)));
   }
 
   /** Whether two targets record the same thing against the workload's ledger entry (see recordable). */

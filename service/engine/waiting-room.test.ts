@@ -82,10 +82,26 @@ describe('the waiting room', () => {
     expect(room.count('wave')).toBe(0);
   });
 
+  it("keeps the queued action (the newest change's, every config named) while the queue keeps the key and its timing", () => {
+    const room = new WaitingRoom(fakeTimers().timers);
+    const newer = { ...action('Deployment/a/q', ['ConfigMap/a/y'], 5), notBefore: 900 };
+    expect(room.enqueue(newer)).toEqual({ workload: 'Deployment/a/q', notBefore: 900 });
+    // An older change submitted later (a retry) joins it; the newer change's action and timing win.
+    expect(room.enqueue({ ...action('Deployment/a/q', ['ConfigMap/a/x'], 2), minIntervalMs: 7 })).toEqual({
+      workload: 'Deployment/a/q',
+      notBefore: 900,
+    });
+    expect(room.table().phases.map((p) => p.phase.kind)).toEqual(['queued']);
+    const taken = room.take('Deployment/a/q');
+    expect(taken).toMatchObject({ cutoffMs: 5, changed: ['ConfigMap/a/x', 'ConfigMap/a/y'] });
+    expect(room.take('Deployment/a/q')).toBeUndefined();
+    expect(room.table().phases).toEqual([]);
+  });
+
   it('is the one table the status reads: queued, window, wave or halt, retry, brake, and what the checks know', () => {
     const time = fakeTimers();
-    const queued = [action('Deployment/a/q', ['ConfigMap/a/x'])];
-    const room = new WaitingRoom(time.timers, () => queued);
+    const room = new WaitingRoom(time.timers);
+    room.enqueue(action('Deployment/a/q', ['ConfigMap/a/x']));
     const halt = {
       config: 'ConfigMap/a/x',
       digest: 'd',
@@ -132,6 +148,7 @@ describe('the waiting room', () => {
     room.retry('Deployment/a/r', 100, true, () => fired.push('retry'));
     room.wait(action('Deployment/a/b', ['ConfigMap/a/x']), 'brake');
     room.holdForWindow(action('Deployment/a/w', ['ConfigMap/a/x']), 1_000, () => fired.push('window'));
+    room.enqueue(action('Deployment/a/q', ['ConfigMap/a/x']));
     room.clear();
     expect(time.pending).toEqual([]);
     await time.advance(10_000);

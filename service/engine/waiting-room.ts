@@ -5,7 +5,8 @@
 // The status reads this one table (plus the batcher and the sync gates, which hold changes, not
 // reloads).
 //
-// Phases: `queued` (in the work queue, which keeps fairness and the minimum interval), `waiting
+// Phases: `queued` (the work queue holds the workload's key only, and keeps fairness and the minimum
+// interval; the action is here), `waiting
 // {reason, since, until?}` (the brake, a wave or a halt, a restart window), `retry{at, attempt}`.
 // A running reload is the status book's (engine/status.ts); a workload may have one running and its
 // next one planned here.
@@ -22,6 +23,7 @@
 import { realTimers, type Timers } from '../core/batcher.ts';
 import { mergeActions, type ReloadAction } from '../core/reload-action.ts';
 import type { Excused, Halt } from '../core/waves.ts';
+import type { QueuedAction } from '../core/work-queue.ts';
 
 /** Longest a reload held for its window sleeps before looking at its window again (clock jumps, edits). */
 export const HOLD_RECHECK_MS = 3_600_000;
@@ -76,7 +78,8 @@ const NOTHING: RoomKnowledge = { brake: false, halted: () => false, halts: () =>
 
 export class WaitingRoom {
   readonly #timers: Timers;
-  readonly #queued: () => Iterable<ReloadAction>;
+  /** Per workload: its action in the work queue, which keeps only the workload's key (and its timing). */
+  readonly #queued = new Map<string, ReloadAction>();
   #knows: RoomKnowledge = NOTHING;
   /** Every timer armed and not fired nor cleared. */
   readonly #armed = new Set<unknown>();
@@ -91,10 +94,8 @@ export class WaitingRoom {
     window: new Map(),
   };
 
-  /** `queued`: the reloads in the work queue (it keeps them, and their order). */
-  constructor(timers: Timers = realTimers, queued: () => Iterable<ReloadAction> = () => []) {
+  constructor(timers: Timers = realTimers) {
     this.#timers = timers;
-    this.#queued = queued;
   }
 
   /** The admission checks' knowledge the table shows. */
@@ -104,6 +105,29 @@ export class WaitingRoom {
 
   now(): number {
     return this.#timers.now();
+  }
+
+  /**
+   * The action goes to the work queue: it joins the one queued for its workload (the newest change's
+   * action wins, and names every config changed). Returns the key the queue takes: the workload, and
+   * the timing of the merged action (its own minimum interval, not before its batch window's end).
+   */
+  enqueue(a: ReloadAction): QueuedAction {
+    const before = this.#queued.get(a.workload);
+    const merged = before ? mergeActions(before, a) : a;
+    this.#queued.set(a.workload, merged);
+    return {
+      workload: a.workload,
+      ...(merged.minIntervalMs !== undefined ? { minIntervalMs: merged.minIntervalMs } : {}),
+      ...(merged.notBefore !== undefined ? { notBefore: merged.notBefore } : {}),
+    };
+  }
+
+  /** The queue runs the workload now: its queued action leaves the room. */
+  take(workload: string): ReloadAction | undefined {
+    const a = this.#queued.get(workload);
+    this.#queued.delete(workload);
+    return a;
   }
 
   /** Runs `fn` in `ms`, unless disarmed or the room is cleared first; returns the handle. */
@@ -218,7 +242,7 @@ export class WaitingRoom {
   /** The one table the status reads: every planned reload and its phase, and the checks' knowledge. */
   table(): RoomTable {
     const phases: RoomTable['phases'] = [];
-    for (const action of this.#queued())
+    for (const action of this.#queued.values())
       phases.push({ workload: action.workload, phase: { kind: 'queued', action } });
     for (const [workload, w] of this.#waiting.window) phases.push({ workload, phase: phase(w) });
     for (const [workload, w] of this.#waiting.wave)
@@ -236,6 +260,7 @@ export class WaitingRoom {
     for (const h of this.#armed) this.#timers.clear(h);
     this.#armed.clear();
     this.#retry.clear();
+    this.#queued.clear();
     for (const m of Object.values(this.#waiting)) m.clear();
   }
 }
