@@ -72,7 +72,6 @@ export class Progressive {
   readonly #gen = new Map<string, number>();
   /** `workload config digest` of every halt already reported on that workload. */
   readonly #told = new Set<string>();
-  readonly #pending = new Set<unknown>();
   #wakeAt = Number.POSITIVE_INFINITY;
   readonly #detach: (() => void) | undefined;
 
@@ -504,8 +503,6 @@ export class Progressive {
   }
 
   stop(): void {
-    for (const t of this.#pending) this.#o.room.disarm(t);
-    this.#pending.clear();
     this.#detach?.();
   }
 
@@ -531,13 +528,11 @@ export class Progressive {
     this.#o.room.leave(workload, 'wave');
   }
 
-  /** A wait of the waves (gathering, settling, a deadline), armed in the room. */
+  /** A wait of the waves (gathering, settling, a deadline), armed in the room (cleared with the term). */
   #later(fn: () => void, ms: number): void {
-    const timer = this.#o.room.arm(() => {
-      this.#pending.delete(timer);
+    this.#o.room.arm(() => {
       if (!this.#o.signal.aborted) fn();
     }, ms);
-    this.#pending.add(timer);
   }
 
   /** Offers the parked reloads again at `at` (a change's gathering ends). */
