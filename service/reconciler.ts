@@ -1,10 +1,12 @@
 // Turns observations into reload actions and decides what happens to them. Config and workload events
 // feed the Batcher; each batch is judged against the ledger (watchedSet + verdict); a reload becomes
-// an action in the WorkQueue, keyed by workload, which always holds the newest change's action. When
-// the queue hands one over, decide() says whether it runs; runReload() executes it through the
-// injected strategies and returns an Outcome; #settle() alone turns outcomes into timers (a retry, a
-// hold until a window opens). Every clock, timer, ledger, Event and strategy comes in through deps, so
-// a test drives all of it one step at a time (docs/adr/0020, docs/design.md).
+// an action that waits in the waiting room (engine/waiting-room.ts), which always holds the newest
+// change's action per workload, while the WorkQueue holds the workload's key (fairness, the minimum
+// interval). When the queue hands one over, decide() says whether it runs; runReload() executes it
+// through the injected strategies and returns an Outcome; #settle() turns outcomes into waits in the
+// room (a retry, a hold until a window opens). The room arms every timer after the batch and is the
+// table the status reads. Every clock, timer, ledger, Event and strategy comes in through deps, so a
+// test drives all of it one step at a time (docs/adr/0020, docs/design.md).
 
 import { identities } from './catch-up.ts';
 import { KEYS } from './core/annotations.ts';
@@ -16,14 +18,13 @@ import {
   type CutReason,
   compareRecency,
   isOlder,
-  mergeActions,
   type Outcome,
   type Recency,
   type ReloadAction,
   retryDelayMs,
 } from './core/reload-action.ts';
 import { configId } from './core/types.ts';
-import { WorkQueue } from './core/work-queue.ts';
+import { type QueuedAction, WorkQueue } from './core/work-queue.ts';
 import { ConfigHooks } from './engine/config-hooks.ts';
 import { decide } from './engine/decide.ts';
 import type { ReconcilerDeps } from './engine/deps.ts';
@@ -38,6 +39,7 @@ import { heldAtStart, judgeAtStart, sameDigests as same } from './engine/startup
 import { type ReloadStatus, StatusBook } from './engine/status.ts';
 import type { RunWait, SweepView } from './engine/strategies-port.ts';
 import { sweepView } from './engine/sweep-view.ts';
+import { WaitingRoom } from './engine/waiting-room.ts';
 import type { TrackedWorkload } from './state.ts';
 
 export type { ReloadAction } from './core/reload-action.ts';
@@ -47,15 +49,16 @@ export class Reconciler {
   readonly #d: ReconcilerDeps;
   readonly #timers: Timers;
   readonly #batcher: Batcher;
-  readonly #queue: WorkQueue<ReloadAction>;
+  /** Workload keys only: the action queued waits in the room (`enqueue`, `take`). */
+  readonly #queue: WorkQueue<QueuedAction>;
   readonly #recorder: Recorder;
   readonly #windows: BatchWindows;
   readonly #event: ReturnType<typeof emitOn>;
   readonly #abort = new AbortController();
   /** Aborts when this reconciler stops or its leadership term ends, whichever comes first. */
   readonly #signal: AbortSignal;
-  readonly #failures = new Map<string, number>();
-  readonly #retryTimers = new Set<unknown>();
+  /** Every planned reload waiting after the batch (retries, windows, the brake, waves) and every timer of it. */
+  readonly #room: WaitingRoom;
   /** Per workload: the content (target digests) of the reload queued, running or waiting for a retry. */
   readonly #inFlight = new Map<string, Record<string, string>>();
   /** Per workload: the recency of the newest action submitted in this term (a retry never beats it). */
@@ -68,7 +71,6 @@ export class Reconciler {
    * them. One found at a term's start is judged by the catch-up instead, old entry and pods together.
    */
   readonly #createdHere = new Set<string>();
-  readonly #retrying = new Set<string>();
   readonly #holds: WindowHolds;
   readonly #running = new Set<string>();
   /** Per workload running a reload: its action, and what stops it early (progressive reloads). */
@@ -76,7 +78,6 @@ export class Reconciler {
   /** Ledger ids removed at start as gone (out of scope, or deleted): their surge pods may still be ours. */
   #formerlyReloaded: readonly string[] = [];
   #live = false;
-  #sweepTimer: unknown;
   /** Changes seen while start() judges the world; replayed once it is done, so none is lost. */
   #starting = false;
   readonly #buffered: Array<() => void> = [];
@@ -94,7 +95,8 @@ export class Reconciler {
     this.#signal = d.term ? AbortSignal.any([d.term, this.#abort.signal]) : this.#abort.signal;
     this.#recorder = new Recorder(d.ledger, { reloadOnDelete: d.cfg.reloadOnDelete });
     this.#event = emitOn(d.events);
-    this.#holds = new WindowHolds(d, (a) => this.#submit(a));
+    this.#room = new WaitingRoom(this.#timers);
+    this.#holds = new WindowHolds(d, this.#room, (a) => this.#submit(a));
     this.#windows = new BatchWindows(d, () => this.#timers.now());
     d.ledger.fence(this.#signal);
     d.ledger.identifyWith(identities(d.state));
@@ -105,15 +107,16 @@ export class Reconciler {
       onBatch: (b) => this.#onBatch(b),
     });
     d.gate?.attach(this.#batcher);
-    this.#queue = new WorkQueue<ReloadAction>({
+    this.#queue = new WorkQueue<QueuedAction>({
       maxConcurrent: d.cfg.maxConcurrentReloads,
       minIntervalMs: d.cfg.minReloadIntervalMs,
-      run: (a) => this.#runTracked(a),
+      run: (k) => {
+        const a = this.#room.take(k.workload);
+        return a ? this.#runTracked(a) : Promise.resolve();
+      },
       ...(d.timers ? { timers: d.timers } : {}),
       // Fair across namespaces: one tenant's stuck reloads never hold every slot.
       groupOf: (w) => w.split('/')[1] ?? '',
-      // The newer change wins, whichever was submitted last; it still names every config that changed.
-      merge: mergeActions,
     });
     this.#detachDepth = d.metrics?.reloader.queueDepthFrom(() => this.#queue.waiting);
     const forget = (a: ReloadAction) => this.#forgetContent(a.workload, a.target);
@@ -129,6 +132,7 @@ export class Reconciler {
       cut,
       running: (w) => this.#running.has(w),
       signal: this.#signal,
+      room: this.#room,
     });
     this.#hooks = new ConfigHooks(d, this.#gates.progressive);
     this.#book = new StatusBook({
@@ -164,7 +168,7 @@ export class Reconciler {
 
   /** The periodic surge-pod sweep, on the injected timers like every other wait. */
   #armSweep(): void {
-    const timer = this.#timers.set(() => {
+    const timer = this.#room.arm(() => {
       if (!this.#live) return;
       this.#sweep()
         .catch((err: Error) =>
@@ -173,7 +177,6 @@ export class Reconciler {
         .finally(() => this.#live && this.#armSweep());
     }, this.#d.cfg.surgeSweepIntervalMs);
     (timer as { unref?: () => void }).unref?.();
-    this.#sweepTimer = timer;
   }
 
   /** Surge pods, cut Job reloads (docs/adr/0025, 0026), then gone workloads' entries (read by the sweep). */
@@ -275,14 +278,14 @@ export class Reconciler {
   }
 
   async workloadDeleted(id: string): Promise<void> {
-    this.#failures.delete(id);
+    this.#room.succeeded(id);
     // A Job whose reload was cut mid-wait (deadline) is created again as soon as the old one is gone.
     if (this.#live && id.startsWith('Job/') && this.#d.ledger.get(id)?.pending && !this.#running.has(id)) {
       void this.#d.strategies.resumeJobs(this.#view(), this.#signal);
     }
     this.#refused.delete(id);
     this.#createdHere.delete(id);
-    if (!this.#running.has(id) && !this.#retrying.has(id)) {
+    if (!this.#running.has(id) && !this.#room.retrying(id)) {
       this.#newest.delete(id);
       this.#recorder.forget(id);
     }
@@ -300,11 +303,8 @@ export class Reconciler {
     this.#buffered.length = 0;
     this.#batcher.clear();
     this.#d.gate?.detach(this.#batcher);
-    this.#timers.clear(this.#sweepTimer);
-    for (const t of this.#retryTimers) this.#timers.clear(t);
-    this.#retryTimers.clear();
+    this.#room.clear();
     this.#createdHere.clear();
-    this.#holds.clear();
     this.#gates.stop();
     this.#abort.abort(new Error('the service is stopping'));
     await this.#queue.stop();
@@ -396,7 +396,7 @@ export class Reconciler {
     } catch (err) {
       // Unrecorded, a later change of a config it adds would pass for new and reload nothing: retry.
       log.error({ ...fields(t), err: (err as Error).message }, 'could not record the ledger; retrying');
-      this.#retryTimers.add(this.#timers.set(() => this.#live && this.#judgeAfresh(t.id), retryDelayMs(1)));
+      this.#room.arm(() => this.#live && this.#judgeAfresh(t.id), retryDelayMs(1));
     }
   }
 
@@ -432,7 +432,7 @@ export class Reconciler {
   }
 
   #enqueue(a: ReloadAction): void {
-    this.#queue.submit(this.#windows.apply(a));
+    this.#queue.submit(this.#room.enqueue(this.#windows.apply(a)));
   }
 
   /** Whether two targets record the same thing against the workload's ledger entry (see recordable). */
@@ -463,11 +463,16 @@ export class Reconciler {
     }
   }
 
-  /** What the engine does now: reloads running, waiting and why, halts, the last done (engine/status.ts). */
+  /**
+   * What the engine does now: reloads running, waiting and why, halts, the last done (engine/status.ts).
+   * Three sources: the waiting room's table, and before the batch the batcher and the sync gates.
+   */
   status(): ReloadStatus {
-    const queues = { queued: this.#queue.queued(), held: this.#holds.actions(), retrying: this.#retrying };
-    const before = { debouncing: this.#batcher.open(), syncHeld: this.#d.gate?.held?.() ?? [] };
-    return this.#book.status({ ...this.#gates.status(), ...queues, ...before });
+    return this.#book.status({
+      room: this.#room.table(),
+      debouncing: this.#batcher.open(),
+      syncHeld: this.#d.gate?.held?.() ?? [],
+    });
   }
 
   /** A batch that judges the workload against the ledger, as for a new one (no config named). */
@@ -527,7 +532,7 @@ export class Reconciler {
         return { kind: 'hold', until: d.until, action: a, windowText: d.windowText };
       case 'run': {
         this.#holds.release(a.workload);
-        const failures = this.#failures.get(a.workload) ?? 0;
+        const failures = this.#room.failures(a.workload);
         const run = { d: this.#d, recorder: this.#recorder, signal: this.#signal, failures };
         const onWait = (why: RunWait, on: boolean) => this.#book.waiting(a.workload, why, on);
         const ctl = new AbortController();
@@ -545,22 +550,16 @@ export class Reconciler {
   async #settle(a: ReloadAction, o: Outcome): Promise<void> {
     switch (o.kind) {
       case 'done':
-        this.#failures.delete(a.workload);
+        this.#room.succeeded(a.workload);
         return;
-      case 'retry': {
-        if (o.failed) this.#failures.set(a.workload, (this.#failures.get(a.workload) ?? 0) + 1);
-        this.#retrying.add(a.workload);
-        const timer = this.#timers.set(() => {
-          this.#retryTimers.delete(timer);
-          this.#retrying.delete(a.workload);
+      case 'retry':
+        this.#room.retry(a.workload, o.afterMs, o.failed, () => {
           // A newer change was submitted meanwhile: it covers this one, whose target is older.
           if (isOlder(o.action, this.#newest.get(a.workload)))
             return this.#forgetContent(a.workload, a.target);
           this.#submit({ ...o.action, resumed: true, ...(o.targets ? { targets: o.targets } : {}) });
-        }, o.afterMs);
-        this.#retryTimers.add(timer);
+        });
         return;
-      }
       case 'hold': {
         const t = this.#d.state.workloads.get(a.workload);
         return t && this.#holds.hold(t, o.action, o.until, o.windowText);

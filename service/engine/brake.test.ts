@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { engineWorld } from '../../test/support/engine-fakes.ts';
 import type { ReloadAction } from '../core/reload-action.ts';
 import { Reconciler } from '../reconciler.ts';
-import { Brake } from './brake.ts';
+import { Brake, brakeCheck } from './brake.ts';
+import { WaitingRoom } from './waiting-room.ts';
 
 async function world(flags: string[]) {
   const w = engineWorld(['--min-reload-interval=0s', ...flags]);
@@ -83,10 +84,13 @@ describe('the brake', () => {
 
   it('holds a reload of a workload the cache does not hold (yet), and says so', () => {
     const w = engineWorld(['--brake']);
-    const brake = new Brake(w.deps);
+    const room = new WaitingRoom(w.time.timers);
+    const brake = new Brake(w.deps, room);
     const a = { workload: 'Deployment/a/gone', changed: ['ConfigMap/a/cm'], changeRV: '7' } as ReloadAction;
     expect(brake.holds(a)).toBe(true);
-    expect([...brake.held()]).toEqual(['Deployment/a/gone']);
+    expect(room.table().phases.map((p) => [p.workload, p.phase.kind])).toEqual([
+      ['Deployment/a/gone', 'waiting'],
+    ]);
     expect(w.logs.filter((l) => l.msg === 'reload held by the brake (--brake)')).toEqual([
       expect.objectContaining({
         workload: 'Deployment/gone',
@@ -95,5 +99,20 @@ describe('the brake', () => {
         changeRV: '7',
       }),
     ]);
+  });
+
+  it('is a pure admission check: run, or wait for the brake, never dropped', () => {
+    const change = { changed: ['ConfigMap/a/cm'] };
+    const request = { changed: ['request'] };
+    expect(brakeCheck({ brake: false, brakeAllowsRequests: false }, change)).toEqual({ kind: 'run' });
+    expect(brakeCheck({ brake: true, brakeAllowsRequests: false }, change)).toEqual({
+      kind: 'wait',
+      reason: 'brake',
+    });
+    expect(brakeCheck({ brake: true, brakeAllowsRequests: false }, request).kind).toBe('wait');
+    expect(brakeCheck({ brake: true, brakeAllowsRequests: true }, request)).toEqual({ kind: 'run' });
+    expect(
+      brakeCheck({ brake: true, brakeAllowsRequests: true }, { changed: ['request', 'ConfigMap/a/cm'] }).kind,
+    ).toBe('wait');
   });
 });

@@ -9,32 +9,42 @@ import { REQUEST } from '../core/plan.ts';
 import type { ReloadAction } from '../core/reload-action.ts';
 import type { ReconcilerDeps } from './deps.ts';
 import { emitOn, fields } from './report.ts';
+import type { Admission, WaitingRoom } from './waiting-room.ts';
+
+/** The brake's admission check: `run`, or `wait` (for as long as the flag is set: no `until`). */
+export function brakeCheck(
+  cfg: Pick<ReconcilerDeps['cfg'], 'brake' | 'brakeAllowsRequests'>,
+  a: Pick<ReloadAction, 'changed'>,
+): Admission & { kind: 'run' | 'wait' } {
+  if (!cfg.brake) return { kind: 'run' };
+  // The Argo CD "reload (drift-free)" action: a person asked for this one reload.
+  if (cfg.brakeAllowsRequests && a.changed.every((c) => c === REQUEST)) return { kind: 'run' };
+  return { kind: 'wait', reason: 'brake' };
+}
 
 export class Brake {
   readonly #d: ReconcilerDeps;
-  /** The workloads whose reloads the brake holds (each told once). */
-  readonly #held = new Set<string>();
+  /** Keeps the reloads the brake holds (each told once). */
+  readonly #room: WaitingRoom;
   readonly #detach: (() => void) | undefined;
 
-  constructor(d: ReconcilerDeps) {
+  constructor(d: ReconcilerDeps, room: WaitingRoom) {
     this.#d = d;
-    this.#detach = d.cfg.brake ? d.metrics?.brakeFrom(() => this.#held.size) : undefined;
+    this.#room = room;
+    this.#detach = d.cfg.brake ? d.metrics?.brakeFrom(() => room.count('brake')) : undefined;
   }
 
-  /** True when the brake holds this reload: it is not queued. */
+  /** True when the brake holds this reload: it waits in the room, and is not queued. */
   holds(a: ReloadAction): boolean {
     const { cfg, state, log, events } = this.#d;
-    if (!cfg.brake) return false;
-    // The Argo CD "reload (drift-free)" action: a person asked for this one reload.
-    if (cfg.brakeAllowsRequests && a.changed.every((c) => c === REQUEST)) return false;
-    if (this.#held.has(a.workload)) {
+    if (brakeCheck(cfg, a).kind === 'run') return false;
+    if (this.#room.wait(a, 'brake')) {
       log.debug(
         { workload: a.workload, configs: a.changed, changeRV: a.changeRV },
         'a later change joins the reload held by the brake (--brake)',
       );
       return true;
     }
-    this.#held.add(a.workload);
     const t = state.workloads.get(a.workload);
     if (!t) {
       // Not in the cache (yet): held all the same, and said, so the decision is never silent.
@@ -56,11 +66,6 @@ export class Brake {
       'Warning',
     );
     return true;
-  }
-
-  /** The workloads whose reloads it holds. */
-  held(): Iterable<string> {
-    return this.#held;
   }
 
   stop(): void {

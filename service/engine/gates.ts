@@ -1,22 +1,27 @@
 // The gates a reload passes before it is queued: the emergency brake (engine/brake.ts), then the
-// progressive reloads' waves (engine/progressive.ts). One object, so the reconciler asks once.
+// progressive reloads' waves (engine/progressive.ts). One object, so the reconciler asks once. The
+// reloads they keep wait in the waiting room (engine/waiting-room.ts), which shows their knowledge.
 
 import type { Outcome, ReloadAction } from '../core/reload-action.ts';
 import { Brake } from './brake.ts';
 import type { ReconcilerDeps } from './deps.ts';
 import { Progressive, type ProgressiveOptions } from './progressive.ts';
-import type { StatusSources } from './status.ts';
 
 export class Gates {
   readonly brake: Brake;
   /** Undefined without --progressive-reloads. */
   readonly progressive: Progressive | undefined;
-  readonly #d: ReconcilerDeps;
 
   constructor(d: ReconcilerDeps, o: ProgressiveOptions) {
-    this.#d = d;
-    this.brake = new Brake(d);
+    this.brake = new Brake(d, o.room);
     this.progressive = Progressive.of(d, o);
+    const p = this.progressive;
+    o.room.know({
+      brake: d.cfg.brake,
+      halted: (a) => p?.halted(a) ?? false,
+      halts: () => p?.halts() ?? [],
+      excused: () => p?.excused() ?? [],
+    });
   }
 
   /** The reload to queue now, or undefined when a gate keeps it (and queues it later, or never). */
@@ -42,15 +47,5 @@ export class Gates {
   stop(): void {
     this.progressive?.stop();
     this.brake.stop();
-  }
-
-  status(): Pick<StatusSources, 'brake' | 'parked' | 'braked' | 'halts' | 'excused'> {
-    return {
-      brake: this.#d.cfg.brake,
-      parked: this.progressive?.parked() ?? [],
-      braked: this.brake.held(),
-      halts: this.progressive?.halts() ?? [],
-      excused: this.progressive?.excused() ?? [],
-    };
   }
 }

@@ -1,11 +1,10 @@
 // Records a reload held until its workload's restart window opens: the pending action goes to the
 // ledger (so a restarted service holds it too, with the same cutoff), and a ReloadDeferred Event says
-// until when. The reconciler keeps the timer that submits it again. And records a reload held while
+// until when. The waiting room keeps it and the timer that submits it again. And records a reload held while
 // a config its pods need is missing, which needs no timer (docs/adr/0024). And keeps each workload's
 // batch window (pause-period), which the queue waits for.
 
 import { KEYS } from '../core/annotations.ts';
-import { realTimers, type Timers } from '../core/batcher.ts';
 import type { LedgerEntry } from '../core/ledger-entry.ts';
 import { heldMessage } from '../core/needed-configs.ts';
 import { firstSeenRecord, type Verdict, verdict } from '../core/plan.ts';
@@ -14,6 +13,7 @@ import type { TrackedWorkload } from '../state.ts';
 import type { ReconcilerDeps } from './deps.ts';
 import { display, emitOn, fields } from './report.ts';
 import { sameDigests } from './startup.ts';
+import type { WaitingRoom } from './waiting-room.ts';
 
 export interface Held {
   action: ReloadAction;
@@ -70,59 +70,36 @@ export async function recordHold(
   );
 }
 
-/** Longest a held reload sleeps before looking at its window again (clock jumps, edited windows). */
-const HOLD_RECHECK_MS = 3_600_000;
-
-/** The reloads held until their restart window opens, each with the timer that queues it again. */
+/** The reloads held until their restart window opens: they wait, with their timers, in the waiting room. */
 export class WindowHolds {
   readonly #d: ReconcilerDeps;
-  readonly #timers: Timers;
+  readonly #room: WaitingRoom;
   readonly #submit: (a: ReloadAction) => void;
-  readonly #held = new Map<string, Held & { timer: unknown }>();
 
-  constructor(d: ReconcilerDeps, submit: (a: ReloadAction) => void) {
+  constructor(d: ReconcilerDeps, room: WaitingRoom, submit: (a: ReloadAction) => void) {
     this.#d = d;
-    this.#timers = d.timers ?? realTimers;
+    this.#room = room;
     this.#submit = submit;
   }
 
   /** The action held for the workload, which a run now covers. */
   action(workload: string): ReloadAction | undefined {
-    return this.#held.get(workload)?.action;
-  }
-
-  /** Every action held. */
-  *actions(): Iterable<ReloadAction> {
-    for (const h of this.#held.values()) yield h.action;
+    return this.#room.windowAction(workload);
   }
 
   /** Forgets the hold (a run covers it); with `resubmit`, queues it now (its window may have been edited). */
   release(workload: string, resubmit = false): void {
-    const h = this.#held.get(workload);
-    if (!h) return;
-    this.#timers.clear(h.timer);
-    this.#held.delete(workload);
-    if (resubmit) this.#submit(h.action);
+    const h = this.#room.releaseWindow(workload);
+    if (h && resubmit) this.#submit(h.action);
   }
 
   /** Holds the action until its window opens at `until`, recorded in the ledger and reported. */
   async hold(t: TrackedWorkload, a: ReloadAction, until: number, windowText: string): Promise<void> {
-    const before = this.#held.get(t.id);
-    if (before) this.#timers.clear(before.timer);
-    const action = heldAction(a, before);
-    const delay = Math.min(Math.max(0, until - this.#timers.now()), HOLD_RECHECK_MS);
-    const timer = this.#timers.set(() => {
-      if (this.#held.get(t.id)?.timer !== timer) return;
-      this.#held.delete(t.id);
-      this.#submit(action);
-    }, delay);
-    this.#held.set(t.id, { action, opensAt: until, timer });
+    const held = this.#room.windowAction(t.id);
+    const action = heldAction(a, held && { action: held, opensAt: until });
+    const replaced = this.#room.holdForWindow(action, until, this.#submit);
+    const before = replaced && { action: replaced.action, opensAt: replaced.until };
     await recordHold(this.#d, t, { action, opensAt: until }, before, windowText);
-  }
-
-  clear(): void {
-    for (const h of this.#held.values()) this.#timers.clear(h.timer);
-    this.#held.clear();
   }
 }
 

@@ -1,22 +1,23 @@
 // Progressive reloads in the engine (docs/progressive-reloads.md). The reconciler asks `parks` before it
-// queues a reload, and tells `ended` how a run ended; the waves themselves are core/waves.ts. This
-// keeps the reloads that wait for their wave or are held by a halted change, the timers (gathering,
-// settling), reads the pods' health through the StrategiesPort, and reports halts: a Warning Event on
-// the config and on each workload held, a log line and metrics.
+// queues a reload, and tells `ended` how a run ended; the waves themselves are core/waves.ts. The
+// reloads that wait for their wave or are held by a halted change wait in the waiting room
+// (engine/waiting-room.ts), which also arms its timers (gathering, settling, deadlines). This reads
+// the pods' health through the StrategiesPort, and reports halts: a Warning Event on the config and
+// on each workload held, a log line and metrics.
 
 import { KEYS } from '../core/annotations.ts';
-import { realTimers, type Timers } from '../core/batcher.ts';
 import { type HaltRecord, haltEnded, haltedWithChanged, MAX_HALTED_WITH } from '../core/halt-record.ts';
 import { haltWhy } from '../core/ledger-entry.ts';
 import { notJudgedAtAdmission, replacementsFailed } from '../core/pod-health.ts';
 import type { ConfigRecord } from '../core/records.ts';
-import { type CutReason, mergeActions, type Outcome, type ReloadAction } from '../core/reload-action.ts';
+import type { CutReason, Outcome, ReloadAction } from '../core/reload-action.ts';
 import { configId, configRefOf } from '../core/types.ts';
 import { type ChangeKey, type Excused, type Halt, Waves, waveOrder } from '../core/waves.ts';
 import { apiVersionOf } from '../kube/events.ts';
 import type { TrackedWorkload } from '../state.ts';
 import type { ReconcilerDeps } from './deps.ts';
 import { display, emitOn, fields } from './report.ts';
+import type { WaitingRoom } from './waiting-room.ts';
 
 const CONFIG_KINDS = ['ConfigMap/', 'Secret/', 'SecretProviderClass/'];
 
@@ -54,6 +55,8 @@ export interface ProgressiveOptions {
   running?(workload: string): boolean;
   /** Aborts when the term ends. */
   signal: AbortSignal;
+  /** Keeps the reloads waiting for a wave or held by a halt, and arms every timer (engine/waiting-room.ts). */
+  room: WaitingRoom;
 }
 
 /** Whether an action carries any of these changes, at these contents. */
@@ -66,17 +69,13 @@ export const HELD_BY_HALT = 'held: a change it carries was halted since it was q
 export class Progressive {
   readonly #d: ReconcilerDeps;
   readonly #o: ProgressiveOptions & { settleMs: number };
-  readonly #timers: Timers;
   readonly #waves: Waves;
   /** Per workload: its pod template when its reload last started (see #judgeStall). */
   readonly #template = new Map<string, string>();
   /** Per workload: a number that moves on each time its reload starts or settles (see #settle). */
   readonly #gen = new Map<string, number>();
-  /** Per workload: its reload waiting for a wave, or held by a halted change. */
-  readonly #parked = new Map<string, ReloadAction>();
   /** `workload config digest` of every halt already reported on that workload. */
   readonly #told = new Set<string>();
-  readonly #pending = new Set<unknown>();
   #wakeAt = Number.POSITIVE_INFINITY;
   readonly #detach: (() => void) | undefined;
 
@@ -92,11 +91,10 @@ export class Progressive {
   ) {
     this.#d = d;
     this.#o = o;
-    this.#timers = d.timers ?? realTimers;
     this.#waves = new Waves({ firstWave: o.firstWave, gatherMs: o.gatherMs });
     this.#detach = d.metrics?.progressiveFrom(() => {
       const held = [...this.parked()].filter((p) => p.halted).length;
-      return { halted: this.#waves.halts().length, wave: this.#parked.size - held, halt: held };
+      return { halted: this.#waves.halts().length, wave: o.room.count('wave') - held, halt: held };
     });
   }
 
@@ -225,7 +223,7 @@ export class Progressive {
     }
     // Judge only what the change does: a workload whose pods are already unhealthy, or whose own
     // rollout runs, cannot be judged for it (core/pod-health.ts notJudgedAtAdmission).
-    const now = this.#timers.now();
+    const now = this.#o.room.now();
     const admitted = this.#waves.admittedAt(a.workload, changes);
     const member = admitted !== undefined;
     // A member's pods may be unhealthy by this engine's own doing (its reload for them was cut when
@@ -322,12 +320,12 @@ export class Progressive {
     const at = admittedMs + this.#d.cfg.reloadDeadlineMs;
     this.#later(
       () => {
-        const parked = this.#parked.get(a.workload);
+        const parked = this.#o.room.waitingOf(a.workload, 'wave');
         if (!parked || this.#o.running?.(a.workload)) return;
         if (this.#waves.admittedAt(a.workload, changesOf(parked)) !== admittedMs) return;
         const t = this.#d.state.workloads.get(a.workload);
         const why = 'parked behind another change past its deadline: not judged for this one';
-        const configs = this.#waves.exempt(a.workload, why, this.#timers.now());
+        const configs = this.#waves.exempt(a.workload, why, this.#o.room.now());
         if (!t || configs.length === 0) return;
         this.#d.log.info(
           { ...fields(t), configs: configs.map(display) },
@@ -335,7 +333,7 @@ export class Progressive {
         );
         this.#reoffer();
       },
-      Math.max(0, at - this.#timers.now()),
+      Math.max(0, at - this.#o.room.now()),
     );
   }
 
@@ -366,7 +364,7 @@ export class Progressive {
    */
   configChanged(config: string, digest: string | undefined): void {
     const now = digest ?? DELETED;
-    const at = this.#timers.now();
+    const at = this.#o.room.now();
     const { halt: lifted, running, settling, alsoLifted } = this.#waves.supersede(config, now, at);
     // A workload settling after a reload that carried the superseded content: its pods read it, so
     // they are not judged for the other changes that reload carried (engine simulation seed 2894 with
@@ -419,7 +417,7 @@ export class Progressive {
       this.#bump(w);
       this.#waves.rejudgeFrom(w, at);
     }
-    for (const a of [...this.#parked.values()]) {
+    for (const a of this.#o.room.waiting('wave')) {
       const c = changesOf(a).find((k) => k.config === config);
       if (!c || c.digest === now) continue;
       this.#unpark(a.workload);
@@ -484,7 +482,7 @@ export class Progressive {
         // Every member has a deadline across its retries: one that fails fast for ever (a quota that
         // refuses its new pods) is judged as one that made no progress.
         const since = this.#waves.admittedAt(a.workload, changesOf(a));
-        if (o.failed && since !== undefined && this.#timers.now() - since >= this.#d.cfg.reloadDeadlineMs)
+        if (o.failed && since !== undefined && this.#o.room.now() - since >= this.#d.cfg.reloadDeadlineMs)
           this.#judgeStall(a);
         return;
       }
@@ -503,11 +501,14 @@ export class Progressive {
     this.#reoffer();
   }
 
-  /** The reloads it keeps: waiting for their wave, or held by a halt. */
+  /** The reloads waiting in the room for their wave, or held by a halt. */
   *parked(): Iterable<{ action: ReloadAction; halted: boolean }> {
-    // Derived, not kept: a halt lifted (a resume, a newer change) frees its reloads at once.
-    for (const action of this.#parked.values())
-      yield { action, halted: this.#waves.haltOf(changesOf(action)) !== undefined };
+    for (const action of this.#o.room.waiting('wave')) yield { action, halted: this.halted(action) };
+  }
+
+  /** Whether a halted change holds this reload (derived, not kept: a halt lifted frees it at once). */
+  halted(a: ReloadAction): boolean {
+    return this.#waves.haltOf(changesOf(a)) !== undefined;
   }
 
   halts(): Halt[] {
@@ -551,7 +552,7 @@ export class Progressive {
       this.#d.strategies.pods(t, this.#o.signal).then(
         (pods) => {
           if (!still() || pods === undefined) return;
-          const now = this.#timers.now();
+          const now = this.#o.room.now();
           const v = replacementsFailed(pods, sinceMs, now, this.#o.settleMs);
           if (v.failed) {
             const why = `its new pods were not healthy within the settle time (${this.#o.settleMs / 1000}s): ${v.failed.why}`;
@@ -575,8 +576,6 @@ export class Progressive {
   }
 
   stop(): void {
-    for (const t of this.#pending) this.#timers.clear(t);
-    this.#pending.clear();
     this.#detach?.();
   }
 
@@ -593,21 +592,20 @@ export class Progressive {
     return next;
   }
 
+  /** The reload waits in the room for its wave, or for a halt of a change it carries to end. */
   #park(a: ReloadAction): void {
-    const before = this.#parked.get(a.workload);
-    this.#parked.set(a.workload, before ? mergeActions(before, a) : a);
+    this.#o.room.wait(a, 'wave');
   }
 
   #unpark(workload: string): void {
-    this.#parked.delete(workload);
+    this.#o.room.leave(workload, 'wave');
   }
 
+  /** A wait of the waves (gathering, settling, a deadline), armed in the room (cleared with the term). */
   #later(fn: () => void, ms: number): void {
-    const timer = this.#timers.set(() => {
-      this.#pending.delete(timer);
+    this.#o.room.arm(() => {
       if (!this.#o.signal.aborted) fn();
     }, ms);
-    this.#pending.add(timer);
   }
 
   /** Offers the parked reloads again at `at` (a change's gathering ends). */
@@ -619,13 +617,14 @@ export class Progressive {
         if (this.#wakeAt === at) this.#wakeAt = Number.POSITIVE_INFINITY;
         this.#reoffer();
       },
-      Math.max(0, at - this.#timers.now()),
+      Math.max(0, at - this.#o.room.now()),
     );
   }
 
   /** Offers every parked reload again, in wave order; those admitted are queued. */
   #reoffer(): void {
-    const order = [...this.#parked.values()]
+    const order = this.#o.room
+      .waiting('wave')
       .map((a) => ({
         a,
         workload: a.workload,
@@ -654,7 +653,7 @@ export class Progressive {
    * last eviction, before the pod comes back: execution simulation seed 104): they fail the wave only
    * when still not Ready --reload-deadline after the settle time, and are read again until then.
    */
-  #settle(a: ReloadAction, afterMs: number, completedMs = this.#timers.now()): void {
+  #settle(a: ReloadAction, afterMs: number, completedMs = this.#o.room.now()): void {
     // Only while nothing started for the workload since: a newer change's reload of it has its own
     // settle (an older timer judged it mid-reload for the newer one: execution simulation seed 28).
     const gen = this.#bump(a.workload);
@@ -692,7 +691,7 @@ export class Progressive {
             return this.#reoffer();
           }
           const giveUpAt = completedMs + this.#o.settleMs + this.#d.cfg.reloadDeadlineMs;
-          const left = giveUpAt - this.#timers.now();
+          const left = giveUpAt - this.#o.room.now();
           if (!h.restarted && left > 0) return this.#settle(a, Math.min(left, 5_000), completedMs);
           this.#fail(a, `its pods did not stay healthy for ${this.#o.settleMs / 1000}s: ${h.why}`, h.pods);
         },
@@ -753,7 +752,7 @@ export class Progressive {
   /** A wave failed at this workload: halt the changes it carries, and say so. */
   #fail(a: ReloadAction, why: string, pods: readonly string[]): void {
     const t = this.#d.state.workloads.get(a.workload);
-    const halts = this.#waves.failed(a.workload, changesOf(a), why, this.#timers.now(), pods);
+    const halts = this.#waves.failed(a.workload, changesOf(a), why, this.#o.room.now(), pods);
     if (!t || halts.length === 0) return;
     // Its surge pods never became Ready: remove them. Its old pods that were not replaced stay.
     void this.#d.strategies
@@ -804,7 +803,7 @@ export class Progressive {
     const d = this.#d;
     d.metrics?.progressiveHalted();
     const config = display(h.config);
-    const held = [...this.#parked.values()].filter((a) => a.changed.includes(h.config)).length;
+    const held = this.#o.room.waiting('wave').filter((a) => a.changed.includes(h.config)).length;
     d.log.warn(
       { ...fields(t), config, wave: h.wave, why: h.why, held },
       'progressive reload halted: nothing more starts for this change',
@@ -826,7 +825,7 @@ export class Progressive {
       `the change of ${config} failed at this workload (wave ${h.wave}): ${h.why}; its surge pods are removed, its old pods stay`,
       'Warning',
     );
-    for (const a of this.#parked.values()) {
+    for (const a of this.#o.room.waiting('wave')) {
       const w = d.state.workloads.get(a.workload);
       if (w && a.changed.includes(h.config)) this.#tellHeld(w, h);
     }

@@ -5,6 +5,7 @@ import { hashConfig } from '../core/config-hash.ts';
 import type { ConfigRecord } from '../core/records.ts';
 import type { ReloadAction } from '../core/reload-action.ts';
 import { DONE_KEPT, formatStatus, StatusBook, type StatusBookDeps } from './status.ts';
+import type { RoomTable } from './waiting-room.ts';
 
 const action = (workload: string, changed = ['ConfigMap/ns/cm']): ReloadAction => ({
   workload,
@@ -13,17 +14,18 @@ const action = (workload: string, changed = ['ConfigMap/ns/cm']): ReloadAction =
   target: {},
   changeRV: '1',
 });
-const none = {
+const room = (t: Partial<RoomTable> = {}): RoomTable => ({
   brake: false,
-  debouncing: [],
-  syncHeld: [],
-  queued: [],
-  retrying: [],
-  held: [],
-  parked: [],
-  braked: [],
+  phases: [],
   halts: [],
-};
+  excused: [],
+  ...t,
+});
+const none = { room: room(), debouncing: [], syncHeld: [] };
+const waits = (a: ReloadAction, reason: 'brake' | 'wave' | 'halt' | 'window') => ({
+  workload: a.workload,
+  phase: { kind: 'waiting' as const, reason, since: 0, action: a },
+});
 const HALT = {
   config: 'ConfigMap/ns/cm',
   digest: 'd',
@@ -73,16 +75,18 @@ describe('StatusBook', () => {
     const b = book(() => 0);
     const s = b.status({
       ...none,
-      brake: true,
-      queued: [action('Deployment/ns/q')],
-      retrying: ['Deployment/ns/r'],
-      held: [action('Deployment/ns/w')],
-      parked: [
-        { action: action('Deployment/ns/h'), halted: true },
-        { action: action('Deployment/ns/v'), halted: false },
-      ],
-      braked: ['Deployment/ns/b'],
-      halts: [HALT],
+      room: room({
+        brake: true,
+        phases: [
+          { workload: 'Deployment/ns/q', phase: { kind: 'queued', action: action('Deployment/ns/q') } },
+          waits(action('Deployment/ns/w'), 'window'),
+          waits(action('Deployment/ns/h'), 'halt'),
+          waits(action('Deployment/ns/v'), 'wave'),
+          { workload: 'Deployment/ns/r', phase: { kind: 'retry', at: 1, attempt: 1 } },
+          waits(action('Deployment/ns/b'), 'brake'),
+        ],
+        halts: [HALT],
+      }),
     });
     expect(s.waiting.map((w) => `${w.workload} ${w.why}`)).toEqual([
       'Deployment/ns/b brake',
@@ -176,10 +180,12 @@ describe('StatusBook', () => {
   it('names the pods a halt failed at, and none for a halt restored after a restart', () => {
     const s = book(() => 0).status({
       ...none,
-      halts: [
-        { ...HALT, pods: ['c-surge-1', 'c-surge-2'] },
-        { ...HALT, config: 'ConfigMap/ns/other' },
-      ],
+      room: room({
+        halts: [
+          { ...HALT, pods: ['c-surge-1', 'c-surge-2'] },
+          { ...HALT, config: 'ConfigMap/ns/other' },
+        ],
+      }),
     });
     expect(s.halted.map((h) => h.pods)).toEqual([['c-surge-1', 'c-surge-2'], []]);
     const text = formatStatus(s);

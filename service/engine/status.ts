@@ -8,10 +8,10 @@ import type { ConfigDigest } from '../core/config-hash.ts';
 import type { ConfigRecord } from '../core/records.ts';
 import type { Outcome, ReloadAction } from '../core/reload-action.ts';
 import { configId } from '../core/types.ts';
-import type { Excused, Halt } from '../core/waves.ts';
 import { changedKeys, KeyMemory } from './changed-keys.ts';
 import { display } from './report.ts';
 import type { RunWait } from './strategies-port.ts';
+import type { RoomTable } from './waiting-room.ts';
 
 export type WaitReason =
   | 'debounce'
@@ -71,20 +71,18 @@ export interface ReloadStatus {
 /** How many finished reloads the status keeps. */
 export const DONE_KEPT = 50;
 
-/** The engine's parts, as the status reads them. */
+/**
+ * The engine's parts, as the status reads them: three sources. The waiting room's one table (every
+ * planned reload after the batch and its phase, with the brake's flag and the waves' halts), and the
+ * two that hold changes before the batch: the batcher and the sync gates.
+ */
 export interface StatusSources {
-  brake: boolean;
+  /** engine/waiting-room.ts. */
+  room: RoomTable;
   /** Batches still collecting changes (core/batcher.ts). */
   debouncing: Iterable<{ workload: string; configs: string[]; since: number }>;
-  /** Changes the Argo CD gate holds until a sync ends. */
+  /** Changes the Argo CD or Flux gate holds until a sync ends. */
   syncHeld: Iterable<{ workload: string; config: string; app: string; since: number }>;
-  queued: Iterable<ReloadAction>;
-  retrying: Iterable<string>;
-  held: Iterable<ReloadAction>;
-  parked: Iterable<{ action: ReloadAction; halted: boolean }>;
-  braked: Iterable<string>;
-  halts: Iterable<Halt>;
-  excused?: Iterable<Excused>;
 }
 
 /** What the book reads of the engine's state. */
@@ -233,13 +231,15 @@ export class StatusBook {
     }
     for (const { at, ids, ...w } of synced.values())
       waiting.push({ ...w, configs: [...ids].sort().map(display), since: iso(at) });
-    for (const a of s.queued) add(a, 'queue');
-    for (const a of s.held) add(a, 'window');
-    for (const p of s.parked) add(p.action, p.halted ? 'halt' : 'wave');
-    for (const w of s.retrying) waiting.push({ workload: w, configs: [], why: 'retry' });
-    for (const w of s.braked) waiting.push({ workload: w, configs: [], why: 'brake' });
+    for (const { workload, phase } of s.room.phases) {
+      if (phase.kind === 'queued') add(phase.action, 'queue');
+      else if (phase.kind === 'retry') waiting.push({ workload, configs: [], why: 'retry' });
+      // The brake names no configs: every change joins the one reload it holds, until it is released.
+      else if (phase.reason === 'brake') waiting.push({ workload, configs: [], why: 'brake' });
+      else add(phase.action, phase.reason);
+    }
     waiting.sort((x, y) => (x.workload < y.workload ? -1 : x.workload > y.workload ? 1 : 0));
-    const halted = [...s.halts].map((h) => ({
+    const halted = [...s.room.halts].map((h) => ({
       config: h.config,
       wave: h.wave,
       workload: h.workload,
@@ -247,10 +247,10 @@ export class StatusBook {
       since: iso(h.atMs),
       pods: [...(h.pods ?? [])],
     }));
-    const excused = [...(s.excused ?? [])]
+    const excused = [...s.room.excused]
       .map((e) => ({ workload: e.workload, config: e.config, why: e.why, since: iso(e.atMs) }))
       .sort((x, y) => (x.workload < y.workload ? -1 : x.workload > y.workload ? 1 : 0));
-    return { leader: true, brake: s.brake, running, waiting, halted, excused, done: [...this.#done] };
+    return { leader: true, brake: s.room.brake, running, waiting, halted, excused, done: [...this.#done] };
   }
 }
 
