@@ -2,17 +2,31 @@
 // served cluster's engine families with `cluster` (its name), `cluster_id` and `server` labels, merged
 // into one exposition. Every engine counts into a Metrics of its own, whose registry labels its series so
 // "reloads in cluster X" is a label away, and one metric family is exported once.
-import { AggregatorRegistry, Gauge } from 'prom-client';
-import { Metrics, type MetricsOptions } from '../metrics.ts';
+import { AggregatorRegistry, Gauge, Histogram } from 'prom-client';
+import { Metrics, type MetricsOptions, WRITE_WAIT_BUCKETS } from '../metrics.ts';
 
 export class HubMetrics {
   readonly #process: Metrics;
   readonly #options: MetricsOptions;
   readonly #clusters = new Map<string, Metrics>();
 
+  readonly #homeWriteWait: Histogram;
+
   constructor(process: Metrics, options: MetricsOptions) {
     this.#process = process;
     this.#options = options;
+    process.registry.removeSingleMetric('gitops_reloader_hub_write_wait_seconds');
+    this.#homeWriteWait = new Histogram({
+      name: 'gitops_reloader_hub_write_wait_seconds',
+      help: "Time each write to the hub's own API server (ledger, Job record, Event) waited for its turn under --hub-write-qps/--hub-write-burst, the budget every engine of the replica shares; 0 when a token was there.",
+      buckets: WRITE_WAIT_BUCKETS,
+      registers: [process.registry],
+    });
+  }
+
+  /** One write to the hub's own API server passed the replica's budget after waiting this long. */
+  homeWriteWaited(seconds: number): void {
+    if (Number.isFinite(seconds)) this.#homeWriteWait.observe(Math.max(0, seconds));
   }
 
   /**

@@ -92,7 +92,11 @@ export async function serveHub(
   const releaseNamespace = cfg.releaseNamespace as string;
   const abort = new AbortController();
   // One write budget for the hub's own API server, shared by every engine of this replica (ADR 0043).
-  const homeWrites = new RateGate({ qps: cfg.hubWriteQps, burst: cfg.hubWriteBurst });
+  const homeWrites = new RateGate({
+    qps: cfg.hubWriteQps,
+    burst: cfg.hubWriteBurst,
+    onPass: (ms) => hubMetrics.homeWriteWaited(ms / 1000),
+  });
   const directory = new ClusterDirectory();
   /** Served clusters by server (Argo CD's key for a cluster). */
   const seats = new Map<string, Seat>();

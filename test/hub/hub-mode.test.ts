@@ -162,6 +162,12 @@ describe('hub mode', { timeout: 600_000 }, () => {
       replicas.map((r) => metric(r, 'gitops_reloader_reloads_total', { cluster: b.name }).catch(() => 0)),
     );
     expect(counted.reduce((x, y) => x + y, 0)).toBe(1);
+    // The ledger and Event writes to the hub's own API server passed the replica's one budget for it
+    // (--hub-write-qps, issue 36), not hub-b's: its histogram counted them.
+    const homeWrites = await Promise.all(
+      replicas.map((r) => metric(r, 'gitops_reloader_hub_write_wait_seconds_count')),
+    );
+    expect(homeWrites.reduce((x, y) => x + y, 0)).toBeGreaterThan(0);
     expect(await reloadedCount(c.kube, namespace, 'web')).toBe(0);
     const liveB = await b.kube.apps.readNamespacedDeployment({ name: 'web', namespace });
     expect(liveB.spec?.template, 'the template git gave').toEqual(templateB);
