@@ -148,11 +148,27 @@ async function expectOneReloadFromNotification(
   expect(ended[0]?.phase).toBe(op.phase);
   expect(logsOf(svc, 'no Argo CD notification ended the sync in time')).toHaveLength(0);
 
-  // One reload, started after the operation ended (finishedAt has whole seconds).
+  // One reload, started after an operation of this commit ended. Argo CD may run a second operation
+  // of the same revision (a refresh right after the first saw the app out of sync, and selfHeal
+  // synced it again: CI run of 78baf58, reload 44 ms before the second one's finishedAt): `op` is
+  // then the second, and the first one's notification released the change. So the release is the
+  // end the service logged last before the reload: by a notification, after the changes were held,
+  // of an operation no later than `op`.
   const started = logsOf(svc, 'reload started');
   expect(started).toHaveLength(1);
-  expect(at(started[0] as LogLine)).toBeGreaterThanOrEqual(Date.parse(op.finishedAt ?? ''));
-  expect(at(started[0] as LogLine)).toBeGreaterThanOrEqual(at(ended[0] as LogLine));
+  const startedAt = at(started[0] as LogLine);
+  const heldAt = Math.min(...logsOf(svc, 'config change held until the Argo CD sync ends').map(at));
+  const release = logsOf(svc, 'Argo CD sync ended')
+    .filter((l) => at(l) <= startedAt)
+    .at(-1);
+  expect(release?.via, `the end before the reload: ${JSON.stringify(release)}`).toBe('notification');
+  expect(at(release as LogLine)).toBeGreaterThanOrEqual(heldAt);
+  expect(Date.parse(String(release?.startedAt))).toBeLessThanOrEqual(Date.parse(String(op.startedAt)));
+  // Not a late word about an operation that had ended before the changes were seen.
+  const endedBefore = logsOf(svc, 'Argo CD sync ended')
+    .filter((l) => at(l) < heldAt)
+    .map((l) => l.startedAt);
+  expect(endedBefore).not.toContain(release?.startedAt);
   for (const c of configs) expect(event.message).toContain(c);
   expect(done.replaced).toBe(2);
   expect(await reloadedCount(kube, namespace, 'web')).toBe(1);
