@@ -1,7 +1,7 @@
 // Runs the engine simulation (test/sim/sim.ts) over many seeds. SIM_SCHEDULES=n runs more;
 // SIM_SEED=s replays one seed. A failure prints the replay command and a shortened schedule.
 import { describe, expect, it } from 'vitest';
-import { randomSchedule, shrink, withBadContents } from './schedule.ts';
+import { randomSchedule, type Schedule, type Step, shrink, withBadContents } from './schedule.ts';
 import { type SimOptions, simulate, stats } from './sim.ts';
 
 const replay = process.env.SIM_SEED ? [Number(process.env.SIM_SEED)] : undefined;
@@ -101,4 +101,66 @@ describe('engine simulation', () => {
     if (!replay) expect(totals.halts).toBeGreaterThan(0);
     if (process.env.SIM_STATS) console.log(JSON.stringify(totals));
   }, 600_000);
+});
+
+/**
+ * Named schedules (broken contents, progressive reloads): a good change of cm1 and a bad one of cm0
+ * found at one start travel in one canary's reload and are halted together; cm0's fix must end cm1's
+ * halt too, live or found at a later start (ADR 0045). Without it web1 (cm1 only) never reloads.
+ */
+const haltedTogether = (fix: Step[]): Schedule => ({
+  seed: 56,
+  configs: [{ name: 'cm0' }, { name: 'cm1' }],
+  deployments: [
+    {
+      name: 'web0',
+      uses: [
+        { config: 'cm0', optional: false },
+        { config: 'cm1', optional: false },
+      ],
+      replicas: 2,
+    },
+    { name: 'web1', uses: [{ config: 'cm1', optional: true }], replicas: 1 },
+    {
+      name: 'web2',
+      uses: [
+        { config: 'cm0', optional: true },
+        { config: 'cm1', optional: true },
+      ],
+      replicas: 3,
+    },
+  ],
+  apps: [],
+  argo: { mode: 'watched', onFailedSync: 'reload' },
+  steps: [
+    { at: 927, kind: 'crash' },
+    { at: 57_283, kind: 'update', config: 'cm0', bad: true },
+    { at: 108_576, kind: 'update', config: 'cm1' },
+    { at: 200_000, kind: 'restart', rekey: 'none' },
+    ...fix,
+  ],
+  minIntervalMs: 30_000,
+  pFail: 0,
+  pStall: 0,
+  pWait: 0,
+  pLedger: 0,
+  pEvent: 0,
+  faultsUntil: 400_000,
+});
+
+describe('engine simulation, named schedules', () => {
+  it('a good change halted with a bad one is released by the bad one’s fix (ADR 0045, seed 56 shortened)', async () => {
+    expect(
+      await simulate(haltedTogether([{ at: 300_000, kind: 'update', config: 'cm0' }]), { progressive: true }),
+    ).toEqual([]);
+  });
+
+  it('…and by a fix written while the service was down, found at the next start', async () => {
+    const fix: Step[] = [
+      { at: 280_000, kind: 'crash' },
+      { at: 300_000, kind: 'update', config: 'cm0' },
+      { at: 320_000, kind: 'restart', rekey: 'none' },
+    ];
+    expect(await simulate(haltedTogether(fix), { progressive: true })).toEqual([]);
+  });
 });
