@@ -85,6 +85,21 @@ const pending = (target: Record<string, string>) => ({
 });
 
 describe('judgeAtStart', () => {
+  it('logs a baseline once it is written: a stop right after the line finds it in the ledger (engine simulation seed 83 on the real control plane)', async () => {
+    const s = setup({ data: { k: '1' }, entry: { configs: {} }, catchUp: { kind: 'baseline' } });
+    s.ledger.map.delete(ID);
+    const loggedAtWrite: boolean[] = [];
+    const putMany = s.ledger.putMany.bind(s.ledger);
+    s.ledger.putMany = async (es) => {
+      loggedAtWrite.push(s.w.logs.some((l) => l.msg === 'baseline recorded'));
+      await putMany(es);
+    };
+    await s.run();
+    expect(s.ledger.get(ID)).toEqual({ configs: s.set() });
+    expect(loggedAtWrite).toEqual([false]);
+    expect(s.w.logs.filter((l) => l.msg === 'baseline recorded')).toHaveLength(1);
+  });
+
   it('a pending reload whose config changed again while down is judged by the pods: none older than the change, none restarted (simulation seed 144)', async () => {
     const s = setup({
       data: { k: '3' },
