@@ -90,9 +90,7 @@ export async function judgeAtStart(d: ReconcilerDeps, h: StartupHooks): Promise<
       // read them, and progressive reloads judge it for each (engine simulation seed 4710 with broken
       // contents: a bad content written while down reached a workload outside its waves).
       const cutoffMs = Date.parse(entry.pending.cutoff);
-      const rewritten = Object.keys(set).filter(
-        (id) => writtenSince(d, { [id]: '' }, cutoffMs) !== undefined,
-      );
+      const rewritten = Object.keys(set).filter((id) => writtenSecond(d, id) >= cutoffMs);
       h.submit({
         workload: t.id,
         changed: [...new Set([...entry.pending.changed, ...rewritten])].sort(),
@@ -189,12 +187,16 @@ function changedBy(d: Pick<ReconcilerDeps, 'state'>, changed: readonly string[],
   return Math.min(newest, now);
 }
 
+/** The second of a config's newest write (-Infinity when unknown). */
+function writtenSecond(d: Pick<ReconcilerDeps, 'state'>, id: string): number {
+  return Math.floor((d.state.configs.get(id)?.writtenAtMs ?? Number.NEGATIVE_INFINITY) / 1000) * 1000;
+}
+
 /** The newest write of the set's configs when it is after `cutoffMs` (whole seconds), else undefined. */
 function writtenSince(d: Pick<ReconcilerDeps, 'state'>, set: Record<string, string>, cutoffMs: number) {
-  const written = Object.keys(set).map(
-    (id) => d.state.configs.get(id)?.writtenAtMs ?? Number.NEGATIVE_INFINITY,
+  const newest = Math.max(
+    ...Object.keys(set).map((id) => d.state.configs.get(id)?.writtenAtMs ?? Number.NEGATIVE_INFINITY),
   );
-  const newest = Math.max(...written);
   return Math.floor(newest / 1000) * 1000 >= cutoffMs ? newest : undefined;
 }
 

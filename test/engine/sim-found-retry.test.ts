@@ -12,7 +12,7 @@ import { livePods, waitReadyPods } from '../support/observe.ts';
 import { hashKeyFile, serviceArgs, startService } from '../support/service.ts';
 import { pending, waitFor } from '../support/wait-for.ts';
 import { configMap } from '../support/workloads.ts';
-import { blockEvictions, cleanUp, logAfter, setApp, slowWeb } from './sim-found-support.ts';
+import { blockEvictions, cleanUp, logAfter, setApp, slowWeb, startA1ThenBlock } from './sim-found-support.ts';
 
 afterEach(cleanUp);
 
@@ -31,24 +31,7 @@ describe('a reload held for a missing config after it replaced some pods', () =>
     await kube.core.createNamespacedConfigMap({ namespace, body: configMap('db', { u: 'x' }) });
     // A new pod takes 4 s to be Ready: the window in which the budget goes in, after the first eviction.
     await kube.apps.createNamespacedDeployment({ namespace, body: slowWeb(['app', 'db']) });
-    const before = await waitReadyPods(kube, namespace, 'web', 2);
-    const svc = startService(
-      serviceArgs(namespace, await hashKeyFile(), ['--debounce=0s', '--reload-deadline=8s']),
-    );
-    await svc.waitForLog('ready', (l) => l.msg === 'ready', 60_000);
-    const web = (l: { [k: string]: unknown }) => l.workload === 'Deployment/web';
-
-    await setApp(kube, namespace, '2');
-    await svc.waitForLog('A1 started', (l) => web(l) && l.msg === 'reload started');
-    // One old pod evicted: block the second with a budget that allows no disruption.
-    await waitFor(
-      async () => {
-        const live = await livePods(kube, namespace, 'web');
-        return before.some((p) => !live.some((q) => q.uid === p.uid)) ? true : pending(live);
-      },
-      { describe: 'the first old pod evicted', timeout: 30_000 },
-    );
-    await blockEvictions(kube, namespace);
+    const { before, svc, web } = await startA1ThenBlock(kube, namespace);
     await svc.waitForLog(
       'A1 stalled',
       (l) => web(l) && l.msg === 'reload deadline passed; slot released, re-queued',
@@ -202,23 +185,7 @@ describe('a config deleted and created again while a reload of another change ru
       annotations: { ...body.metadata?.annotations, 'gitops-reloader.io/progressive': 'false' },
     };
     await kube.apps.createNamespacedDeployment({ namespace, body });
-    const before = await waitReadyPods(kube, namespace, 'web', 2);
-    const svc = startService(
-      serviceArgs(namespace, await hashKeyFile(), ['--debounce=0s', '--reload-deadline=8s']),
-    );
-    await svc.waitForLog('ready', (l) => l.msg === 'ready', 60_000);
-    const web = (l: { [k: string]: unknown }) => l.workload === 'Deployment/web';
-
-    await setApp(kube, namespace, '2');
-    await svc.waitForLog('A1 started', (l) => web(l) && l.msg === 'reload started');
-    await waitFor(
-      async () => {
-        const live = await livePods(kube, namespace, 'web');
-        return before.some((p) => !live.some((q) => q.uid === p.uid)) ? true : pending(live);
-      },
-      { describe: 'the first old pod evicted', timeout: 30_000 },
-    );
-    await blockEvictions(kube, namespace);
+    const { before, svc, web } = await startA1ThenBlock(kube, namespace);
     let mark = svc.logs.length;
     await kube.core.deleteNamespacedConfigMap({ name: 'db', namespace });
     await logAfter(svc, 'the deletion observed', mark, (l) => l.msg === 'config changed');

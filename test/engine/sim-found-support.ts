@@ -4,6 +4,7 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import type { Kube } from '../support/kube.ts';
+import { livePods, waitReadyPods } from '../support/observe.ts';
 import { hashKeyFile, killAll, type RunningService, serviceArgs, startService } from '../support/service.ts';
 import { pending, waitFor } from '../support/wait-for.ts';
 import { configMap, deployment } from '../support/workloads.ts';
@@ -94,3 +95,28 @@ export const writtenAt = (o: V1ConfigMap) =>
 
 export const setApp = (kube: Kube, namespace: string, k: string) =>
   kube.core.replaceNamespacedConfigMap({ name: 'app', namespace, body: configMap('app', { k }) });
+
+/**
+ * The service (--reload-deadline=8s) over the Deployment web already created; app changes (A1), and
+ * once A1 evicted one old pod the second is blocked by a budget that allows no disruption: A1 will
+ * stall until its deadline. Returns web's pods before, the service, and a match of web's lines.
+ */
+export async function startA1ThenBlock(kube: Kube, namespace: string) {
+  const before = await waitReadyPods(kube, namespace, 'web', 2);
+  const svc = startService(
+    serviceArgs(namespace, await hashKeyFile(), ['--debounce=0s', '--reload-deadline=8s']),
+  );
+  await svc.waitForLog('ready', (l) => l.msg === 'ready', 60_000);
+  const web = (l: { [k: string]: unknown }) => l.workload === 'Deployment/web';
+  await setApp(kube, namespace, '2');
+  await svc.waitForLog('A1 started', (l) => web(l) && l.msg === 'reload started');
+  await waitFor(
+    async () => {
+      const live = await livePods(kube, namespace, 'web');
+      return before.some((p) => !live.some((q) => q.uid === p.uid)) ? true : pending(live);
+    },
+    { describe: 'the first old pod evicted', timeout: 30_000 },
+  );
+  await blockEvictions(kube, namespace);
+  return { before, svc, web };
+}

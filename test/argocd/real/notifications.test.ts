@@ -158,16 +158,13 @@ async function expectOneReloadFromNotification(
   expect(started).toHaveLength(1);
   const startedAt = at(started[0] as LogLine);
   const heldAt = Math.min(...logsOf(svc, 'config change held until the Argo CD sync ends').map(at));
-  const release = logsOf(svc, 'Argo CD sync ended')
-    .filter((l) => at(l) <= startedAt)
-    .at(-1);
+  const ends = logsOf(svc, 'Argo CD sync ended');
+  const release = ends.filter((l) => at(l) <= startedAt).at(-1);
   expect(release?.via, `the end before the reload: ${JSON.stringify(release)}`).toBe('notification');
   expect(at(release as LogLine)).toBeGreaterThanOrEqual(heldAt);
   expect(Date.parse(String(release?.startedAt))).toBeLessThanOrEqual(Date.parse(String(op.startedAt)));
   // Not a late word about an operation that had ended before the changes were seen.
-  const endedBefore = logsOf(svc, 'Argo CD sync ended')
-    .filter((l) => at(l) < heldAt)
-    .map((l) => l.startedAt);
+  const endedBefore = ends.filter((l) => at(l) < heldAt).map((l) => l.startedAt);
   expect(endedBefore).not.toContain(release?.startedAt);
   for (const c of configs) expect(event.message).toContain(c);
   expect(done.replaced).toBe(2);
