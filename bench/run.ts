@@ -629,7 +629,9 @@ main().then(
 /**
  * The hub-fleet phase's size, from the environment: BENCH_HUB_FLEET_CLUSTERS (default 60),
  * BENCH_HUB_FLEET_BIG (`<clusters>x<configs>x<workloads>`, default 3x400x40) and
- * BENCH_HUB_BASELINE_CLI (another build's dist/service/cli.js, measured first; unset: none).
+ * BENCH_HUB_BASELINE_CLI (another build's dist/service/cli.js, measured first; unset: none) and
+ * BENCH_HUB_FLEET_LEASE (fast: the tests' 4 s leases, the default; default: the chart's 15 s);
+ * BENCH_HUB_FLEET_NODE_FLAGS adds Node flags to this build's replicas (an experiment).
  */
 function fleetOptions(stop: (label: string, svc: ServiceProcess) => Promise<void>) {
   const clusters = Number(process.env.BENCH_HUB_FLEET_CLUSTERS ?? 60);
@@ -639,8 +641,15 @@ function fleetOptions(stop: (label: string, svc: ServiceProcess) => Promise<void
       'BENCH_HUB_FLEET_CLUSTERS must be an integer of at least 3, BENCH_HUB_FLEET_BIG <n>x<configs>x<workloads>',
     );
   const baselineCli = process.env.BENCH_HUB_BASELINE_CLI;
+  const lease = process.env.BENCH_HUB_FLEET_LEASE ?? 'fast';
+  if (lease !== 'fast' && lease !== 'default')
+    throw new Error(
+      "BENCH_HUB_FLEET_LEASE must be fast (4 s leases, the default) or default (15 s, the chart's)",
+    );
   return {
     clusters,
+    lease: lease as 'fast' | 'default',
+    extraNodeFlags: (process.env.BENCH_HUB_FLEET_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean),
     big: { clusters: Number(big[1]), configs: Number(big[2]), workloads: Number(big[3]) },
     ...(baselineCli ? { baselineCli } : {}),
     stop,

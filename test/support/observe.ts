@@ -1,6 +1,10 @@
 // What a user can observe about a workload: its pods, its Events, its generation.
 import { type CoreV1Event, type V1Pod, Watch } from '@kubernetes/client-node';
-import type { Kube } from './kube.ts';
+import type { Kube as FullKube } from './kube.ts';
+
+/** What these observers use of a client: the core and apps APIs and the config (the bench's client has them too). */
+type Kube = Pick<FullKube, 'core' | 'apps' | 'kc'>;
+
 import { pending, waitFor } from './wait-for.ts';
 import { isReady } from './workloads.ts';
 
