@@ -8,6 +8,7 @@ import { reloaderFlags } from './config/reloader-flags.ts';
 import { countResponses, startHttpServer } from './http.ts';
 import { serveHub } from './hub/hub.ts';
 import { loadClusterAccess, observedAccess } from './kube/access.ts';
+import { h2Sessions } from './kube/h2-sessions.ts';
 import { createLogger } from './log.ts';
 import { Metrics } from './metrics.ts';
 import { serve } from './serve.ts';
@@ -112,6 +113,8 @@ async function runServe(argv: string[]): Promise<number> {
   const kc = observedAccess(await loadClusterAccess(cfg.kubeconfig), (method, host, code, seconds) =>
     metrics.reloader.apiRequest(method, host, code, seconds),
   );
+  // Every watch of one API server on one HTTP/2 connection, unless turned off (docs/adr/0046).
+  h2Sessions.enabled = cfg.watchHttp2;
   const svc = cfg.hub ? await serveHub(cfg, kc, log, metrics) : await serve(cfg, kc, log, metrics);
   const http = await startHttpServer({
     address: cfg.httpAddress,
@@ -151,7 +154,10 @@ async function runServe(argv: string[]): Promise<number> {
     http.drain();
     void svc
       .stop()
-      .then(() => Promise.all([http.close(), statusServer?.close()]))
+      .then(() => {
+        h2Sessions.closeAll();
+        return Promise.all([http.close(), statusServer?.close()]);
+      })
       .then(
         () => {
           log.info('stopped');

@@ -23,6 +23,7 @@ const ALLOWED: Record<string, string> = {
   'service/kube/live-view.ts': 'adapter: watches',
   'service/kube/watch.ts': 'adapter: watches',
   'service/kube/watch-http.ts': 'adapter: watches',
+  'service/kube/h2-sessions.ts': 'adapter: HTTP/2 connections (connect timeout, ping, idle close)',
   'service/kube/leader.ts': 'adapter: leader election',
   'service/http.ts': 'adapter: the HTTP server',
   'service/hub/hub.ts': 'hub: applying a cluster',

@@ -269,6 +269,12 @@ export const serveFlags: readonly FlagSpec[] = [
     min: 1000,
   },
   {
+    name: 'watch-http2',
+    type: 'bool',
+    help: 'Carry every watch of one API server as a stream of one HTTP/2 connection when the server offers h2 (TLS ALPN); a server or proxy that does not gets HTTP/1.1, a connection per watch. false: HTTP/1.1 always (docs/adr/0046).',
+    default: 'true',
+  },
+  {
     name: 'argocd-namespaces',
     type: 'list',
     help: "Namespaces whose Argo CD Applications are watched (comma list); the first is Argo CD's own, where apps are tracked by bare name. Empty: no Application watch.",
@@ -595,6 +601,7 @@ export interface Config {
   ledgerShards: number;
   relistIntervalMs: number;
   watchIdleTimeoutMs: number;
+  watchHttp2: boolean;
   argocdNamespaces: string[];
   argocdTracking: TrackingMethod;
   argocdTrackingLabel: string;
@@ -765,6 +772,7 @@ export function buildConfig(
     ledgerShards: num(values['ledger-shards']),
     relistIntervalMs: num(values['relist-interval']),
     watchIdleTimeoutMs: num(values['watch-idle-timeout']),
+    watchHttp2: values['watch-http2'] === true,
     argocdNamespaces: list(values['argocd-namespaces']),
     argocdTracking: values['argocd-tracking'] as TrackingMethod,
     argocdTrackingLabel: str(values['argocd-tracking-label']) ?? DEFAULT_TRACKING_LABEL,

@@ -4,10 +4,12 @@
 // Credentials come from ClusterAccess.applyToHTTPSOptions on every request, so rotated tokens are
 // picked up.
 import http from 'node:http';
+import type { ClientHttp2Stream } from 'node:http2';
 import https from 'node:https';
 import { ListScanner } from '../core/list-scanner.ts';
 import { apiRequestURL } from '../core/repo-url.ts';
 import type { ClusterAccess, InProcessServer } from './access.ts';
+import { h2Sessions } from './h2-sessions.ts';
 
 /** A non-2xx answer from the API server, with the Status message when it sent one. */
 export class KubeHttpError extends Error {
@@ -142,42 +144,67 @@ export async function listItems(
   let sink: typeof onItem | undefined = onItem;
   try {
     const both = AbortSignal.any([signal, timeout.signal]);
+    const read = (
+      res: NodeJS.ReadableStream & { destroy(err?: Error): void },
+      status: number,
+      complete: () => boolean,
+      fail: (err: unknown) => void,
+      resolve: (head: ListHead) => void,
+    ) => {
+      res.setEncoding('utf8');
+      const ok = status >= 200 && status <= 299;
+      const errorText: string[] = [];
+      const scanner = new ListScanner((text) => {
+        try {
+          sink?.(JSON.parse(text), () => scanner.outerSoFar());
+        } catch (err) {
+          res.destroy(err as Error);
+        }
+      });
+      res.on('data', (c: string) => {
+        if (ok) scanner.feed(c);
+        else if (errorText.length < 64) errorText.push(c);
+      });
+      res.on('error', fail);
+      res.on('end', () => {
+        if (!ok) {
+          fail(statusError('LIST', pathAndQuery, status, errorText.join('')));
+          return;
+        }
+        try {
+          resolve(scanner.end());
+        } catch (err) {
+          fail(new Error(`LIST ${bare}: ${(err as Error).message}`));
+        }
+      });
+      res.on('close', () => {
+        if (!complete()) fail(new Error(`LIST ${bare}: connection closed mid-body`));
+      });
+    };
+    // Over HTTP/2 when the server speaks it: a stream of the watches' connection (h2-sessions.ts).
+    const h2 = await openH2Get(kc, pathAndQuery, both);
+    if (h2 !== 'http/1.1') {
+      return await new Promise<ListHead>((resolve, reject) => {
+        const fail = (err: unknown) => {
+          h2.stream.destroy();
+          reject(both.aborted ? both.reason : err);
+        };
+        h2.stream.on('error', fail);
+        h2.stream.once('end', () => {
+          h2.ended = true;
+        });
+        h2.stream.once('response', (headers) => {
+          const status = Number(headers[':status'] ?? 0);
+          h2.report(String(status));
+          read(h2.stream, status, () => h2.ended, fail, resolve);
+        });
+      });
+    }
     const req = await open(kc, pathAndQuery, both, 'GET');
     return await new Promise<ListHead>((resolve, reject) => {
       const fail = (err: unknown) => reject(both.aborted ? both.reason : err);
       req.on('error', fail);
-      req.on('response', (res) => {
-        res.setEncoding('utf8');
-        const status = res.statusCode ?? 0;
-        const ok = status >= 200 && status <= 299;
-        const errorText: string[] = [];
-        const scanner = new ListScanner((text) => {
-          try {
-            sink?.(JSON.parse(text), () => scanner.outerSoFar());
-          } catch (err) {
-            res.destroy(err as Error);
-          }
-        });
-        res.on('data', (c: string) => {
-          if (ok) scanner.feed(c);
-          else if (errorText.length < 64) errorText.push(c);
-        });
-        res.on('error', fail);
-        res.on('end', () => {
-          if (!ok) {
-            fail(statusError('LIST', pathAndQuery, status, errorText.join('')));
-            return;
-          }
-          try {
-            resolve(scanner.end());
-          } catch (err) {
-            fail(new Error(`LIST ${bare}: ${(err as Error).message}`));
-          }
-        });
-        res.on('close', () => {
-          if (!res.complete) fail(new Error(`LIST ${bare}: connection closed mid-body`));
-        });
-      });
+      req.on('response', (res) => read(res, res.statusCode ?? 0, () => res.complete, fail, resolve));
       req.end();
     });
   } finally {
@@ -317,68 +344,135 @@ export async function streamLines(
     if (refused) throw statusError('WATCH', pathAndQuery, refused.status, refused.text);
     return;
   }
-  const req = await open(kc, pathAndQuery, signal);
-  await new Promise<void>((resolve, reject) => {
-    let settled = false;
-    const fail = (err: unknown) => {
-      if (settled) return;
-      settled = true;
-      req.destroy();
-      reject(signal.aborted ? signal.reason : err);
-    };
-    const succeed = () => {
-      if (settled) return;
-      settled = true;
-      resolve();
-    };
-    req.on('error', fail);
-    req.on('response', (res) => {
-      res.setEncoding('utf8');
-      if (res.statusCode !== 200) {
-        let body = '';
-        res.on('data', (c: string) => {
-          if (body.length < 4096) body += c;
-        });
-        res.on('end', () => fail(statusError('WATCH', pathAndQuery, res.statusCode ?? 0, body)));
-        res.on('error', fail);
-        return;
-      }
-      // Scan each byte once: a large object can arrive in many chunks.
-      let buffer = '';
-      let scanned = 0;
-      res.on('data', (chunk: string) => {
-        buffer += chunk;
-        let start = 0;
-        let nl = buffer.indexOf('\n', scanned);
-        try {
-          while (nl >= 0 && !settled) {
-            const line = buffer.slice(start, nl);
-            start = nl + 1;
-            if (line.trim()) onLine(line);
-            nl = buffer.indexOf('\n', start);
-          }
-        } catch (err) {
-          fail(err);
-          return;
-        }
-        buffer = buffer.slice(start);
-        scanned = buffer.length;
+  // Over HTTP/2 when the server speaks it: one connection for every watch (h2-sessions.ts).
+  const h2 = await openH2Get(kc, pathAndQuery, signal);
+  if (h2 !== 'http/1.1') {
+    await new Promise<void>((resolve, reject) => {
+      const lines = lineReader(pathAndQuery, signal, onLine, h2.close.bind(h2), resolve, reject);
+      h2.stream.on('error', lines.fail);
+      h2.stream.once('response', (headers) => {
+        const status = Number(headers[':status'] ?? 0);
+        h2.report(String(status));
+        lines.read(h2.stream, status, () => h2.ended);
       });
-      res.on('error', fail);
-      res.on('end', () => {
-        try {
-          if (buffer.trim() && !settled) onLine(buffer);
-        } catch (err) {
-          fail(err);
-          return;
-        }
-        succeed();
-      });
-      res.on('close', () => {
-        if (!res.complete)
-          fail(new Error(`WATCH ${pathAndQuery.split('?')[0]}: connection closed mid-stream`));
+      h2.stream.once('end', () => {
+        h2.ended = true;
       });
     });
+    return;
+  }
+  const req = await open(kc, pathAndQuery, signal);
+  await new Promise<void>((resolve, reject) => {
+    const lines = lineReader(pathAndQuery, signal, onLine, () => req.destroy(), resolve, reject);
+    req.on('error', lines.fail);
+    req.on('response', (res) => lines.read(res, res.statusCode ?? 0, () => res.complete));
     req.end();
   });
+}
+
+/** A GET (a watch, a LIST) as a stream of a shared HTTP/2 session, or 'http/1.1' when the server does not speak HTTP/2. */
+async function openH2Get(
+  kc: ClusterAccess,
+  pathAndQuery: string,
+  signal: AbortSignal,
+): Promise<
+  'http/1.1' | { stream: ClientHttp2Stream; close(): void; report(code: string): void; ended: boolean }
+> {
+  const server = kc.getCurrentCluster()?.server;
+  if (!server) throw new Error('the kubeconfig has no current cluster');
+  const url = apiRequestURL(server, pathAndQuery);
+  if (url.protocol !== 'https:') return 'http/1.1';
+  const opts: https.RequestOptions = { method: 'GET', headers: { Accept: 'application/json' } };
+  await kc.applyToHTTPSOptions(opts);
+  signal.throwIfAborted();
+  const started = performance.now();
+  const stream = await h2Sessions.stream(
+    url,
+    opts,
+    opts.headers as Record<string, string>,
+    url.pathname + url.search,
+    signal,
+  );
+  if (stream === 'http/1.1') return stream;
+  let reported = false;
+  const report = (code: string) => {
+    if (reported) return;
+    reported = true;
+    kc.observeRequest?.('GET', url.host, code, (performance.now() - started) / 1000);
+  };
+  stream.once('error', () => report('<error>'));
+  return { stream, close: () => stream.close(), report, ended: false };
+}
+
+/**
+ * Reads a watch's answer line by line: calls onLine for every complete line, settles once. `read` is
+ * given the answer (an HTTP/1.1 response or an HTTP/2 stream) with its status and whether it ended.
+ */
+function lineReader(
+  pathAndQuery: string,
+  signal: AbortSignal,
+  onLine: (line: string) => void,
+  destroy: () => void,
+  resolve: () => void,
+  reject: (err: unknown) => void,
+) {
+  let settled = false;
+  const fail = (err: unknown) => {
+    if (settled) return;
+    settled = true;
+    destroy();
+    reject(signal.aborted ? signal.reason : err);
+  };
+  const succeed = () => {
+    if (settled) return;
+    settled = true;
+    resolve();
+  };
+  const read = (res: NodeJS.ReadableStream, status: number, complete: () => boolean) => {
+    res.setEncoding('utf8');
+    if (status !== 200) {
+      let body = '';
+      res.on('data', (c: string) => {
+        if (body.length < 4096) body += c;
+      });
+      res.on('end', () => fail(statusError('WATCH', pathAndQuery, status, body)));
+      res.on('error', fail);
+      return;
+    }
+    // Scan each byte once: a large object can arrive in many chunks.
+    let buffer = '';
+    let scanned = 0;
+    res.on('data', (chunk: string) => {
+      buffer += chunk;
+      let start = 0;
+      let nl = buffer.indexOf('\n', scanned);
+      try {
+        while (nl >= 0 && !settled) {
+          const line = buffer.slice(start, nl);
+          start = nl + 1;
+          if (line.trim()) onLine(line);
+          nl = buffer.indexOf('\n', start);
+        }
+      } catch (err) {
+        fail(err);
+        return;
+      }
+      buffer = buffer.slice(start);
+      scanned = buffer.length;
+    });
+    res.on('error', fail);
+    res.on('end', () => {
+      try {
+        if (buffer.trim() && !settled) onLine(buffer);
+      } catch (err) {
+        fail(err);
+        return;
+      }
+      succeed();
+    });
+    res.on('close', () => {
+      if (!complete()) fail(new Error(`WATCH ${pathAndQuery.split('?')[0]}: connection closed mid-stream`));
+    });
+  };
+  return { fail, read };
 }
