@@ -174,10 +174,13 @@ async function apiserverLists(kube: Context['kube']): Promise<Record<string, num
   return out;
 }
 
-/** Whether the service's status shows each served cluster (issue 35 on; the issue's main did not). */
+/**
+ * Whether the service's status shows each served cluster by name, as test/support/decisions.ts reads
+ * it (issue 35 on; the issue's main keyed its clusters by name, without the field).
+ */
 async function statusByCluster(svc: ServiceProcess): Promise<boolean> {
-  const s = (await engineStatus(svc)) as { hub?: boolean; clusters?: unknown };
-  return s.hub === true && typeof s.clusters === 'object' && s.clusters !== null;
+  const s = (await engineStatus(svc)) as { hub?: boolean; clusters?: Record<string, { name?: unknown }> };
+  return s.hub === true && Object.values(s.clusters ?? {}).some((c) => typeof c?.name === 'string');
 }
 
 const listsSince = (before: Record<string, number>, after: Record<string, number>) => {
