@@ -130,6 +130,8 @@ export interface HubSeat {
   mayLead(): boolean;
   /** The cluster's id: its ledger shards and job records carry it as a label and are listed by it. */
   clusterId: string;
+  /** Whether ledger shards from before the cluster label may be in the release namespace (asked once by the hub). */
+  unlabelledLedgers?: () => Promise<boolean>;
   /** The cluster's Lease as the hub last saw it (hub/lease-sightings.ts): its election starts from it. */
   seen?: Observed;
   /**
@@ -203,6 +205,7 @@ export async function serve(
     dryRun: cfg.dryRun,
     keyFingerprint: keyFingerprint(key),
     ...(hub ? { owner: hub.clusterId } : {}),
+    ...(hub?.unlabelledLedgers ? { unlabelledMayExist: hub.unlabelledLedgers } : {}),
     log: (level, msg, f) => log[level](f, msg),
   });
   const ignored = new Set(cfg.ignoreNamespaces);

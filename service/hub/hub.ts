@@ -20,6 +20,7 @@ import { WatchProgress } from '../http.ts';
 import type { ClusterAccess } from '../kube/access.ts';
 import { coreApi, leaseRosterApi } from '../kube/api.ts';
 import { defaultIdentity, recordOf } from '../kube/leader.ts';
+import { CLUSTER_ID_LABEL } from '../kube/ledger.ts';
 import { startWatch, type Watch, type WatchFailure, withBeats } from '../kube/watch.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics.ts';
@@ -56,6 +57,8 @@ import { assign, weightOf } from './weighted-share.ts';
 
 /** Cold engines a replica starts at once (each lists its cluster; a failover starts the dead replica's share less the warm standbys). */
 const MAX_STARTING = 8;
+/** While shards from before the cluster label exist, how often the hub asks again whether they still do. */
+const UNLABELLED_RECHECK_MS = 10 * 60_000;
 
 interface SecretEntry {
   name: string;
@@ -97,6 +100,36 @@ export async function serveHub(
     burst: cfg.hubWriteBurst,
     onPass: (ms) => hubMetrics.homeWriteWaited(ms / 1000),
   });
+  // Whether ledger shards from before the cluster label (ADR 0043) are in the release namespace: asked
+  // once (one LIST of at most one item), again at most every UNLABELLED_RECHECK_MS while some are, so
+  // that no term's start reads by name what cannot be there.
+  let unlabelled: { at: number; answer: Promise<boolean>; some?: boolean } | undefined;
+  const unlabelledLedgers = (): Promise<boolean> => {
+    const now = performance.now();
+    if (!unlabelled || (unlabelled.some === true && now - unlabelled.at > UNLABELLED_RECHECK_MS)) {
+      const entry: { at: number; answer: Promise<boolean>; some?: boolean } = {
+        at: now,
+        answer: coreApi(kc)
+          .listNamespacedConfigMap({
+            namespace: releaseNamespace,
+            labelSelector: `app.kubernetes.io/component=ledger,!${CLUSTER_ID_LABEL}`,
+            limit: 1,
+          })
+          .then((page) => page.items.length > 0),
+      };
+      unlabelled = entry;
+      // A failed answer is asked again next time; 'none' is kept (new shards are created labelled).
+      entry.answer.then(
+        (some) => {
+          entry.some = some;
+        },
+        () => {
+          if (unlabelled === entry) unlabelled = undefined;
+        },
+      );
+    }
+    return unlabelled.answer;
+  };
   const directory = new ClusterDirectory();
   /** Served clusters by server (Argo CD's key for a cluster). */
   const seats = new Map<string, Seat>();
@@ -338,6 +371,7 @@ export async function serveHub(
           argocd: (state) => argocdOf(seat, clusterLog, state),
           mayLead: () => mayLead(seat),
           clusterId: cluster.id,
+          unlabelledLedgers,
           seen: leases.seen(leaseOf(seat)),
           homeWrites,
         });

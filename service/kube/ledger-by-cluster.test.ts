@@ -23,6 +23,8 @@ const matches = (labels: Record<string, string>, selector: string) =>
 function recordingCore() {
   const cms = new Map<string, Cm>();
   const lists: Array<{ selector: string; names: string[] }> = [];
+  /** Every read by name (GET), with whether the ConfigMap was there. */
+  const reads: Array<{ name: string; found: boolean }> = [];
   const copy = <T>(x: T) => structuredClone(x);
   const merge = (into: Record<string, string> | undefined, from: Record<string, string | null> = {}) => {
     const out = { ...(into ?? {}) };
@@ -42,6 +44,12 @@ function recordingCore() {
       const next = from + page.length < all.length ? String(from + page.length) : undefined;
       lists.push({ selector: o.labelSelector, names: page.map((c) => c.metadata.name) });
       return { items: page.map(copy), metadata: { _continue: next } };
+    },
+    async readNamespacedConfigMap({ name }: { name: string }) {
+      const cm = cms.get(name);
+      reads.push({ name, found: cm !== undefined });
+      if (!cm) throw Object.assign(new Error('not found'), { code: 404 });
+      return copy(cm);
     },
     async createNamespacedConfigMap({ body }: { body: Cm }) {
       if (cms.has(body.metadata.name)) throw Object.assign(new Error('exists'), { code: 409 });
@@ -63,7 +71,7 @@ function recordingCore() {
       return copy(cm);
     },
   } as unknown as CoreApi;
-  return { core, cms, lists };
+  return { core, cms, lists, reads };
 }
 
 const ids = [
@@ -71,13 +79,19 @@ const ids = [
   'beta-0123456789abcdef0123456789abcdef',
   'gamma-0123456789abcdef0123456789abcdef',
 ];
-const ledgerOf = (core: CoreApi, id: string | undefined, prefixId = id) =>
+const ledgerOf = (
+  core: CoreApi,
+  id: string | undefined,
+  prefixId = id,
+  unlabelledMayExist?: () => Promise<boolean>,
+) =>
   new Ledger({
     core,
     namespace: 'hub',
     prefix: `rel-${prefixId}`,
     shards: 8,
     owner: id,
+    ...(unlabelledMayExist ? { unlabelledMayExist } : {}),
     log: () => undefined,
   });
 const entry = { configs: { 'ConfigMap/shop/app': 'd1' } };
@@ -92,23 +106,45 @@ async function fill(core: CoreApi, id: string, labelled: boolean) {
 }
 
 describe("a term's start reads its own cluster's state only", () => {
-  it("lists only the cluster's labelled ledger shards, and unlabelled ones left from before", async () => {
-    const { core, lists } = recordingCore();
+  it("lists only the cluster's labelled ledger shards, even beside other clusters' from before the label", async () => {
+    const { core, lists, reads } = recordingCore();
     for (const id of ids) await fill(core, id, true);
+    // A cluster served before the label and no longer: its shards stay unlabelled for ever.
+    await fill(core, 'delta-0123456789abcdef0123456789abcdef', false);
     lists.length = 0;
+    reads.length = 0;
     const l = ledgerOf(core, ids[0]);
     const loaded = await l.load();
     expect(loaded.size).toBe(40);
-    // Every item any LIST returned is the cluster's own: nothing of the 16 shards of the other two.
+    // Every item any LIST returned is the cluster's own: nothing of the other clusters' 24 shards.
     const returned = lists.flatMap((x) => x.names);
     expect(returned.length).toBe(8);
     expect(returned.every((n) => n.startsWith(`rel-${ids[0]}-ledger-`))).toBe(true);
-    // 8 shards in pages of 4: two LISTs, and one for shards from before the label (none left).
+    // 8 shards in pages of 4: two LISTs; nothing read by name (all 8 were listed).
     expect(lists.map((x) => x.selector)).toEqual([
       `app.kubernetes.io/component=ledger,${CLUSTER_ID_LABEL}=${ids[0]}`,
       `app.kubernetes.io/component=ledger,${CLUSTER_ID_LABEL}=${ids[0]}`,
-      `app.kubernetes.io/component=ledger,!${CLUSTER_ID_LABEL}`,
     ]);
+    expect(reads).toEqual([]);
+  });
+
+  it('reads by name only its own shards not listed, and none when the hub knows no unlabelled shard exists', async () => {
+    const { core, lists, reads } = recordingCore();
+    for (const id of ids.slice(1)) await fill(core, id, false);
+    // One workload: one shard of 8 written.
+    const small = ledgerOf(core, ids[0]);
+    await small.load();
+    await small.putMany([['Deployment/shop/w0', entry]]);
+    lists.length = 0;
+    reads.length = 0;
+    expect((await ledgerOf(core, ids[0]).load()).size).toBe(1);
+    expect(lists.flatMap((x) => x.names)).toHaveLength(1);
+    // The other 7 of its names are read (not there), nothing of the others' 16 unlabelled shards.
+    expect(reads.map((r) => r.name).every((n) => n.startsWith(`rel-${ids[0]}-ledger-`))).toBe(true);
+    expect(reads.filter((r) => !r.found)).toHaveLength(7);
+    reads.length = 0;
+    expect((await ledgerOf(core, ids[0], ids[0], async () => false).load()).size).toBe(1);
+    expect(reads).toEqual([]);
   });
 
   it('without an owner (single-cluster mode) still lists every ledger shard, as before', async () => {
@@ -120,12 +156,12 @@ describe("a term's start reads its own cluster's state only", () => {
   });
 
   it('upgrade: shards written before the label are read by name, then labelled, and read by label after', async () => {
-    const { core, cms, lists } = recordingCore();
+    const { core, cms, lists, reads } = recordingCore();
     // An install from before: every cluster's shards unlabelled.
     for (const id of ids) await fill(core, id, false);
     const l = ledgerOf(core, ids[0]);
     l.fence(new AbortController().signal);
-    expect((await l.load()).size).toBe(40); // found through the unlabelled LIST, by name
+    expect((await l.load()).size).toBe(40); // found by name
     await l.labelOwn();
     const own = [...cms.values()].filter((c) => c.metadata.name.startsWith(`rel-${ids[0]}-`));
     expect(own.every((c) => c.metadata.labels?.[CLUSTER_ID_LABEL] === ids[0])).toBe(true);
@@ -138,10 +174,11 @@ describe("a term's start reads its own cluster's state only", () => {
       await o.labelOwn();
     }
     lists.length = 0;
+    reads.length = 0;
     const again = ledgerOf(core, ids[0]);
     expect((await again.load()).size).toBe(40);
     expect(lists.flatMap((x) => x.names).every((n) => n.startsWith(`rel-${ids[0]}-`))).toBe(true);
-    expect(lists.at(-1)?.names).toEqual([]); // nothing unlabelled is left
+    expect(reads).toEqual([]); // all 8 are labelled now: listed, nothing read by name
   });
 
   it("lists only the cluster's job records (and unlabelled ones from before)", async () => {

@@ -28,15 +28,16 @@ export const KEY_ANNOTATION = 'gitops-reloader.io/key-fingerprint';
 
 /**
  * Hub mode: the served cluster a ledger shard or job record belongs to (its cluster id, a DNS label of
- * at most 53 characters). A term's start lists only its own cluster's (ADR 0043); shards written before
- * this label existed are read once by name and labelled (Ledger#labelOwn).
+ * at most 53 characters). A term's start lists only its own cluster's (ADR 0043); its shards written
+ * before this label existed are read by name and labelled (Ledger#labelOwn).
  */
 export const CLUSTER_ID_LABEL = 'gitops-reloader.io/cluster-id';
 
 /**
  * The label selectors that read one owner's objects of a component: those labelled for it, and those
- * written before the label existed (no owner label at all; filtered by name afterwards). Without an
- * owner (single-cluster mode), the component's alone.
+ * written before the label existed (no owner label at all; filtered by name afterwards; the ledger reads
+ * its shards from before the label by name instead). Without an owner (single-cluster mode), the
+ * component's alone.
  */
 export function ownedSelectors(component: string, owner: string | undefined): string[] {
   const base = `app.kubernetes.io/component=${component}`;
@@ -72,9 +73,15 @@ export interface LedgerOptions {
   keyFingerprint?: string;
   /**
    * Hub mode: the cluster id its shards are labelled with (CLUSTER_ID_LABEL). load() then lists only
-   * that cluster's shards, and the unlabelled ones left from before the label (until labelOwn()).
+   * that cluster's labelled shards, and reads its unlabelled ones left from before the label by name
+   * (labelOwn() labels them).
    */
   owner?: string;
+  /**
+   * Hub mode: whether any shard without the cluster label may be in the namespace (the hub asks once,
+   * not every term). When it says no, load() reads nothing by name. Default: yes.
+   */
+  unlabelledMayExist?: () => Promise<boolean>;
 }
 
 /** The uids of a workload and of its configs (those that exist), by id; see Ledger#identifyWith. */
@@ -151,6 +158,8 @@ interface KeyWrite {
 
 // Bounds the load's LIST responses to a few MiB each.
 const LIST_PAGE = 4;
+/** Shards from before the cluster label read by name at once (hub mode, the first term after an upgrade). */
+const UNLABELLED_READS = 4;
 const WRITE_CONCURRENCY = 4;
 
 export class Ledger {
@@ -163,6 +172,7 @@ export class Ledger {
   readonly keyFingerprint: string | undefined;
   readonly #core: CoreApi;
   readonly #log: LedgerLog;
+  readonly #unlabelledMayExist: () => Promise<boolean>;
   #views = new Map<string, ShardView>();
   #entries = new Map<string, LedgerEntry>();
   #loaded = false;
@@ -185,6 +195,7 @@ export class Ledger {
     this.namespace = opts.namespace;
     this.prefix = opts.prefix ?? DEFAULT_PREFIX;
     this.owner = opts.owner;
+    this.#unlabelledMayExist = opts.unlabelledMayExist ?? (async () => true);
     this.shards = opts.shards ?? DEFAULT_SHARDS;
     this.budget = opts.shardBudgetBytes ?? DEFAULT_SHARD_BUDGET;
     this.dryRun = opts.dryRun ?? false;
@@ -233,23 +244,43 @@ export class Ledger {
    */
   async load(): Promise<Map<string, LedgerEntry>> {
     const found: V1ConfigMap[] = [];
-    const labelled = this.owner === undefined ? undefined : { [CLUSTER_ID_LABEL]: this.owner };
-    for (const labelSelector of ownedSelectors('ledger', this.owner)) {
-      let cont: string | undefined;
-      do {
-        const page = await this.#core
-          .listNamespacedConfigMap({
-            namespace: this.namespace,
-            labelSelector,
-            limit: LIST_PAGE,
-            _continue: cont,
-          })
-          .catch((err: unknown) => {
-            throw this.#wrap(err, `listing ledger shards in namespace ${this.namespace}`, {});
-          });
-        found.push(...page.items);
-        cont = page.metadata?._continue || undefined;
-      } while (cont);
+    const labelled = this.owner !== undefined;
+    // In hub mode only this cluster's labelled shards are listed (ADR 0043): a LIST of the unlabelled
+    // ones would return every cluster's shards from before the label, and those of clusters no longer
+    // served, at every term's start. This cluster's shards from before the label are read by name.
+    const selector = ownedSelectors('ledger', this.owner)[0] as string;
+    let cont: string | undefined;
+    do {
+      const page = await this.#core
+        .listNamespacedConfigMap({
+          namespace: this.namespace,
+          labelSelector: selector,
+          limit: LIST_PAGE,
+          _continue: cont,
+        })
+        .catch((err: unknown) => {
+          throw this.#wrap(err, `listing ledger shards in namespace ${this.namespace}`, {});
+        });
+      found.push(...page.items);
+      cont = page.metadata?._continue || undefined;
+    } while (cont);
+    if (labelled && (await this.#unlabelledMayExist())) {
+      const listed = new Set(found.map((cm) => cm.metadata?.name));
+      const names = Array.from({ length: this.shards }, (_, i) => this.shardName(i)).filter(
+        (n) => !listed.has(n),
+      );
+      // A few at a time; a shard never written is not there (404).
+      for (let i = 0; i < names.length; i += UNLABELLED_READS) {
+        const read = await Promise.all(
+          names.slice(i, i + UNLABELLED_READS).map((name) =>
+            this.#core.readNamespacedConfigMap({ name, namespace: this.namespace }).catch((err: unknown) => {
+              if (statusOf(err) === 404) return undefined;
+              throw this.#wrap(err, `reading ledger shard ${name}`, { shard: name });
+            }),
+          ),
+        );
+        for (const cm of read) if (cm) found.push(cm);
+      }
     }
     this.#unlabelled = new Set();
     const otherKey = new Set<string>();
