@@ -16,6 +16,11 @@ import tls from 'node:tls';
 
 const PING_EVERY_MS = 30_000;
 const PING_TIMEOUT_MS = 15_000;
+/**
+ * Streams one connection carries at most, or the server's own limit when lower (kube-apiserver's
+ * --http2-max-streams-per-connection; it announces 100). More open another connection.
+ */
+const MAX_STREAMS = 100;
 /** A connection whose TLS handshake has not finished by then is given up (a partition, a stuck proxy). */
 const CONNECT_TIMEOUT_MS = 15_000;
 /** A session with no stream left is closed after this long (a watch re-opened meanwhile reuses it). */
@@ -62,7 +67,8 @@ export function sessionKey(origin: string, t: TlsOptions): string {
 }
 
 export class H2Sessions {
-  readonly #sessions = new Map<string, Entry>();
+  /** Sessions by key: a new one opens when every open one carries its most streams. */
+  readonly #sessions = new Map<string, Entry[]>();
   readonly #connecting = new Map<string, Promise<Entry | 'http/1.1'>>();
   /** Keys whose server did not choose h2: their watches use HTTP/1.1. */
   readonly #http1 = new Set<string>();
@@ -75,7 +81,9 @@ export class H2Sessions {
 
   /** Open sessions (connections), for tests and the bench. */
   get open(): number {
-    return this.#sessions.size;
+    let n = 0;
+    for (const list of this.#sessions.values()) n += list.length;
+    return n;
   }
 
   /**
@@ -92,8 +100,10 @@ export class H2Sessions {
     if (!this.#enabled || origin.protocol !== 'https:') return 'http/1.1';
     const key = sessionKey(origin.origin, t);
     if (this.#http1.has(key)) return 'http/1.1';
-    let entry = this.#sessions.get(key);
-    if (!entry || entry.session.closed || entry.session.destroyed) {
+    // A session with room for one more stream (the server's SETTINGS_MAX_CONCURRENT_STREAMS, at most
+    // MAX_STREAMS): a stream over the limit would wait, unanswered, for another to end.
+    let entry = this.#withRoom(key);
+    while (!entry) {
       let connecting = this.#connecting.get(key);
       if (!connecting) {
         connecting = this.#connect(key, origin, t).finally(() => this.#connecting.delete(key));
@@ -101,7 +111,8 @@ export class H2Sessions {
       }
       const got = await abortable(connecting, signal);
       if (got === 'http/1.1') return got;
-      entry = got;
+      // Others waiting for the same connection may have filled it meanwhile.
+      entry = this.#withRoom(key);
     }
     signal.throwIfAborted();
     const e = entry;
@@ -124,6 +135,17 @@ export class H2Sessions {
       }
     });
     return stream;
+  }
+
+  #withRoom(key: string): Entry | undefined {
+    return this.#sessions
+      .get(key)
+      ?.find(
+        (e) =>
+          !e.session.closed &&
+          !e.session.destroyed &&
+          e.streams < Math.min(MAX_STREAMS, e.session.remoteSettings?.maxConcurrentStreams ?? MAX_STREAMS),
+      );
   }
 
   #connect(key: string, origin: URL, t: TlsOptions): Promise<Entry | 'http/1.1'> {
@@ -188,7 +210,7 @@ export class H2Sessions {
         session.on('error', () => this.#drop(key, entry));
         session.on('goaway', () => this.#drop(key, entry));
         session.on('close', () => this.#drop(key, entry));
-        this.#sessions.set(key, entry);
+        this.#sessions.set(key, [...(this.#sessions.get(key) ?? []), entry]);
         resolve(entry);
       });
     });
@@ -197,13 +219,15 @@ export class H2Sessions {
   #drop(key: string, e: Entry) {
     clearInterval(e.pingTimer);
     if (e.idleTimer) clearTimeout(e.idleTimer);
-    if (this.#sessions.get(key) === e) this.#sessions.delete(key);
+    const rest = (this.#sessions.get(key) ?? []).filter((x) => x !== e);
+    if (rest.length > 0) this.#sessions.set(key, rest);
+    else this.#sessions.delete(key);
     if (!e.session.closed && !e.session.destroyed) e.session.close();
   }
 
   /** Closes every session (shutdown, tests). */
   closeAll(): void {
-    for (const [key, e] of this.#sessions) this.#drop(key, e);
+    for (const [key, list] of [...this.#sessions]) for (const e of list) this.#drop(key, e);
   }
 }
 

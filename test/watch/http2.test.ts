@@ -1,6 +1,7 @@
 // Watches over HTTP/2 against the real API server (service/kube/h2-sessions.ts, ADR 0046): every
 // watch of one server and one set of credentials is a stream of one connection, each stream ends on
-// its own, and a server (here a proxy) that does not choose h2 gets HTTP/1.1 as before.
+// its own, a connection carries at most 100 streams, and a server (here a proxy) that does not choose
+// h2 gets HTTP/1.1 as before.
 import { KubeConfig } from '@kubernetes/client-node';
 import { describe, expect, onTestFinished } from 'vitest';
 import { h2Sessions } from '../../service/kube/h2-sessions.ts';
@@ -52,6 +53,28 @@ describe('watches over HTTP/2', () => {
     await sees(secrets, 'three');
     expect(deployments.names).toEqual([]);
     expect(h2Sessions.open).toBe(1);
+  });
+
+  it("opens another connection when one carries its most streams (the server's limit would hold the rest)", async ({
+    kube,
+    namespace,
+  }) => {
+    onTestFinished(() => h2Sessions.closeAll());
+    // More than the API server's streams per connection (Go's default, 250): one service scoped to
+    // many namespaces watches that many paths.
+    const many = Array.from({ length: 260 }, () =>
+      watchNames(kube.kc, `/api/v1/namespaces/${namespace}/configmaps`),
+    );
+    await kube.core.createNamespacedConfigMap({ namespace, body: { metadata: { name: 'seen-by-all' } } });
+    await waitFor(
+      async () => {
+        const blind = many.filter((w) => !w.names.includes('seen-by-all')).length;
+        return blind === 0 || pending(`${blind} of ${many.length} watches saw nothing`);
+      },
+      { describe: 'every watch sees the ConfigMap', timeout: 30_000 },
+    );
+    // 100 streams per connection at most.
+    expect(h2Sessions.open).toBe(3);
   });
 
   it('uses HTTP/1.1 with a server that does not choose h2, as before', async ({ kube, namespace }) => {
