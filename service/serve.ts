@@ -130,8 +130,11 @@ export interface HubSeat {
   mayLead(): boolean;
   /** The cluster's id: its ledger shards and job records carry it as a label and are listed by it. */
   clusterId: string;
-  /** Whether ledger shards from before the cluster label may be in the release namespace (asked once by the hub). */
-  unlabelledLedgers?: () => Promise<boolean>;
+  /**
+   * Whether ledger shards or Job records from before the cluster label may be in the release namespace
+   * (asked once by the hub, not at every term's start).
+   */
+  unlabelled?: (component: 'ledger' | 'job-spec') => Promise<boolean>;
   /** The cluster's Lease as the hub last saw it (hub/lease-sightings.ts): its election starts from it. */
   seen?: Observed;
   /**
@@ -197,6 +200,8 @@ export async function serve(
   if (problems.length > 0) throw new FlagError(problems.join('; '));
 
   const state = new ClusterState(cfg.defaultStrategy, cfg.enableCsiIntegration);
+  // Hub mode: whether state from before the cluster label may exist (ADR 0043).
+  const unlabelled = hub?.unlabelled;
   const ledger = new Ledger({
     core: leaderHomeCore,
     namespace: cfg.releaseNamespace,
@@ -205,7 +210,7 @@ export async function serve(
     dryRun: cfg.dryRun,
     keyFingerprint: keyFingerprint(key),
     ...(hub ? { owner: hub.clusterId } : {}),
-    ...(hub?.unlabelledLedgers ? { unlabelledMayExist: hub.unlabelledLedgers } : {}),
+    ...(unlabelled ? { unlabelledMayExist: () => unlabelled('ledger') } : {}),
     log: (level, msg, f) => log[level](f, msg),
   });
   const ignored = new Set(cfg.ignoreNamespaces);
@@ -283,6 +288,7 @@ export async function serve(
       namespace: ledger.namespace,
       prefix: ledger.prefix,
       ...(hub ? { owner: hub.clusterId } : {}),
+      ...(unlabelled ? { unlabelledMayExist: () => unlabelled('job-spec') } : {}),
       warn: (msg, f) => log.warn(f, msg),
     }),
     events,

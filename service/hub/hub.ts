@@ -100,35 +100,35 @@ export async function serveHub(
     burst: cfg.hubWriteBurst,
     onPass: (ms) => hubMetrics.homeWriteWaited(ms / 1000),
   });
-  // Whether ledger shards from before the cluster label (ADR 0043) are in the release namespace: asked
-  // once (one LIST of at most one item), again at most every UNLABELLED_RECHECK_MS while some are, so
-  // that no term's start reads by name what cannot be there.
-  let unlabelled: { at: number; answer: Promise<boolean>; some?: boolean } | undefined;
-  const unlabelledLedgers = (): Promise<boolean> => {
+  // Whether ledger shards or Job records from before the cluster label (ADR 0043) are in the release
+  // namespace: asked once per component (one LIST of at most one item), again at most every
+  // UNLABELLED_RECHECK_MS while some are, so that no term's start reads what cannot be there.
+  const unlabelledAsked = new Map<string, { at: number; answer: Promise<boolean>; some?: boolean }>();
+  const unlabelled = (component: 'ledger' | 'job-spec'): Promise<boolean> => {
     const now = performance.now();
-    if (!unlabelled || (unlabelled.some === true && now - unlabelled.at > UNLABELLED_RECHECK_MS)) {
-      const entry: { at: number; answer: Promise<boolean>; some?: boolean } = {
-        at: now,
-        answer: coreApi(kc)
-          .listNamespacedConfigMap({
-            namespace: releaseNamespace,
-            labelSelector: `app.kubernetes.io/component=ledger,!${CLUSTER_ID_LABEL}`,
-            limit: 1,
-          })
-          .then((page) => page.items.length > 0),
-      };
-      unlabelled = entry;
-      // A failed answer is asked again next time; 'none' is kept (new shards are created labelled).
-      entry.answer.then(
-        (some) => {
-          entry.some = some;
-        },
-        () => {
-          if (unlabelled === entry) unlabelled = undefined;
-        },
-      );
-    }
-    return unlabelled.answer;
+    const last = unlabelledAsked.get(component);
+    if (last && !(last.some === true && now - last.at > UNLABELLED_RECHECK_MS)) return last.answer;
+    const entry: { at: number; answer: Promise<boolean>; some?: boolean } = {
+      at: now,
+      answer: coreApi(kc)
+        .listNamespacedConfigMap({
+          namespace: releaseNamespace,
+          labelSelector: `app.kubernetes.io/component=${component},!${CLUSTER_ID_LABEL}`,
+          limit: 1,
+        })
+        .then((page) => page.items.length > 0),
+    };
+    unlabelledAsked.set(component, entry);
+    // A failed answer is asked again next time; 'none' is kept (new ones are created labelled).
+    entry.answer.then(
+      (some) => {
+        entry.some = some;
+      },
+      () => {
+        if (unlabelledAsked.get(component) === entry) unlabelledAsked.delete(component);
+      },
+    );
+    return entry.answer;
   };
   const directory = new ClusterDirectory();
   /** Served clusters by server (Argo CD's key for a cluster). */
@@ -371,7 +371,7 @@ export async function serveHub(
           argocd: (state) => argocdOf(seat, clusterLog, state),
           mayLead: () => mayLead(seat),
           clusterId: cluster.id,
-          unlabelledLedgers,
+          unlabelled,
           seen: leases.seen(leaseOf(seat)),
           homeWrites,
         });

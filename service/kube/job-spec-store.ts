@@ -26,15 +26,19 @@ export class JobSpecStore {
   readonly #labels: Record<string, string>;
   readonly #core: CoreApi;
   readonly #warn: (msg: string, fields: Record<string, unknown>) => void;
+  readonly #unlabelledMayExist: () => Promise<boolean>;
 
   constructor(o: {
     core: CoreApi;
     namespace: string;
     prefix: string;
     owner?: string;
+    /** Hub mode: whether records without the cluster label may exist (the hub asks once); default yes. */
+    unlabelledMayExist?: () => Promise<boolean>;
     warn: (msg: string, fields: Record<string, unknown>) => void;
   }) {
     this.owner = o.owner;
+    this.#unlabelledMayExist = o.unlabelledMayExist ?? (async () => true);
     this.#labels = {
       ...JOB_RECORD_LABELS,
       ...(o.owner === undefined ? {} : { [CLUSTER_ID_LABEL]: o.owner }),
@@ -64,11 +68,14 @@ export class JobSpecStore {
   /**
    * Every valid record of this release. In hub mode, those labelled with its cluster id, and those
    * written before the label existed (unlabelled, told by name): records live only while their Job is
-   * recreated, so the unlabelled ones are gone after the first reloads of an upgraded install.
+   * recreated, so the unlabelled ones are gone after the first reloads of an upgraded install; they are
+   * listed only while the hub has seen some.
    */
   async list(): Promise<StoredRecord[]> {
     const out: StoredRecord[] = [];
-    for (const labelSelector of ownedSelectors('job-spec', this.owner)) {
+    const selectors = ownedSelectors('job-spec', this.owner);
+    for (const [i, labelSelector] of selectors.entries()) {
+      if (i > 0 && !(await this.#unlabelledMayExist())) continue;
       let cont: string | undefined;
       do {
         const page = await this.#core.listNamespacedConfigMap({

@@ -201,5 +201,29 @@ describe("a term's start reads its own cluster's state only", () => {
     const mine = await (stores[0] as JobSpecStore).list();
     expect(mine.length).toBe(3);
     expect(lists.flatMap((x) => x.names).every((n) => n.startsWith(`rel-${ids[0]}-job-`))).toBe(true);
+    // Records of a release from before the label (no owner): listed while the hub has seen some, and
+    // not at all once it knows there are none.
+    const old = new JobSpecStore({ core, namespace: 'hub', prefix: 'rel-old', warn: () => undefined });
+    await old.save(rec('jobs', 'j9') as never, signal);
+    const asking = (answer: boolean) =>
+      new JobSpecStore({
+        core,
+        namespace: 'hub',
+        prefix: `rel-${ids[0]}`,
+        owner: ids[0],
+        unlabelledMayExist: async () => answer,
+        warn: () => undefined,
+      });
+    lists.length = 0;
+    await asking(true).list();
+    expect(lists.map((x) => x.selector)).toEqual([
+      `app.kubernetes.io/component=job-spec,${CLUSTER_ID_LABEL}=${ids[0]}`,
+      `app.kubernetes.io/component=job-spec,!${CLUSTER_ID_LABEL}`,
+    ]);
+    lists.length = 0;
+    expect((await asking(false).list()).length).toBe(3);
+    expect(lists.map((x) => x.selector)).toEqual([
+      `app.kubernetes.io/component=job-spec,${CLUSTER_ID_LABEL}=${ids[0]}`,
+    ]);
   });
 });
