@@ -17,7 +17,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import type { KubeConfig } from '@kubernetes/client-node';
+import { KubeConfig } from '@kubernetes/client-node';
 
 const exec = promisify(execFile);
 
@@ -148,6 +148,21 @@ export class ApiProxy {
   /** The CA a client must trust to talk to the proxy (its own self-signed certificate). */
   async caData(): Promise<string> {
     return Buffer.from((await proxyCert()).cert).toString('base64');
+  }
+
+  /**
+   * A kubeconfig that reaches the API server through this proxy as `user`'s current user (a token: a
+   * proxy that ends TLS cannot pass a client certificate on).
+   */
+  async kubeConfigFor(user: KubeConfig): Promise<KubeConfig> {
+    const kc = new KubeConfig();
+    kc.loadFromOptions({
+      clusters: [{ name: 'proxy', server: this.url, caData: await this.caData() }],
+      users: user.users,
+      contexts: [{ name: 'proxy', cluster: 'proxy', user: user.getCurrentUser()?.name ?? '' }],
+      currentContext: 'proxy',
+    });
+    return kc;
   }
 
   /** Partitions the service from the API server: open connections drop, new requests hang. */

@@ -3,7 +3,6 @@
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
 import type { ApiProxy } from './api-proxy.ts';
 import type { Kube } from './kube.ts';
 import { hashKeyFile, serviceArgs } from './service.ts';
@@ -23,13 +22,7 @@ export async function proxiedServiceArgs(
     },
     { apiGroups: ['argoproj.io'], resources: ['rollouts', 'rollouts/status'], verbs: ['*'] },
   ]);
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: 'proxy', server: proxy.url, caData: await proxy.caData() }],
-    users: direct.users,
-    contexts: [{ name: 'proxy', cluster: 'proxy', user: direct.getCurrentUser()?.name ?? '' }],
-    currentContext: 'proxy',
-  });
+  const kc = await proxy.kubeConfigFor(direct);
   const file = await writeKubeConfig(kc, await mkdtemp(path.join(tmpdir(), 'gr-proxied-')));
   return serviceArgs(namespace, await hashKeyFile(), extra).map((a) =>
     a.startsWith('--kubeconfig=') ? `--kubeconfig=${file}` : a,

@@ -2,7 +2,7 @@
 // watch of one server and one set of credentials is a stream of one connection, each stream ends on
 // its own, a connection carries at most 100 streams, and a server (here a proxy) that does not choose
 // h2 gets HTTP/1.1 as before.
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { describe, expect, onTestFinished } from 'vitest';
 import { h2Sessions } from '../../service/kube/h2-sessions.ts';
 import { streamLines } from '../../service/kube/watch-http.ts';
@@ -82,17 +82,10 @@ describe('watches over HTTP/2', () => {
     // The test proxy is an HTTP/1.1 server: it records every request it forwards.
     const proxy = await ApiProxy.start(kube.kc);
     onTestFinished(() => proxy.close());
-    // A token (a proxy that ends TLS cannot pass a client certificate on).
     const direct = await serviceAccountWithRole(kube, namespace, 'watcher', [
       { apiGroups: [''], resources: ['configmaps', 'secrets'], verbs: ['list', 'watch'] },
     ]);
-    const kc = new KubeConfig();
-    kc.loadFromOptions({
-      clusters: [{ name: 'proxy', server: proxy.url, caData: await proxy.caData() }],
-      users: direct.users,
-      contexts: [{ name: 'proxy', cluster: 'proxy', user: direct.getCurrentUser()?.name ?? '' }],
-      currentContext: 'proxy',
-    });
+    const kc = await proxy.kubeConfigFor(direct);
     const a = watchNames(kc, `/api/v1/namespaces/${namespace}/configmaps`);
     const b = watchNames(kc, `/api/v1/namespaces/${namespace}/secrets`);
     await kube.core.createNamespacedConfigMap({ namespace, body: { metadata: { name: 'one' } } });
