@@ -11,6 +11,7 @@
 import { identities } from './catch-up.ts';
 import { KEYS } from './core/annotations.ts';
 import { type Batch, Batcher, type Change, realTimers, type Timers } from './core/batcher.ts';
+import { configsBefore, noteBefore } from './core/configs-before.ts';
 import { ofThisObject } from './core/ledger-entry.ts';
 import { isTracked, REQUEST, recordable, watchedSet } from './core/plan.ts';
 import type { ConfigRecord } from './core/records.ts';
@@ -81,6 +82,8 @@ export class Reconciler {
   /** Changes seen while start() judges the world; replayed once it is done, so none is lost. */
   #starting = false;
   readonly #buffered: Array<() => void> = [];
+  /** The configs updated or deleted while start() judges, as they were before: what a baseline reads. */
+  readonly #before = new Map<string, ConfigRecord>();
   /** When each workload's queued action was first submitted (reloader_workqueue_latency_seconds). */
   readonly #queuedAt = new Map<string, number>();
   #detachDepth: (() => void) | undefined;
@@ -148,6 +151,7 @@ export class Reconciler {
     this.#starting = true;
     await judgeAtStart(this.#d, {
       set: (t) => this.#set(t),
+      firstSeen: (t) => this.#firstSeen(t),
       reportPolicy: (t) => reportPolicy(this.#d, t),
       changeRV: (ids) => changeRV(this.#d.state, ids),
       submit: (a) => this.#submit(a),
@@ -162,6 +166,7 @@ export class Reconciler {
     if (this.#signal.aborted) return; // stopped (leadership lost) while starting
     this.#live = true;
     this.#starting = false;
+    this.#before.clear();
     for (const replay of this.#buffered.splice(0)) replay();
     this.#armSweep();
   }
@@ -203,7 +208,15 @@ export class Reconciler {
     if (!this.#live) {
       // Replayed once the term has started, as seen now: a cutoff from the replay would make the pods
       // created while the term started (a slow start-up sweep) look old, and replace them again (I3).
-      if (this.#starting) this.#buffered.push(() => this.configChanged(old, now, observedAt));
+      if (this.#starting) {
+        noteBefore(this.#before, old);
+        this.#buffered.push(() => this.configChanged(old, now, observedAt));
+        const rec = (now ?? old) as ConfigRecord;
+        this.#d.log.debug(
+          { config: configId(rec.ref), namespace: rec.ref.namespace, resourceVersion: rec.resourceVersion },
+          'config change seen while the term starts; judged once it has',
+        );
+      }
       return;
     }
     const rec = (now ?? old) as ConfigRecord;
@@ -301,6 +314,7 @@ export class Reconciler {
     this.#live = false;
     this.#starting = false;
     this.#buffered.length = 0;
+    this.#before.clear();
     this.#batcher.clear();
     this.#d.gate?.detach(this.#batcher);
     this.#room.clear();
@@ -312,6 +326,14 @@ export class Reconciler {
 
   #set(t: TrackedWorkload): Record<string, string> | undefined {
     return this.#watched(t).digests;
+  }
+
+  /** The set a start baselines: the configs as it first saw them (core/configs-before.ts). */
+  #firstSeen(t: TrackedWorkload): Record<string, string> | undefined {
+    if (this.#before.size === 0) return this.#set(t);
+    const configs = configsBefore(this.#d.state, this.#before);
+    const s = watchedSet(t.rec, t.parsed, configs, this.#d.globals, this.#d.ledger.get(t.id)?.configs);
+    return isTracked(s) ? s.digests : undefined;
   }
 
   /** The watched set (undefined digests: not tracked), and the named configs it holds unreferenced. */

@@ -1,7 +1,8 @@
 // A term's start, driven by hand (test/support/engine-fakes.ts): the cutoff of a pending reload whose
 // configs changed again while no replica acted, and of a change seen while the term starts (ADR 0030).
 // Each is a case the execution-level simulation found replacing pods a second time (seeds 115, 895);
-// startup.test.ts has the catch-up rule's own cases.
+// startup.test.ts has the catch-up rule's own cases. And a write seen while the term starts, on a
+// workload seen for the first time: a change, not its baseline (core/configs-before.ts).
 import { describe, expect, it } from 'vitest';
 import { engineWorld } from '../../test/support/engine-fakes.ts';
 import { effectiveCutoff } from '../core/cutoff.ts';
@@ -91,5 +92,61 @@ describe('a change seen while a term starts', () => {
     await w.settle();
     expect(w.strategies.runs).toHaveLength(1);
     expect(w.strategies.runs[0]?.req.action.cutoffMs).toBe(effectiveCutoff(seen));
+  });
+});
+
+/** Holds the ledger's load (a LIST of a busy API server) until released. */
+function slowLoad(w: ReturnType<typeof setUp>['w']): () => void {
+  const load = w.ledger.load.bind(w.ledger);
+  let release: () => void = () => undefined;
+  w.ledger.load = () => new Promise((r) => (release = () => r(load())));
+  return () => release();
+}
+
+describe('a change seen while a term starts, on a workload seen for the first time', () => {
+  it('is a change: the baseline is what the start first saw, and the replay reloads once', async () => {
+    const { w, digests } = setUp();
+    const first = digests();
+    const release = slowLoad(w);
+    const starting = w.reconciler.start();
+    await w.settle();
+    w.change('a', 'cm', { k: '2' });
+    expect(digests()).not.toEqual(first);
+    release();
+    await starting;
+    expect(w.ledger.writes[0]).toEqual([ID, { configs: first }]);
+    await w.time.advance(w.time.clock.now + 1000);
+    await w.settle();
+    expect(w.strategies.runs).toHaveLength(1);
+    expect(w.strategies.runs[0]?.req.action.changed).toEqual(['ConfigMap/a/cm']);
+  });
+
+  it('a config deleted during the start is baselined as it was', async () => {
+    const { w, digests } = setUp();
+    const first = digests();
+    const release = slowLoad(w);
+    const starting = w.reconciler.start();
+    await w.settle();
+    w.remove('a', 'cm');
+    release();
+    await starting;
+    expect(w.ledger.writes[0]).toEqual([ID, { configs: first }]);
+  });
+
+  it('a config created during the start is seen as it is: a config and its workload in one apply reload nothing', async () => {
+    const w = engineWorld(['--min-reload-interval=0s']);
+    w.state.putWorkload(w.deployment('a', 'web', 'cm') as NonNullable<ReturnType<typeof w.deployment>>);
+    const release = slowLoad(w);
+    const starting = w.reconciler.start();
+    await w.settle();
+    w.change('a', 'cm', { k: '1' });
+    release();
+    await starting;
+    await w.time.advance(w.time.clock.now + 1000);
+    await w.settle();
+    const t = w.state.workloads.get(ID);
+    if (!t) throw new Error('no workload');
+    expect(w.ledger.get(ID)?.configs).toEqual(watchedSet(t.rec, t.parsed, w.state, w.globals).digests);
+    expect(w.strategies.runs).toHaveLength(0);
   });
 });

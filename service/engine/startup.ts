@@ -17,6 +17,11 @@ import { fields, versionsOf } from './report.ts';
 export interface StartupHooks {
   /** The digests the workload watches now, or undefined when it watches nothing (reports problems). */
   set(t: TrackedWorkload): Record<string, string> | undefined;
+  /**
+   * What a baseline records: the digests it watched when this start first saw the configs (a write seen
+   * during the start is replayed after it as a change, core/configs-before.ts). Default: set().
+   */
+  firstSeen?(t: TrackedWorkload): Record<string, string> | undefined;
   reportPolicy(t: TrackedWorkload): void;
   changeRV(ids: string[]): string;
   submit(a: ReloadAction): void;
@@ -122,7 +127,8 @@ export async function judgeAtStart(d: ReconcilerDeps, h: StartupHooks): Promise<
       if (keyChanged) rebaselined++;
     } else if (v.kind === 'baseline' || v.kind === 'rebaseline') {
       if (!isTracked({ digests: set, reasons: {}, skipped: {}, problems: [], unreferenced: [] })) continue;
-      writes.push([t.id, { ...base, configs: v.kind === 'rebaseline' ? v.record : set }]);
+      const baseline = v.kind === 'baseline' ? (h.firstSeen?.(t) ?? set) : set;
+      writes.push([t.id, { ...base, configs: v.kind === 'rebaseline' ? v.record : baseline }]);
       if (v.kind === 'baseline') baselined.push(t);
     } else if (v.kind === 'none' && base && entry?.pending) {
       // What the pending reload was for is gone again (reverted, or deleted): nothing left to do.

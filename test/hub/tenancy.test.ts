@@ -150,7 +150,10 @@ describe('hub mode: tenants and broken Secrets never borrow the service’s righ
     expect(heldC1.secret).toBe(c1Secret);
     expect(String(heldC1.reason)).toContain('--hub-exec-commands does not list');
 
-    // Still served, with ours: a change in c0 reloads.
+    // Still served, with ours: a change in c0 reloads. Made once c0's engine acts (its baseline is
+    // recorded): a change before that would be its baseline ('serving cluster' is logged when the
+    // engine starts, before its caches sync).
+    await r.svc.waitForLog('c0 acts', (l) => l.msg === 'ready' && l.cluster === c0.name, 60_000);
     await changeSettings(kube, c0.namespace, '2');
     await waitAllReplaced(kube, c0.namespace, 'web', before, 1);
     expect(await metric(r, 'gitops_reloader_hub_clusters_held')).toBe(1);

@@ -1,0 +1,44 @@
+// The configs as a term's start first saw them. A start judges every workload once its caches are
+// synced; a config written while it judges is replayed as a change once it is done (reconciler.ts).
+// A workload seen for the first time is baselined: recorded at what its pods read. Recorded at the
+// configs' current content, a write seen while the start ran would be taken for the baseline and its
+// replay would find nothing to do, a change lost. So a baseline reads this view instead: the current
+// configs, except those updated or deleted during the start, seen as they were before their first
+// change then. A config created during the start is seen as it is now (a config and its workload in
+// one apply are a baseline, not a change).
+import type { ConfigLookup } from './plan.ts';
+import type { ConfigRecord } from './records.ts';
+import { type ConfigKind, configId } from './types.ts';
+
+/** `before`: configId → the config as it was before its first change during the start. */
+export function configsBefore(
+  current: ConfigLookup,
+  before: ReadonlyMap<string, ConfigRecord>,
+): ConfigLookup {
+  if (before.size === 0) return current;
+  return {
+    get: (ref) => before.get(configId(ref)) ?? current.get(ref),
+    *inNamespace(namespace: string, kind: ConfigKind) {
+      const seen = new Set<string>();
+      for (const r of current.inNamespace(namespace, kind)) {
+        const id = configId(r.ref);
+        seen.add(id);
+        yield before.get(id) ?? r;
+      }
+      // Deleted during the start: still there as the start first saw it.
+      for (const [id, r] of before)
+        if (!seen.has(id) && r.ref.namespace === namespace && r.ref.kind === kind) yield r;
+    },
+  };
+}
+
+/**
+ * Notes a change seen during a start: the first update or delete of each config keeps what it
+ * replaced. A creation notes nothing (its config is seen as it is), and a later write of it keeps the
+ * created one.
+ */
+export function noteBefore(before: Map<string, ConfigRecord>, old: ConfigRecord | undefined): void {
+  if (!old) return;
+  const id = configId(old.ref);
+  if (!before.has(id)) before.set(id, old);
+}
