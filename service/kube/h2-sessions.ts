@@ -66,13 +66,33 @@ export function sessionKey(origin: string, t: TlsOptions): string {
   return `${origin}#${digest}`;
 }
 
+/** The liveness timings; tests shorten them (defaults above). */
+export interface H2Timings {
+  pingEveryMs: number;
+  pingTimeoutMs: number;
+  connectTimeoutMs: number;
+  idleCloseMs: number;
+}
+
+const DEFAULT_TIMINGS: H2Timings = {
+  pingEveryMs: PING_EVERY_MS,
+  pingTimeoutMs: PING_TIMEOUT_MS,
+  connectTimeoutMs: CONNECT_TIMEOUT_MS,
+  idleCloseMs: IDLE_CLOSE_MS,
+};
+
 export class H2Sessions {
+  readonly #t: H2Timings;
   /** Sessions by key: a new one opens when every open one carries its most streams. */
   readonly #sessions = new Map<string, Entry[]>();
   readonly #connecting = new Map<string, Promise<Entry | 'http/1.1'>>();
   /** Keys whose server did not choose h2: their watches use HTTP/1.1. */
   readonly #http1 = new Set<string>();
   #enabled = true;
+
+  constructor(timings: Partial<H2Timings> = {}) {
+    this.#t = { ...DEFAULT_TIMINGS, ...timings };
+  }
 
   /** Turns HTTP/2 for watches off (--watch-http2=false): every watch uses HTTP/1.1. */
   set enabled(on: boolean) {
@@ -130,7 +150,7 @@ export class H2Sessions {
       if (e.streams === 0 && !e.session.destroyed) {
         // An idle session keeps no process alive (a stopped service exits by itself).
         e.session.unref();
-        e.idleTimer = setTimeout(() => this.#drop(key, e), IDLE_CLOSE_MS);
+        e.idleTimer = setTimeout(() => this.#drop(key, e), this.#t.idleCloseMs);
         e.idleTimer.unref();
       }
     });
@@ -169,8 +189,12 @@ export class H2Sessions {
       };
       const timer = setTimeout(
         () =>
-          fail(new Error(`HTTP/2: no TLS connection to ${origin.host} within ${CONNECT_TIMEOUT_MS / 1000}s`)),
-        CONNECT_TIMEOUT_MS,
+          fail(
+            new Error(
+              `HTTP/2: no TLS connection to ${origin.host} within ${this.#t.connectTimeoutMs / 1000}s`,
+            ),
+          ),
+        this.#t.connectTimeoutMs,
       );
       timer.unref();
       socket.once('error', fail);
@@ -191,7 +215,7 @@ export class H2Sessions {
           pingTimer: setInterval(() => {
             const timeout = setTimeout(
               () => session.destroy(new Error('HTTP/2 session: no answer to a ping')),
-              PING_TIMEOUT_MS,
+              this.#t.pingTimeoutMs,
             );
             timeout.unref();
             try {
@@ -203,7 +227,7 @@ export class H2Sessions {
               clearTimeout(timeout);
               session.destroy(err as Error);
             }
-          }, PING_EVERY_MS),
+          }, this.#t.pingEveryMs),
         };
         entry.pingTimer.unref();
         // Errors reach the streams; the session is only forgotten.

@@ -51,7 +51,7 @@ export const bearerCredential = (token: string): string => digestOf(`Bearer ${to
 let certPromise: Promise<{ cert: string; key: string }> | undefined;
 
 /** A self-signed certificate for 127.0.0.1, made once per test process with the openssl CLI. */
-function proxyCert(): Promise<{ cert: string; key: string }> {
+export function proxyCert(): Promise<{ cert: string; key: string }> {
   certPromise ??= (async () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'gr-proxy-pki-'));
     await exec(
