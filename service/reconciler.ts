@@ -328,11 +328,16 @@ export class Reconciler {
     return this.#watched(t).digests;
   }
 
-  /** The set a start baselines: the configs as it first saw them (core/configs-before.ts). */
+  /**
+   * The set a start baselines: the configs as it first saw them (core/configs-before.ts); undefined
+   * when that is set(t), which has reported the workload's problems already (nothing was written
+   * during the start, or the workload was not tracked then).
+   */
   #firstSeen(t: TrackedWorkload): Record<string, string> | undefined {
-    if (this.#before.size === 0) return this.#set(t);
+    if (this.#before.size === 0) return undefined;
+    const applied = this.#d.ledger.get(t.id)?.configs ?? this.#refused.get(t.id);
     const configs = configsBefore(this.#d.state, this.#before);
-    const s = watchedSet(t.rec, t.parsed, configs, this.#d.globals, this.#d.ledger.get(t.id)?.configs);
+    const s = watchedSet(t.rec, t.parsed, configs, this.#d.globals, applied);
     return isTracked(s) ? s.digests : undefined;
   }
 

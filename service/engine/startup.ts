@@ -19,7 +19,7 @@ export interface StartupHooks {
   set(t: TrackedWorkload): Record<string, string> | undefined;
   /**
    * What a baseline records: the digests it watched when this start first saw the configs (a write seen
-   * during the start is replayed after it as a change, core/configs-before.ts). Default: set().
+   * during the start is replayed after it as a change, core/configs-before.ts); undefined: set()'s.
    */
   firstSeen?(t: TrackedWorkload): Record<string, string> | undefined;
   reportPolicy(t: TrackedWorkload): void;
