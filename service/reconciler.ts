@@ -84,6 +84,8 @@ export class Reconciler {
   readonly #buffered: Array<() => void> = [];
   /** The configs updated or deleted while start() judges, as they were before: what a baseline reads. */
   readonly #before = new Map<string, ConfigRecord>();
+  /** Workloads created while start() judges: their baseline reads the configs as they are. */
+  readonly #bornDuringStart = new Set<string>();
   /** When each workload's queued action was first submitted (reloader_workqueue_latency_seconds). */
   readonly #queuedAt = new Map<string, number>();
   #detachDepth: (() => void) | undefined;
@@ -167,6 +169,7 @@ export class Reconciler {
     this.#live = true;
     this.#starting = false;
     this.#before.clear();
+    this.#bornDuringStart.clear();
     for (const replay of this.#buffered.splice(0)) replay();
     this.#armSweep();
   }
@@ -271,7 +274,10 @@ export class Reconciler {
   /** A workload was added or changed after the initial sync. */
   workloadChanged(old: TrackedWorkload | undefined, now: TrackedWorkload): void {
     if (!this.#live) {
-      if (this.#starting) this.#buffered.push(() => this.workloadChanged(old, now));
+      if (this.#starting) {
+        if (!old) this.#bornDuringStart.add(now.id);
+        this.#buffered.push(() => this.workloadChanged(old, now));
+      }
       return;
     }
     if (!this.#d.inScope(now.rec.ref.namespace)) return;
@@ -315,6 +321,7 @@ export class Reconciler {
     this.#starting = false;
     this.#buffered.length = 0;
     this.#before.clear();
+    this.#bornDuringStart.clear();
     this.#batcher.clear();
     this.#d.gate?.detach(this.#batcher);
     this.#room.clear();
@@ -331,10 +338,11 @@ export class Reconciler {
   /**
    * The set a start baselines: the configs as it first saw them (core/configs-before.ts); undefined
    * when that is set(t), which has reported the workload's problems already (nothing was written
-   * during the start, or the workload was not tracked then).
+   * during the start, the workload was not tracked then, or it was created during the start: its
+   * pods come after the writes before it).
    */
   #firstSeen(t: TrackedWorkload): Record<string, string> | undefined {
-    if (this.#before.size === 0) return undefined;
+    if (this.#before.size === 0 || this.#bornDuringStart.has(t.id)) return undefined;
     const applied = this.#d.ledger.get(t.id)?.configs ?? this.#refused.get(t.id);
     const configs = configsBefore(this.#d.state, this.#before);
     const s = watchedSet(t.rec, t.parsed, configs, this.#d.globals, applied);

@@ -149,4 +149,26 @@ describe('a change seen while a term starts, on a workload seen for the first ti
     expect(w.ledger.get(ID)?.configs).toEqual(watchedSet(t.rec, t.parsed, w.state, w.globals).digests);
     expect(w.strategies.runs).toHaveLength(0);
   });
+
+  it('a workload created during the start reads what is there when it is: a write before it is not its change', async () => {
+    const { w, digests } = setUp();
+    const release = slowLoad(w);
+    const starting = w.reconciler.start();
+    await w.settle();
+    // One apply: the shared config changed, and a new Deployment that uses it.
+    w.change('a', 'cm', { k: '2' });
+    const { now, old } = w.state.putWorkload(
+      w.deployment('a', 'new', 'cm') as NonNullable<ReturnType<typeof w.deployment>>,
+    );
+    w.reconciler.workloadChanged(old, now);
+    release();
+    await starting;
+    for (let i = 0; i < 5; i++) {
+      await w.time.advance(w.time.clock.now + 1000);
+      await w.settle();
+    }
+    // web, there before the start, reloads; new is baselined at what its pods read, and does not.
+    expect(w.ledger.get('Deployment/a/new')?.configs).toEqual(digests());
+    expect(w.strategies.runs.map((r) => r.req.action.workload)).toEqual([ID]);
+  });
 });
