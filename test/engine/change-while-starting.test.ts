@@ -8,9 +8,9 @@
 // Measured on the 2-core machine: 2.5 s alone (the test; the run adds its set-up).
 import { describe, expect } from 'vitest';
 import { it } from '../support/kube.ts';
-import { waitAllReplaced, waitForEvent, waitReadyPods } from '../support/observe.ts';
+import { waitAllReplaced, waitForEvent } from '../support/observe.ts';
 import { FAST_LEASE, installRelease, startReplica, stoppedAfterEach } from '../support/replicas.ts';
-import { configMap, deployment } from '../support/workloads.ts';
+import { setApp, webApp } from '../support/web-app.ts';
 
 const { releases, replicas } = stoppedAfterEach();
 
@@ -19,16 +19,7 @@ describe('a config written while the term starts', () => {
     kube,
     namespace,
   }) => {
-    await kube.core.createNamespacedConfigMap({ namespace, body: configMap('app', { k: '1' }) });
-    await kube.apps.createNamespacedDeployment({
-      namespace,
-      body: deployment('web', {
-        replicas: 1,
-        annotations: { 'reloader.stakater.com/auto': 'true' },
-        container: { envFrom: [{ configMapRef: { name: 'app' } }] },
-      }),
-    });
-    const before = await waitReadyPods(kube, namespace, 'web', 1);
+    const before = await webApp(kube, namespace, 1);
     const release = await installRelease(namespace, {
       watch: [namespace],
       extraArgs: [...FAST_LEASE, '--debounce=0s'],
@@ -44,11 +35,7 @@ describe('a config written while the term starts', () => {
     replicas.push(r);
     await ledgerList?.held;
     await r.svc.waitForLog('caches synced', (l) => l.msg === 'caches synced', 60_000);
-    const written = await kube.core.replaceNamespacedConfigMap({
-      name: 'app',
-      namespace,
-      body: configMap('app', { k: '2' }),
-    });
+    const written = await setApp(kube, namespace, '2');
     await r.svc.waitForLog(
       'the write seen during the start',
       (l) =>

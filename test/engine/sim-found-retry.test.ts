@@ -11,8 +11,9 @@ import { ledgerEntry } from '../support/ledger.ts';
 import { livePods, waitReadyPods } from '../support/observe.ts';
 import { hashKeyFile, serviceArgs, startService } from '../support/service.ts';
 import { pending, waitFor } from '../support/wait-for.ts';
+import { setApp } from '../support/web-app.ts';
 import { configMap } from '../support/workloads.ts';
-import { blockEvictions, cleanUp, logAfter, setApp, slowWeb, startA1ThenBlock } from './sim-found-support.ts';
+import { blockEvictions, cleanUp, logAfter, slowWeb, startA1ThenBlock } from './sim-found-support.ts';
 
 afterEach(cleanUp);
 

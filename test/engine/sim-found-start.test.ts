@@ -8,9 +8,9 @@ import { ledgerEntry } from '../support/ledger.ts';
 import { livePods, waitReadyPods, waitRolledOut } from '../support/observe.ts';
 import { hashKeyFile, serviceArgs, startService } from '../support/service.ts';
 import { pastTheSecondOf, pending, waitFor } from '../support/wait-for.ts';
-import { scaleUpOne, webApp } from '../support/web-app.ts';
+import { scaleUpOne, setApp, webApp } from '../support/web-app.ts';
 import { configMap } from '../support/workloads.ts';
-import { cleanUp, logAfter, setApp, slowWeb, writtenAt } from './sim-found-support.ts';
+import { cleanUp, logAfter, slowWeb, writtenAt } from './sim-found-support.ts';
 
 afterEach(cleanUp);
 

@@ -7,7 +7,8 @@ import type { Kube } from '../support/kube.ts';
 import { livePods, waitReadyPods } from '../support/observe.ts';
 import { hashKeyFile, killAll, type RunningService, serviceArgs, startService } from '../support/service.ts';
 import { pending, waitFor } from '../support/wait-for.ts';
-import { configMap, deployment } from '../support/workloads.ts';
+import { setApp } from '../support/web-app.ts';
+import { deployment } from '../support/workloads.ts';
 
 const servers: Server[] = [];
 
@@ -92,9 +93,6 @@ export const posted = (hook: { open: ServerResponse[]; got: () => number }, what
 /** When the API server stamped an object's latest write (whole seconds, its clock). */
 export const writtenAt = (o: V1ConfigMap) =>
   Math.max(...(o.metadata?.managedFields ?? []).map((f) => new Date(f.time ?? 0).getTime()));
-
-export const setApp = (kube: Kube, namespace: string, k: string) =>
-  kube.core.replaceNamespacedConfigMap({ name: 'app', namespace, body: configMap('app', { k }) });
 
 /**
  * The service (--reload-deadline=8s) over the Deployment web already created; app changes (A1), and

@@ -17,17 +17,9 @@ import { ledgerEntry } from '../support/ledger.ts';
 import { waitReadyPods } from '../support/observe.ts';
 import { hashKeyFile, type LogLine, serviceArgs, startService } from '../support/service.ts';
 import { pastTheSecondOf, pending, waitFor } from '../support/wait-for.ts';
-import { scaleUpOne, webApp, webDeployment } from '../support/web-app.ts';
+import { scaleUpOne, setApp, webApp, webDeployment } from '../support/web-app.ts';
 import { configMap, deployment } from '../support/workloads.ts';
-import {
-  cleanUp,
-  heldReceiver,
-  logAfter,
-  posted,
-  setApp,
-  webhookService,
-  writtenAt,
-} from './sim-found-support.ts';
+import { cleanUp, heldReceiver, logAfter, posted, webhookService, writtenAt } from './sim-found-support.ts';
 
 afterEach(cleanUp);
 

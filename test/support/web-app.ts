@@ -1,5 +1,6 @@
 // The smallest opted-in workload many tests start from: ConfigMap `app` (k=1) read by Deployment `web`
-// (reloader.stakater.com/auto) through envFrom, and the one step that makes a pod newer than a change.
+// (reloader.stakater.com/auto) through envFrom, the write that changes it, and the one step that makes a
+// pod newer than a change.
 import { expect } from 'vitest';
 import type { Kube } from './kube.ts';
 import { type PodView, waitReadyPods } from './observe.ts';
@@ -19,6 +20,10 @@ export async function webApp(kube: Kube, namespace: string, replicas = 1): Promi
   await kube.apps.createNamespacedDeployment({ namespace, body: webDeployment(replicas) });
   return waitReadyPods(kube, namespace, 'web', replicas);
 }
+
+/** Writes `app` with k; resolves with the object as written (its resourceVersion, managedFields). */
+export const setApp = (kube: Kube, namespace: string, k: string) =>
+  kube.core.replaceNamespacedConfigMap({ name: 'app', namespace, body: configMap('app', { k }) });
 
 /** Scales web up by one from `before`; resolves with all its Ready pods and the one new pod. */
 export async function scaleUpOne(
