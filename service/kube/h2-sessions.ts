@@ -6,25 +6,19 @@
 //
 // The protocol is chosen by TLS ALPN on the first connection: a server (or a proxy in front of it)
 // that does not choose h2 is remembered, and its watches use HTTP/1.1 as before. Plain-HTTP servers
-// always use HTTP/1.1. A session pings every PING_EVERY_MS and is destroyed when an answer does not
-// come within PING_TIMEOUT_MS (a dead connection would otherwise stall every watch on it at once);
+// always use HTTP/1.1. A session pings every 30 s and is destroyed when an answer does not come within
+// 15 s (H2Timings; a dead connection would otherwise stall every watch on it at once);
 // its watches then fail and are re-opened by their owners, on a new session.
 import { createHash } from 'node:crypto';
 import http2 from 'node:http2';
 import { isIP } from 'node:net';
 import tls from 'node:tls';
 
-const PING_EVERY_MS = 30_000;
-const PING_TIMEOUT_MS = 15_000;
 /**
  * Streams one connection carries at most, or the server's own limit when lower (kube-apiserver's
  * --http2-max-streams-per-connection; it announces 100). More open another connection.
  */
 const MAX_STREAMS = 100;
-/** A connection whose TLS handshake has not finished by then is given up (a partition, a stuck proxy). */
-const CONNECT_TIMEOUT_MS = 15_000;
-/** A session with no stream left is closed after this long (a watch re-opened meanwhile reuses it). */
-const IDLE_CLOSE_MS = 30_000;
 
 /** The TLS parts of a request's options, as ClusterAccess.applyToHTTPSOptions sets them. */
 export type TlsOptions = Pick<
@@ -66,19 +60,23 @@ export function sessionKey(origin: string, t: TlsOptions): string {
   return `${origin}#${digest}`;
 }
 
-/** The liveness timings; tests shorten them (defaults above). */
+/** The liveness timings (tests shorten them). */
 export interface H2Timings {
+  /** How often a session pings its server. */
   pingEveryMs: number;
+  /** A ping unanswered this long destroys the session (a dead connection). */
   pingTimeoutMs: number;
+  /** A connection whose TLS handshake has not finished by then is given up (a partition, a stuck proxy). */
   connectTimeoutMs: number;
+  /** A session with no stream left is closed after this long (a watch re-opened meanwhile reuses it). */
   idleCloseMs: number;
 }
 
 const DEFAULT_TIMINGS: H2Timings = {
-  pingEveryMs: PING_EVERY_MS,
-  pingTimeoutMs: PING_TIMEOUT_MS,
-  connectTimeoutMs: CONNECT_TIMEOUT_MS,
-  idleCloseMs: IDLE_CLOSE_MS,
+  pingEveryMs: 30_000,
+  pingTimeoutMs: 15_000,
+  connectTimeoutMs: 15_000,
+  idleCloseMs: 30_000,
 };
 
 export class H2Sessions {
