@@ -11,9 +11,16 @@
 import { identities } from './catch-up.ts';
 import { KEYS } from './core/annotations.ts';
 import { type Batch, Batcher, type Change, realTimers, type Timers } from './core/batcher.ts';
-import { configsBefore, noteBefore } from './core/configs-before.ts';
+import { SeenDuringStart } from './core/configs-before.ts';
 import { ofThisObject } from './core/ledger-entry.ts';
-import { isTracked, REQUEST, recordable, watchedSet } from './core/plan.ts';
+import {
+  type ConfigLookup,
+  isTracked,
+  REQUEST,
+  recordable,
+  type WatchedSet,
+  watchedSet,
+} from './core/plan.ts';
 import type { ConfigRecord } from './core/records.ts';
 import {
   type CutReason,
@@ -82,10 +89,8 @@ export class Reconciler {
   /** Changes seen while start() judges the world; replayed once it is done, so none is lost. */
   #starting = false;
   readonly #buffered: Array<() => void> = [];
-  /** The configs updated or deleted while start() judges, as they were before: what a baseline reads. */
-  readonly #before = new Map<string, ConfigRecord>();
-  /** Workloads created while start() judges: their baseline reads the configs as they are. */
-  readonly #bornDuringStart = new Set<string>();
+  /** What was written while start() judges: the configs a first-seen workload's baseline reads. */
+  readonly #seenDuringStart = new SeenDuringStart();
   /** When each workload's queued action was first submitted (reloader_workqueue_latency_seconds). */
   readonly #queuedAt = new Map<string, number>();
   #detachDepth: (() => void) | undefined;
@@ -168,8 +173,7 @@ export class Reconciler {
     if (this.#signal.aborted) return; // stopped (leadership lost) while starting
     this.#live = true;
     this.#starting = false;
-    this.#before.clear();
-    this.#bornDuringStart.clear();
+    this.#seenDuringStart.clear();
     for (const replay of this.#buffered.splice(0)) replay();
     this.#armSweep();
   }
@@ -208,23 +212,7 @@ export class Reconciler {
     now: ConfigRecord | undefined,
     observedAt: number = this.#timers.now(),
   ): void {
-    if (!this.#live) {
-      // Replayed once the term has started, as seen now: a cutoff from the replay would make the pods
-      // created while the term started (a slow start-up sweep) look old, and replace them again (I3).
-      if (this.#starting) {
-        noteBefore(this.#before, old);
-        this.#buffered.push(() => this.configChanged(old, now, observedAt));
-        const rec = (now ?? old) as ConfigRecord;
-        this.#d.log.debug(
-          { config: configId(rec.ref), namespace: rec.ref.namespace, resourceVersion: rec.resourceVersion },
-          'config change seen while the term starts; judged once it has',
-        );
-      }
-      return;
-    }
     const rec = (now ?? old) as ConfigRecord;
-    const m = this.#d.metrics?.reloader;
-    const done = reconciledTimer(this.#d, old, now);
     // Every change seen gets one line naming it (config, resourceVersion) and what was decided, so a
     // test (or a person) can tell "looked and decided not to reload" from "not looked at yet".
     const seen = () => ({
@@ -232,6 +220,18 @@ export class Reconciler {
       namespace: rec.ref.namespace,
       resourceVersion: rec.resourceVersion,
     });
+    if (!this.#live) {
+      // Replayed once the term has started, as seen now: a cutoff from the replay would make the pods
+      // created while the term started (a slow start-up sweep) look old, and replace them again (I3).
+      if (this.#starting) {
+        this.#seenDuringStart.config(old);
+        this.#buffered.push(() => this.configChanged(old, now, observedAt));
+        this.#d.log.debug(seen(), 'config change seen while the term starts; judged once it has');
+      }
+      return;
+    }
+    const m = this.#d.metrics?.reloader;
+    const done = reconciledTimer(this.#d, old, now);
     if (!this.#d.inScope(rec.ref.namespace)) {
       m?.skipped('ignored_or_not_selected');
       this.#d.log.debug(seen(), 'config change ignored: its namespace is not in scope');
@@ -275,7 +275,7 @@ export class Reconciler {
   workloadChanged(old: TrackedWorkload | undefined, now: TrackedWorkload): void {
     if (!this.#live) {
       if (this.#starting) {
-        if (!old) this.#bornDuringStart.add(now.id);
+        this.#seenDuringStart.workload(now.id, !old);
         this.#buffered.push(() => this.workloadChanged(old, now));
       }
       return;
@@ -320,8 +320,7 @@ export class Reconciler {
     this.#live = false;
     this.#starting = false;
     this.#buffered.length = 0;
-    this.#before.clear();
-    this.#bornDuringStart.clear();
+    this.#seenDuringStart.clear();
     this.#batcher.clear();
     this.#d.gate?.detach(this.#batcher);
     this.#room.clear();
@@ -342,17 +341,21 @@ export class Reconciler {
    * pods come after the writes before it).
    */
   #firstSeen(t: TrackedWorkload): Record<string, string> | undefined {
-    if (this.#before.size === 0 || this.#bornDuringStart.has(t.id)) return undefined;
-    const applied = this.#d.ledger.get(t.id)?.configs ?? this.#refused.get(t.id);
-    const configs = configsBefore(this.#d.state, this.#before);
-    const s = watchedSet(t.rec, t.parsed, configs, this.#d.globals, applied);
+    const configs = this.#seenDuringStart.lookup(t.id, this.#d.state);
+    if (!configs) return undefined;
+    const s = this.#watchedSet(t, configs);
     return isTracked(s) ? s.digests : undefined;
+  }
+
+  /** The workload's watched set over `configs` (default: as they are now), against what it applied. */
+  #watchedSet(t: TrackedWorkload, configs: ConfigLookup = this.#d.state): WatchedSet {
+    const applied = this.#d.ledger.get(t.id)?.configs ?? this.#refused.get(t.id);
+    return watchedSet(t.rec, t.parsed, configs, this.#d.globals, applied);
   }
 
   /** The watched set (undefined digests: not tracked), and the named configs it holds unreferenced. */
   #watched(t: TrackedWorkload): { digests: Record<string, string> | undefined; unreferenced: string[] } {
-    const applied = this.#d.ledger.get(t.id)?.configs ?? this.#refused.get(t.id);
-    const s = watchedSet(t.rec, t.parsed, this.#d.state, this.#d.globals, applied);
+    const s = this.#watchedSet(t);
     for (const p of s.problems) void this.#event(t, 'ReloadConfigInvalid', p, 'Warning');
     return { digests: isTracked(s) ? s.digests : undefined, unreferenced: s.unreferenced };
   }

@@ -5,7 +5,8 @@
 // replay would find nothing to do, a change lost. So a baseline reads this view instead: the current
 // configs, except those updated or deleted during the start, seen as they were before their first
 // change then. A config created during the start is seen as it is now (a config and its workload in
-// one apply are a baseline, not a change).
+// one apply are a baseline, not a change), and so are all configs for a workload created during the
+// start (its pods come after the writes before it).
 import type { ConfigLookup } from './plan.ts';
 import type { ConfigRecord } from './records.ts';
 import { type ConfigKind, configId } from './types.ts';
@@ -33,12 +34,36 @@ export function configsBefore(
 }
 
 /**
- * Notes a change seen during a start: the first update or delete of each config keeps what it
- * replaced. A creation notes nothing (its config is seen as it is), and a later write of it keeps the
- * created one.
+ * What a term's start saw written while it judged: each config updated or deleted, as it was before
+ * its first change then, and the workloads created. A creation of a config notes nothing (it is seen
+ * as it is), and a later write of it keeps the created one.
  */
-export function noteBefore(before: Map<string, ConfigRecord>, old: ConfigRecord | undefined): void {
-  if (!old) return;
-  const id = configId(old.ref);
-  if (!before.has(id)) before.set(id, old);
+export class SeenDuringStart {
+  readonly #before = new Map<string, ConfigRecord>();
+  readonly #born = new Set<string>();
+
+  config(old: ConfigRecord | undefined): void {
+    if (!old) return;
+    const id = configId(old.ref);
+    if (!this.#before.has(id)) this.#before.set(id, old);
+  }
+
+  workload(id: string, created: boolean): void {
+    if (created) this.#born.add(id);
+  }
+
+  /**
+   * The configs a baseline of workload `id` reads, or undefined when they are the current ones: nothing
+   * was written during the start, or the workload was created during it (its pods come after the
+   * writes before it).
+   */
+  lookup(id: string, current: ConfigLookup): ConfigLookup | undefined {
+    if (this.#before.size === 0 || this.#born.has(id)) return undefined;
+    return configsBefore(current, this.#before);
+  }
+
+  clear(): void {
+    this.#before.clear();
+    this.#born.clear();
+  }
 }

@@ -127,8 +127,8 @@ export async function judgeAtStart(d: ReconcilerDeps, h: StartupHooks): Promise<
       if (keyChanged) rebaselined++;
     } else if (v.kind === 'baseline' || v.kind === 'rebaseline') {
       if (!isTracked({ digests: set, reasons: {}, skipped: {}, problems: [], unreferenced: [] })) continue;
-      const baseline = v.kind === 'baseline' ? (h.firstSeen?.(t) ?? set) : set;
-      writes.push([t.id, { ...base, configs: v.kind === 'rebaseline' ? v.record : baseline }]);
+      const configs = v.kind === 'rebaseline' ? v.record : (h.firstSeen?.(t) ?? set);
+      writes.push([t.id, { ...base, configs }]);
       if (v.kind === 'baseline') baselined.push(t);
     } else if (v.kind === 'none' && base && entry?.pending) {
       // What the pending reload was for is gone again (reverted, or deleted): nothing left to do.
