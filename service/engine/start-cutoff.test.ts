@@ -171,4 +171,15 @@ describe('a change seen while a term starts, on a workload seen for the first ti
     expect(w.ledger.get('Deployment/a/new')?.configs).toEqual(digests());
     expect(w.strategies.runs.map((r) => r.req.action.workload)).toEqual([ID]);
   });
+
+  it("a config's problem is reported once by a start that saw no write (one Event per workload)", async () => {
+    const w = engineWorld(['--min-reload-interval=0s']);
+    // "True" is not "true": the config is not ignored (as in Reloader), and the workload is told so.
+    w.change('a', 'cm', { k: '1' }, { 'reloader.stakater.com/ignore': 'True' });
+    w.state.putWorkload(w.deployment('a', 'web', 'cm') as NonNullable<ReturnType<typeof w.deployment>>);
+    await w.reconciler.start();
+    await w.settle();
+    expect(w.ledger.get(ID)?.configs).toBeDefined();
+    expect(w.events.filter((e) => e.reason === 'ReloadConfigInvalid')).toHaveLength(1);
+  });
 });
